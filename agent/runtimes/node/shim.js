@@ -1,0 +1,135 @@
+// gcfaas Node.js shim: loads /function/handler.js once and serves one request at a time over the
+// unix socket in GCFAAS_SOCKET. Protocol shared by all shims: see docs/runtimes.md.
+"use strict";
+const fs = require("node:fs");
+const http = require("node:http");
+const os = require("node:os");
+const path = require("node:path");
+
+const FUNCTION_DIR = process.env.GCFAAS_FUNCTION_DIR || "/function";
+const SOCKET_PATH = process.env.GCFAAS_SOCKET || "/run/gcfaas/shim.sock";
+const INVOCATION_HEADER = "x-gcfaas-invocation";
+
+let handle = null;
+let loadError = null;
+try {
+  const mod = require(path.join(FUNCTION_DIR, "handler.js"));
+  handle = typeof mod === "function" ? mod : mod && typeof mod.handle === "function" ? mod.handle : null;
+  if (!handle) loadError = "handler.js must export a function: module.exports = async (event, context) => ...";
+} catch (err) {
+  // A failing load must not end the shim: every call reports it, so it lands in the task log.
+  loadError = err && err.stack ? err.stack : String(err);
+}
+
+function parseQuery(search) {
+  const query = {};
+  for (const [key, value] of new URLSearchParams(search)) {
+    const previous = query[key];
+    if (previous === undefined) query[key] = value;
+    else query[key] = Array.isArray(previous) ? [...previous, value] : [previous, value];
+  }
+  return query;
+}
+
+function encodeBody(body) {
+  if (body === undefined || body === null) return [Buffer.alloc(0), null];
+  if (Buffer.isBuffer(body) || body instanceof Uint8Array) return [Buffer.from(body), "application/octet-stream"];
+  if (typeof body === "string") return [Buffer.from(body, "utf8"), "text/plain; charset=utf-8"];
+  return [Buffer.from(JSON.stringify(body), "utf8"), "application/json"];
+}
+
+function isResponse(value) {
+  if (!value || typeof value !== "object" || Array.isArray(value) || Buffer.isBuffer(value)) return false;
+  const keys = Object.keys(value);
+  return keys.includes("statusCode") && keys.every((k) => ["statusCode", "headers", "body"].includes(k));
+}
+
+function toResponse(value) {
+  let status = 200;
+  let headers = {};
+  let body = value;
+  if (isResponse(value)) {
+    status = Number(value.statusCode);
+    headers = { ...(value.headers || {}) };
+    body = value.body;
+  }
+  const [bytes, contentType] = encodeBody(body);
+  if (contentType && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
+    headers["Content-Type"] = contentType;
+  }
+  return { status, headers, body: bytes };
+}
+
+function failure(message) {
+  return { status: 500, headers: { "Content-Type": "application/json" }, body: Buffer.from(JSON.stringify({ error: message })) };
+}
+
+async function runHandler(event, context) {
+  if (!handle) {
+    console.error(loadError);
+    return failure("handler failed to load");
+  }
+  try {
+    return toResponse(await handle(event, context));
+  } catch (err) {
+    console.error(err && err.stack ? err.stack : err);
+    return failure(err && err.message ? err.message : String(err));
+  }
+}
+
+// A rejection or exception escaping the handler's own promise chain must not end the warm container.
+process.on("unhandledRejection", (err) => console.error(err && err.stack ? err.stack : err));
+process.on("uncaughtException", (err) => console.error(err && err.stack ? err.stack : err));
+
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (chunk) => chunks.push(chunk));
+  req.on("end", async () => {
+    const url = new URL(req.url, "http://function");
+    const headers = { ...req.headers };
+    const invocation = String(headers[INVOCATION_HEADER] || "");
+    delete headers[INVOCATION_HEADER];
+    const rawBody = Buffer.concat(chunks).toString("utf8");
+    const event = {
+      method: req.method,
+      path: url.pathname,
+      query: parseQuery(url.search),
+      headers,
+      body: rawBody,
+      get json() {
+        try {
+          return rawBody ? JSON.parse(rawBody) : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+    };
+    const context = {
+      requestId: invocation,
+      functionId: process.env.GCFAAS_FUNCTION_ID || "",
+      buildId: process.env.GCFAAS_BUILD_ID || "",
+      timeout: Number(process.env.GCFAAS_TIMEOUT || 0),
+      memoryMiB: Number(process.env.GCFAAS_MEMORY_MIB || 0),
+      hostname: os.hostname(),
+    };
+    const result = await runHandler(event, context);
+    const marker = `\x1eGCFAAS_END:${invocation}\x1e\n`;
+    // Writes to pipes are synchronous on Linux, so the marker follows everything the handler logged.
+    process.stdout.write(marker);
+    process.stderr.write(marker);
+    const outHeaders = {};
+    for (const [k, v] of Object.entries(result.headers)) {
+      if (!["content-length", "connection", "transfer-encoding"].includes(k.toLowerCase())) outHeaders[k] = String(v);
+    }
+    outHeaders["Content-Length"] = String(result.body.length);
+    outHeaders["Connection"] = "close";
+    res.writeHead(Number.isInteger(result.status) ? result.status : 500, outHeaders);
+    // end() with the body sends head and body in one write.
+    res.end(result.body);
+  });
+});
+
+try {
+  fs.unlinkSync(SOCKET_PATH);
+} catch {}
+server.listen(SOCKET_PATH);

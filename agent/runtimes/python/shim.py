@@ -1,0 +1,181 @@
+"""gcfaas Python shim: loads /function/handler.py once and serves one request at a time.
+
+Protocol (shared by every language's shim, see docs/runtimes.md): HTTP/1.1 over the unix socket
+named by GCFAAS_SOCKET, one request per connection. The runner tags each request with
+X-Gcfaas-Invocation; after the handler finishes, the shim writes an end marker carrying that id to
+stdout and to stderr, so the runner can cut the container's output into per-invocation logs.
+"""
+import asyncio
+import inspect
+import json
+import os
+import socket
+import socketserver
+import sys
+import traceback
+import urllib.parse
+
+FUNCTION_DIR = os.environ.get("GCFAAS_FUNCTION_DIR", "/function")
+SOCKET_PATH = os.environ.get("GCFAAS_SOCKET", "/run/gcfaas/shim.sock")
+INVOCATION_HEADER = "x-gcfaas-invocation"
+MARKER = "\x1eGCFAAS_END:{}\x1e\n"
+MAX_HEADER_LINE = 65536
+
+sys.path.insert(0, os.path.join(FUNCTION_DIR, ".python_packages"))
+sys.path.insert(0, FUNCTION_DIR)
+
+
+class Event:
+    def __init__(self, method, path, query, headers, body):
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+
+    @property
+    def json(self):
+        """The body parsed as JSON, or None when it is empty or not JSON."""
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError:
+            return None
+
+
+class Context:
+    def __init__(self, request_id):
+        self.request_id = request_id
+        self.function_id = os.environ.get("GCFAAS_FUNCTION_ID", "")
+        self.build_id = os.environ.get("GCFAAS_BUILD_ID", "")
+        self.timeout = float(os.environ.get("GCFAAS_TIMEOUT", "0") or 0)
+        self.memory_mib = int(os.environ.get("GCFAAS_MEMORY_MIB", "0") or 0)
+        self.hostname = socket.gethostname()
+
+
+def load_handler():
+    try:
+        import handler  # noqa: E402 - path set above
+
+        fn = getattr(handler, "handle", None)
+        if not callable(fn):
+            return None, "handler.py does not define handle(event, context)"
+        return fn, None
+    except BaseException:  # a failing import must not kill the shim: every call reports it
+        return None, traceback.format_exc()
+
+
+HANDLE, LOAD_ERROR = load_handler()
+
+
+def parse_query(raw):
+    query = {}
+    for key, value in urllib.parse.parse_qsl(raw, keep_blank_values=True):
+        if key in query:
+            previous = query[key]
+            query[key] = previous + [value] if isinstance(previous, list) else [previous, value]
+        else:
+            query[key] = value
+    return query
+
+
+def encode_body(body):
+    """Returns (bytes, default content type) for a handler's body value."""
+    if body is None:
+        return b"", None
+    if isinstance(body, (bytes, bytearray)):
+        return bytes(body), "application/octet-stream"
+    if isinstance(body, str):
+        return body.encode("utf-8"), "text/plain; charset=utf-8"
+    return json.dumps(body).encode("utf-8"), "application/json"
+
+
+def is_response(value):
+    return isinstance(value, dict) and "statusCode" in value and set(value) <= {"statusCode", "headers", "body"}
+
+
+def to_response(value):
+    if is_response(value):
+        status = int(value["statusCode"])
+        headers = {str(k): str(v) for k, v in (value.get("headers") or {}).items()}
+        body, content_type = encode_body(value.get("body"))
+    else:
+        status, headers = 200, {}
+        body, content_type = encode_body(value)
+    if content_type and not any(k.lower() == "content-type" for k in headers):
+        headers["Content-Type"] = content_type
+    return status, headers, body
+
+
+def run_handler(event, context):
+    if HANDLE is None:
+        sys.stderr.write(LOAD_ERROR.rstrip("\n") + "\n")
+        return 500, {"Content-Type": "application/json"}, json.dumps({"error": "handler failed to load"}).encode()
+    try:
+        result = HANDLE(event, context)
+        if inspect.isawaitable(result):
+            result = asyncio.run(result)
+        return to_response(result)
+    except BaseException as err:  # SystemExit included: one bad call must not end the warm container
+        traceback.print_exc()
+        message = str(err) or type(err).__name__
+        return 500, {"Content-Type": "application/json"}, json.dumps({"error": message}).encode()
+
+
+def read_request(rfile):
+    request_line = rfile.readline(MAX_HEADER_LINE).decode("latin-1").rstrip("\r\n")
+    if not request_line:
+        return None
+    method, target, _version = request_line.split(" ", 2)
+    headers = {}
+    while True:
+        line = rfile.readline(MAX_HEADER_LINE).decode("latin-1").rstrip("\r\n")
+        if not line:
+            break
+        name, _, value = line.partition(":")
+        name = name.strip().lower()
+        value = value.strip()
+        headers[name] = headers[name] + ", " + value if name in headers else value
+    length = int(headers.get("content-length", "0") or 0)
+    body = rfile.read(length) if length else b""
+    return method, target, headers, body
+
+
+STATUS_TEXT = {200: "OK", 500: "Internal Server Error"}
+
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        parsed = read_request(self.rfile)
+        if parsed is None:
+            return
+        method, target, headers, raw_body = parsed
+        invocation = headers.pop(INVOCATION_HEADER, "")
+        path, _, raw_query = target.partition("?")
+        event = Event(method, path, parse_query(raw_query), headers, raw_body.decode("utf-8", "replace"))
+        status, out_headers, body = run_handler(event, Context(invocation))
+        for stream in (sys.stdout, sys.stderr):
+            stream.write(MARKER.format(invocation))
+            stream.flush()
+        lines = ["HTTP/1.1 {} {}".format(status, STATUS_TEXT.get(status, "Status"))]
+        for name, value in out_headers.items():
+            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                lines.append("{}: {}".format(name, value))
+        lines.append("Content-Length: {}".format(len(body)))
+        lines.append("Connection: close")
+        # One write for head and body: never split a response (see platform notes on Nagle).
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + body)
+
+
+class Server(socketserver.UnixStreamServer):
+    allow_reuse_address = True
+
+
+def main():
+    if os.path.exists(SOCKET_PATH):
+        os.unlink(SOCKET_PATH)
+    with Server(SOCKET_PATH, Handler) as server:
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+import { env, SELF } from "cloudflare:test";
+import { expect } from "vitest";
+
+export const ADMIN = "test-admin-token";
+
+export interface CallOptions {
+  method?: string;
+  token?: string | null;
+  /** A value to send as JSON (Content-Type set), or a raw string/bytes with `headers`. */
+  json?: unknown;
+  body?: BodyInit;
+  headers?: Record<string, string>;
+}
+
+export async function call(path: string, o: CallOptions = {}): Promise<Response> {
+  const headers = new Headers(o.headers);
+  if (o.token) headers.set("authorization", `Bearer ${o.token}`);
+  let body = o.body;
+  if (o.json !== undefined) {
+    body = JSON.stringify(o.json);
+    if (!headers.has("content-type")) headers.set("content-type", "application/json");
+  }
+  return SELF.fetch(`https://api.test${path}`, { method: o.method ?? (body === undefined ? "GET" : "POST"), headers, body });
+}
+
+/** Calls and parses JSON, asserting the status first (with the body in the failure message). */
+export async function callJson<T = any>(path: string, status: number, o: CallOptions = {}): Promise<T> {
+  const res = await call(path, o);
+  const text = await res.text();
+  expect(res.status, `${o.method ?? "GET"} ${path} → ${text}`).toBe(status);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+export async function expectError(res: Response | Promise<Response>, status: number, code: string) {
+  const r = await res;
+  const body = (await r.json()) as any;
+  expect({ status: r.status, code: body?.error?.code }, JSON.stringify(body)).toEqual({ status, code });
+  expect(typeof body.error.message).toBe("string");
+  return body.error as { code: string; message: string; details?: { field: string; message: string }[] };
+}
+
+export async function newAccount(name = "acme") {
+  return callJson<{ accountId: string; token: string; tokenId: string }>("/v1/admin/accounts", 201, { token: ADMIN, json: { name } });
+}
+
+export async function newFunction(token: string, body: Record<string, unknown> = {}) {
+  const { id } = await callJson<{ id: string }>("/v1/function", 201, { token, json: { name: "hello", lang: "PY", type: "DOCKER", ...body } });
+  return id;
+}
+
+export async function newTag(token: string, body: Record<string, unknown> = {}) {
+  const { id } = await callJson<{ id: string }>("/v1/tag", 201, { token, json: { name: "prod", ...body } });
+  return id;
+}
+
+/** A minimal valid zip: one stored file `handler.py`. */
+export function tinyZip(name = "handler.py", content = "def handle(event, context):\n    return 'hi'\n"): Uint8Array {
+  const data = new TextEncoder().encode(content);
+  const fname = new TextEncoder().encode(name);
+  const crc = crc32(data);
+  const local = new Uint8Array(30 + fname.length + data.length);
+  const lv = new DataView(local.buffer);
+  lv.setUint32(0, 0x04034b50, true);
+  lv.setUint16(4, 20, true);
+  lv.setUint32(14, crc, true);
+  lv.setUint32(18, data.length, true);
+  lv.setUint32(22, data.length, true);
+  lv.setUint16(26, fname.length, true);
+  local.set(fname, 30);
+  local.set(data, 30 + fname.length);
+  const central = new Uint8Array(46 + fname.length);
+  const cv = new DataView(central.buffer);
+  cv.setUint32(0, 0x02014b50, true);
+  cv.setUint16(4, 20, true);
+  cv.setUint16(6, 20, true);
+  cv.setUint32(16, crc, true);
+  cv.setUint32(20, data.length, true);
+  cv.setUint32(24, data.length, true);
+  cv.setUint16(28, fname.length, true);
+  central.set(fname, 46);
+  const end = new Uint8Array(22);
+  const ev = new DataView(end.buffer);
+  ev.setUint32(0, 0x06054b50, true);
+  ev.setUint16(8, 1, true);
+  ev.setUint16(10, 1, true);
+  ev.setUint32(12, central.length, true);
+  ev.setUint32(16, local.length, true);
+  const out = new Uint8Array(local.length + central.length + end.length);
+  out.set(local);
+  out.set(central, local.length);
+  out.set(end, local.length + central.length);
+  return out;
+}
+
+function crc32(bytes: Uint8Array): number {
+  let c = ~0;
+  for (const b of bytes) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
+  }
+  return ~c >>> 0;
+}
+
+export async function uploadBuild(token: string, functionId: string, zip: Uint8Array = tinyZip()) {
+  return callJson<{ id: string }>(`/v1/build/${functionId}?arch=amd64`, 201, {
+    token,
+    body: zip,
+    headers: { "content-type": "application/octet-stream" },
+  });
+}
+
+/** Marks a build successful as an agent would report it (dispatch is exercised in the e2e suite). */
+export async function markBuild(buildId: string, status: "SUCCESS" | "FAILED" = "SUCCESS") {
+  await env.DB.prepare("update builds set status = ? where id = ?").bind(status, buildId).run();
+}
+
+export async function deployedFunction(token: string, body: Record<string, unknown> = {}) {
+  const id = await newFunction(token, body);
+  const build = await uploadBuild(token, id);
+  await markBuild(build.id);
+  return id;
+}
+
+export const UNIX_SECONDS = /^\d{10}$/;
+export const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+export const RECORD_ID = /^[0-9a-z]{26}$/;

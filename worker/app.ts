@@ -1,0 +1,50 @@
+import { Hono } from "hono";
+import { requestId } from "hono/request-id";
+import type { AppEnv } from "./env.js";
+import { ApiError } from "./errors.js";
+import { openDb } from "./db/client.js";
+import { requireAccount, requireAdmin } from "./middleware/auth.js";
+import { methodNotAllowed } from "./middleware/method-not-allowed.js";
+import { adminRoutes } from "./routes/admin.js";
+import { buildRoutes } from "./routes/builds.js";
+import { endpointRoutes } from "./routes/endpoints.js";
+import { functionRoutes } from "./routes/functions.js";
+import { invoiceRoutes } from "./routes/invoices.js";
+import { tagRoutes } from "./routes/tags.js";
+import { taskRoutes } from "./routes/tasks.js";
+import { triggerRoutes } from "./routes/triggers.js";
+
+export function createApp() {
+  const app = new Hono<AppEnv>();
+
+  app.use(requestId());
+  app.use(async (c, next) => {
+    c.set("db", openDb(c.env.DB));
+    await next();
+  });
+
+  app.use("/v1/admin/*", requireAdmin);
+  app.route("/v1/admin", adminRoutes);
+
+  const v1 = new Hono<AppEnv>();
+  v1.use(requireAccount);
+  v1.route("/function", functionRoutes);
+  v1.route("/tag", tagRoutes);
+  v1.route("/trigger", triggerRoutes);
+  v1.route("/endpoint", endpointRoutes);
+  v1.route("/build", buildRoutes);
+  v1.route("/task", taskRoutes);
+  v1.route("/invoice", invoiceRoutes);
+  app.route("/v1", v1);
+
+  app.notFound(methodNotAllowed(app));
+  app.onError((err, c) => {
+    if (err instanceof ApiError) {
+      for (const [k, v] of Object.entries(err.headers ?? {})) c.header(k, v);
+      return c.json(err.body(), err.status);
+    }
+    console.error(JSON.stringify({ level: "error", requestId: c.var.requestId, path: c.req.path, error: String(err), stack: (err as Error).stack }));
+    return c.json(new ApiError("internal_error", "an internal error occurred; it has been logged").body(), 500);
+  });
+  return app;
+}

@@ -1,0 +1,191 @@
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+// Times are Unix milliseconds; the API formats them per field (seconds-as-string or ISO 8601).
+
+export const accounts = sqliteTable("accounts", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  plan: text("plan").notNull().default("DEVELOPER"),
+  createdAt: integer("created_at").notNull(),
+});
+
+/** Tokens are kept only as SHA-256 hashes. Agent tokens have no account and open agent routes only. */
+export const tokens = sqliteTable(
+  "tokens",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").references(() => accounts.id, { onDelete: "cascade" }),
+    kind: text("kind", { enum: ["user", "agent"] }).notNull(),
+    name: text("name"),
+    hash: text("hash").notNull(),
+    createdAt: integer("created_at").notNull(),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [uniqueIndex("tokens_hash").on(t.hash)],
+);
+
+export const functions = sqliteTable(
+  "functions",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    description: text("description").notNull().default(""),
+    lang: text("lang").notNull(),
+    type: text("type").notNull(),
+    paused: integer("paused", { mode: "boolean" }).notNull().default(false),
+    timeout: integer("timeout").notNull(),
+    cpuCount: real("cpu_count").notNull(),
+    memSize: integer("mem_size").notNull(),
+    privileged: integer("privileged", { mode: "boolean" }).notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("functions_account").on(t.accountId, t.id)],
+);
+
+export const tags = sqliteTable(
+  "tags",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    color: text("color").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("tags_account").on(t.accountId, t.id)],
+);
+
+/** Tags attached to functions, triggers and endpoints; `position` keeps the order the caller gave. */
+export const tagLinks = sqliteTable(
+  "tag_links",
+  {
+    recordId: text("record_id").notNull(),
+    tagId: text("tag_id").notNull().references(() => tags.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.recordId, t.tagId] }), index("tag_links_tag").on(t.tagId)],
+);
+
+export const triggers = sqliteTable(
+  "triggers",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull().references(() => functions.id, { onDelete: "cascade" }),
+    nextId: text("next_id").notNull().references(() => functions.id, { onDelete: "cascade" }),
+    status: integer("status").notNull(),
+    includeResult: integer("include_result", { mode: "boolean" }).notNull(),
+    description: text("description").notNull().default(""),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("triggers_account").on(t.accountId, t.id), index("triggers_function").on(t.functionId, t.status)],
+);
+
+export const endpoints = sqliteTable(
+  "endpoints",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull().references(() => functions.id, { onDelete: "cascade" }),
+    description: text("description").notNull().default(""),
+    dailyLimit: integer("daily_limit").notNull().default(-1),
+    origin: text("origin", { mode: "json" }).$type<string[]>().notNull(),
+    ip: text("ip", { mode: "json" }).$type<string[]>().notNull(),
+    timeFrom: text("time_from"),
+    timeTo: text("time_to"),
+    timezone: text("timezone"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("endpoints_account").on(t.accountId, t.id), index("endpoints_function").on(t.functionId)],
+);
+
+export const builds = sqliteTable(
+  "builds",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull().references(() => functions.id, { onDelete: "cascade" }),
+    lang: text("lang").notNull(),
+    status: text("status", { enum: ["PENDING", "BUILDING", "SUCCESS", "FAILED"] }).notNull(),
+    arch: text("arch", { mode: "json" }).$type<string[]>().notNull(),
+    timeline: text("timeline", { mode: "json" }).$type<{ status: string; time: string }[]>().notNull(),
+    zipKey: text("zip_key").notNull(),
+    zipSize: integer("zip_size").notNull(),
+    artifactKey: text("artifact_key"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("builds_account").on(t.accountId, t.id), index("builds_function").on(t.functionId, t.status)],
+);
+
+export const buildLogs = sqliteTable(
+  "build_logs",
+  {
+    buildId: text("build_id").notNull().references(() => builds.id, { onDelete: "cascade" }),
+    seq: integer("seq").notNull(),
+    line: text("line").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.buildId, t.seq] })],
+);
+
+/**
+ * Tasks outlive their function (finished tasks stay readable after a delete), so
+ * `function_id` is not a foreign key.
+ */
+export const tasks = sqliteTable(
+  "tasks",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull(),
+    buildId: text("build_id"),
+    endpointId: text("endpoint_id"),
+    triggerId: text("trigger_id"),
+    parentTaskId: text("parent_task_id"),
+    hop: integer("hop").notNull().default(0),
+    issuedAt: integer("issued_at").notNull(),
+    assignedAt: integer("assigned_at"),
+    finishedAt: integer("finished_at"),
+    progress: integer("progress").notNull().default(0),
+    status: integer("status").notNull().default(0),
+    node: text("node"),
+    timeout: integer("timeout").notNull(),
+    cpuCount: real("cpu_count").notNull(),
+    memSize: integer("mem_size").notNull(),
+    privileged: integer("privileged", { mode: "boolean" }).notNull(),
+    networkLatency: integer("network_latency").notNull().default(0),
+    /** The task's input as JSON when small; larger inputs live in R2 under `inputKey`. */
+    input: text("input"),
+    inputKey: text("input_key"),
+    resultStatus: integer("result_status"),
+    resultHeaders: text("result_headers", { mode: "json" }).$type<Record<string, string>>(),
+    resultBody: text("result_body"),
+    resultKey: text("result_key"),
+    log: text("log", { mode: "json" }).$type<string[]>(),
+    durationMs: integer("duration_ms"),
+  },
+  (t) => [
+    index("tasks_account").on(t.accountId, t.id),
+    index("tasks_function").on(t.functionId, t.issuedAt),
+    index("tasks_endpoint").on(t.endpointId, t.issuedAt),
+    index("tasks_pending").on(t.functionId, t.finishedAt),
+  ],
+);
+
+export const invoices = sqliteTable(
+  "invoices",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    amount: real("amount").notNull(),
+    currency: text("currency").notNull().default("usd"),
+    description: text("description").notNull(),
+    status: text("status", { enum: ["open", "succeeded", "failed", "void"] }).notNull(),
+    period: text("period").notNull(),
+    paidAt: integer("paid_at"),
+    cardBrand: text("card_brand"),
+    cardLast4: text("card_last4"),
+    receiptUrl: text("receipt_url"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("invoices_account").on(t.accountId, t.id), uniqueIndex("invoices_period").on(t.accountId, t.period)],
+);

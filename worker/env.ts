@@ -1,0 +1,22 @@
+import type { DrizzleD1Database } from "drizzle-orm/d1";
+import type * as schema from "./db/schema.js";
+
+export interface Bindings {
+  DB: D1Database;
+  BUCKET: R2Bucket;
+  /** Operator secret for /v1/admin routes (a Worker secret; `.dev.vars` locally). */
+  ADMIN_TOKEN?: string;
+}
+
+export interface Caller {
+  accountId: string;
+  tokenId: string;
+}
+
+export interface Variables {
+  db: DrizzleD1Database<typeof schema>;
+  caller: Caller;
+  requestId: string;
+}
+
+export type AppEnv = { Bindings: Bindings; Variables: Variables };

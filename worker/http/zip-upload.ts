@@ -1,0 +1,94 @@
+import { ApiError } from "../errors.js";
+
+const LOCAL_HEADER = [0x50, 0x4b, 0x03, 0x04];
+const EMPTY_ARCHIVE = [0x50, 0x4b, 0x05, 0x06];
+const EOCD_MAX = 22 + 0xffff; // end-of-central-directory record plus the longest comment
+
+const notZip = (why: string) => new ApiError("validation_failed", `the body must be a zip archive: ${why}`, [{ field: "body", message: why }]);
+const startsWith = (bytes: Uint8Array, sig: number[]) => sig.every((b, i) => bytes[i] === b);
+
+/**
+ * A pass-through stream that refuses anything but a zip: the first bytes must be a zip
+ * signature and the end must hold an end-of-central-directory record. It checks while the
+ * bytes flow to R2, so the upload is never buffered whole.
+ */
+export class ZipSniffer {
+  private head: Uint8Array = new Uint8Array(0);
+  private tail: Uint8Array = new Uint8Array(0);
+  size = 0;
+
+  readonly stream = new TransformStream<Uint8Array, Uint8Array>({
+    transform: (chunk, ctrl) => {
+      this.size += chunk.byteLength;
+      if (this.head.length < 4) {
+        this.head = concat(this.head, chunk.subarray(0, 4 - this.head.length));
+        if (this.head.length === 4 && !startsWith(this.head, LOCAL_HEADER) && !startsWith(this.head, EMPTY_ARCHIVE))
+          throw notZip("it does not start with a zip signature");
+      }
+      const joined = concat(this.tail, chunk);
+      this.tail = joined.subarray(Math.max(0, joined.length - EOCD_MAX)).slice();
+      ctrl.enqueue(chunk);
+    },
+  });
+
+  /** After the stream ended: throws unless the archive is complete. */
+  verify(): void {
+    if (this.size < 22) throw notZip("it is too short");
+    for (let i = this.tail.length - 22; i >= 0; i--) if (startsWith(this.tail.subarray(i), EMPTY_ARCHIVE)) return;
+    throw notZip("it has no end-of-central-directory record (truncated?)");
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/**
+ * Streams a zip request body into R2 under `key`, validating it on the way. R2 needs a known
+ * length: with Content-Length the body is streamed through a FixedLengthStream; without it
+ * (chunked uploads) it is read into memory up to `limit`, so no upload is refused for its framing.
+ */
+export async function storeZip(bucket: R2Bucket, key: string, req: Request, limit: number): Promise<number> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && !/^\d+$/.test(declared)) throw new ApiError("validation_failed", "Content-Length is not a number");
+  const length = declared === null ? undefined : Number(declared);
+  if (length !== undefined && length > limit) throw tooLarge(limit);
+  if (!req.body || length === 0) throw notZip("the body is empty");
+  const sniffer = new ZipSniffer();
+  const checked = req.body.pipeThrough(sniffer.stream);
+  try {
+    if (length !== undefined) {
+      const fixed = new FixedLengthStream(length);
+      await Promise.all([checked.pipeTo(fixed.writable), bucket.put(key, fixed.readable)]);
+    } else {
+      await bucket.put(key, await readAll(checked, limit));
+    }
+    sniffer.verify();
+    return sniffer.size;
+  } catch (e) {
+    await bucket.delete(key).catch(() => undefined);
+    throw e instanceof ApiError ? e : new ApiError("validation_failed", `the upload failed: ${(e as Error).message}`);
+  }
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limit) throw tooLarge(limit);
+    parts.push(chunk);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.byteLength;
+  }
+  return all;
+}
+
+const tooLarge = (limit: number) => new ApiError("payload_too_large", `the zip exceeds ${limit / 1024 / 1024} MiB`);

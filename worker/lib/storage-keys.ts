@@ -1,0 +1,21 @@
+/**
+ * R2 layout. Everything of one function sits under one prefix, so deleting a function
+ * deletes its zips and artifacts by listing that prefix.
+ */
+export const functionPrefix = (accountId: string, functionId: string) => `acct/${accountId}/fn/${functionId}/`;
+export const zipKey = (accountId: string, functionId: string, buildId: string) =>
+  `${functionPrefix(accountId, functionId)}builds/${buildId}/source.zip`;
+export const artifactKey = (accountId: string, functionId: string, buildId: string) =>
+  `${functionPrefix(accountId, functionId)}builds/${buildId}/artifact.tar`;
+/** Task inputs and results outlive the function, so they sit under the account, not the function. */
+export const taskInputKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/input.json`;
+export const taskResultKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/result.bin`;
+
+export async function deletePrefix(bucket: R2Bucket, prefix: string): Promise<void> {
+  let cursor: string | undefined;
+  do {
+    const page = await bucket.list({ prefix, ...(cursor ? { cursor } : {}) });
+    if (page.objects.length) await bucket.delete(page.objects.map((o) => o.key));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+}

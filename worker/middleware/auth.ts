@@ -1,0 +1,50 @@
+import { createMiddleware } from "hono/factory";
+import { and, eq, isNull } from "drizzle-orm";
+import type { AppEnv } from "../env.js";
+import { ApiError } from "../errors.js";
+import { tokens } from "../db/schema.js";
+import { secretEquals, sha256Hex } from "../lib/ids.js";
+
+/** `Authorization: Bearer <token>`, or the bare token. */
+export function bearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^\s*(?:Bearer\s+)?(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+export async function lookupToken(c: { var: AppEnv["Variables"] }, raw: string, kind: "user" | "agent") {
+  const hash = await sha256Hex(raw);
+  const [row] = await c.var.db
+    .select({ id: tokens.id, accountId: tokens.accountId, name: tokens.name })
+    .from(tokens)
+    .where(and(eq(tokens.hash, hash), eq(tokens.kind, kind), isNull(tokens.revokedAt)))
+    .limit(1);
+  return row;
+}
+
+const unauthorized = () => new ApiError("unauthorized", "a valid access token is required in the Authorization header");
+
+/** Account tokens: every /v1 record route. */
+export const requireAccount = createMiddleware<AppEnv>(async (c, next) => {
+  const raw = bearer(c.req.header("authorization"));
+  const row = raw ? await lookupToken(c, raw, "user") : undefined;
+  if (!row?.accountId) throw unauthorized();
+  c.set("caller", { accountId: row.accountId, tokenId: row.id });
+  await next();
+});
+
+/** The operator secret ADMIN_TOKEN: /v1/admin routes. Unset means admin routes are closed. */
+export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
+  const raw = bearer(c.req.header("authorization"));
+  if (!raw || !c.env.ADMIN_TOKEN || !(await secretEquals(raw, c.env.ADMIN_TOKEN))) throw unauthorized();
+  await next();
+});
+
+/** Resolves an optional account token (public result reads after their anonymous window). */
+export async function optionalAccount(c: { var: AppEnv["Variables"]; req: { header(n: string): string | undefined } }) {
+  const raw = bearer(c.req.header("authorization"));
+  if (!raw) return undefined;
+  const row = await lookupToken(c, raw, "user");
+  if (!row?.accountId) throw unauthorized();
+  return row.accountId;
+}

@@ -1,0 +1,26 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../env.js";
+import { ApiError } from "../errors.js";
+import { query } from "../http/validate.js";
+import { storeZip } from "../http/zip-upload.js";
+import { newId } from "../lib/ids.js";
+import { zipKey } from "../lib/storage-keys.js";
+import { buildCreateQuery, buildListQuery, MAX_ZIP_BYTES } from "../../shared/schemas/build.js";
+import { getOwnFunction } from "../services/functions.js";
+import { describeBuild, listBuilds, recordBuild } from "../services/builds.js";
+
+export const buildRoutes = new Hono<AppEnv>()
+  .get("/list", async (c) => c.json(await listBuilds(c.var.db, c.var.caller.accountId, query(c, buildListQuery))))
+  .get("/:id", async (c) => c.json(await describeBuild(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  .post("/:functionId", async (c) => {
+    const { accountId } = c.var.caller;
+    const fn = await getOwnFunction(c.var.db, accountId, c.req.param("functionId"));
+    if (!/^application\/octet-stream\s*(;|$)/i.test(c.req.header("content-type") ?? ""))
+      throw new ApiError("unsupported_media_type", "Content-Type must be application/octet-stream (a zip archive)");
+    query(c, buildCreateQuery);
+    const id = newId();
+    const key = zipKey(accountId, fn.id, id);
+    const zipSize = await storeZip(c.env.BUCKET, key, c.req.raw, MAX_ZIP_BYTES);
+    await recordBuild(c.var.db, { id, accountId, functionId: fn.id, lang: fn.lang, zipKey: key, zipSize });
+    return c.json({ id }, 201);
+  });

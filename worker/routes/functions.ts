@@ -1,0 +1,54 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../env.js";
+import { jsonBody, query } from "../http/validate.js";
+import { capabilitiesSet, functionCreate, functionEdit, functionListQuery } from "../../shared/schemas/function.js";
+import { deletePrefix, functionPrefix } from "../lib/storage-keys.js";
+import { getOwnTags } from "../services/tags.js";
+import {
+  capabilitiesOf,
+  createFunction,
+  deleteFunction,
+  describeFunction,
+  editFunction,
+  getOwnFunction,
+  listFunctions,
+  setCapabilities,
+  togglePause,
+} from "../services/functions.js";
+
+export const functionRoutes = new Hono<AppEnv>()
+  .post("/", async (c) => {
+    const input = await jsonBody(c, functionCreate);
+    return c.json({ id: await createFunction(c.var.db, c.var.caller.accountId, input) }, 201);
+  })
+  .get("/list", async (c) => {
+    const { tag } = query(c, functionListQuery);
+    if (tag) await getOwnTags(c.var.db, c.var.caller.accountId, tag);
+    return c.json(await listFunctions(c.var.db, c.var.caller.accountId, tag));
+  })
+  .get("/:id", async (c) => c.json(await describeFunction(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  .patch("/:id", async (c) => {
+    const input = await jsonBody(c, functionEdit);
+    await editFunction(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
+    return c.body(null, 204);
+  })
+  .post("/:id/togglePause", async (c) => {
+    await togglePause(c.var.db, c.var.caller.accountId, c.req.param("id"));
+    return c.body(null, 204);
+  })
+  .delete("/:id", async (c) => {
+    const { accountId } = c.var.caller;
+    const id = c.req.param("id");
+    await deleteFunction(c.var.db, accountId, id);
+    // Zips and artifacts go after the records: a failure here leaves orphans, never dangling rows.
+    c.executionCtx.waitUntil(deletePrefix(c.env.BUCKET, functionPrefix(accountId, id)));
+    return c.body(null, 204);
+  })
+  .get("/:id/capabilities", async (c) =>
+    c.json(capabilitiesOf(await getOwnFunction(c.var.db, c.var.caller.accountId, c.req.param("id")))),
+  )
+  .post("/:id/capabilities", async (c) => {
+    const input = await jsonBody(c, capabilitiesSet);
+    await setCapabilities(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
+    return c.body(null, 204);
+  });

@@ -1,0 +1,33 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../env.js";
+import { parseJsonText, query, readTextLimited } from "../http/validate.js";
+import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas/task.js";
+import { getOwnFunction } from "../services/functions.js";
+import { describeTask, getOwnTask, inputFromRequest, issueTask, listTasks } from "../services/tasks.js";
+import { awaitFinished, resultResponse } from "../services/task-results.js";
+
+/** A task body is optional, but when present it must be JSON (any JSON value). */
+export async function taskBody(req: Request): Promise<string | null> {
+  const text = await readTextLimited(req, MAX_JSON_BYTES);
+  return parseJsonText(text) === undefined ? null : text;
+}
+
+export const taskRoutes = new Hono<AppEnv>()
+  .get("/list", async (c) => c.json(await listTasks(c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
+  .post("/:functionId", async (c) => {
+    const { accountId } = c.var.caller;
+    const fn = await getOwnFunction(c.var.db, accountId, c.req.param("functionId"));
+    const input = inputFromRequest(c.req.raw, await taskBody(c.req.raw));
+    const task = await issueTask(c.var.db, c.env.BUCKET, { accountId, fn, input });
+    return c.json({ id: task.id }, 201);
+  })
+  .get("/:id", async (c) => c.json(describeTask(await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id")))))
+  .get("/:id/result", async (c) => {
+    const { wait } = query(c, resultQuery);
+    const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
+    return resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, task, wait));
+  })
+  .get("/:id/log", async (c) => {
+    const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
+    return c.json({ id: task.id, finished: task.finishedAt != null, log: task.log ?? [] });
+  });

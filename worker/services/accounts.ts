@@ -1,0 +1,41 @@
+import { and, eq, isNull } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { accounts, tokens } from "../db/schema.js";
+import { notFound } from "../errors.js";
+import { newId, newToken, sha256Hex } from "../lib/ids.js";
+
+async function mint(db: Db, kind: "user" | "agent", accountId: string | null, name: string | null) {
+  const token = newToken(kind);
+  const id = newId();
+  await db.insert(tokens).values({ id, accountId, kind, name, hash: await sha256Hex(token), createdAt: Date.now() });
+  return { tokenId: id, token };
+}
+
+export async function createAccount(db: Db, name: string) {
+  const accountId = newId();
+  const token = newToken("user");
+  const tokenId = newId();
+  const now = Date.now();
+  await db.batch([
+    db.insert(accounts).values({ id: accountId, name, createdAt: now }),
+    db.insert(tokens).values({ id: tokenId, accountId, kind: "user", name: null, hash: await sha256Hex(token), createdAt: now }),
+  ]);
+  return { accountId, tokenId, token };
+}
+
+export async function mintAccountToken(db: Db, accountId: string) {
+  const [acct] = await db.select({ id: accounts.id }).from(accounts).where(eq(accounts.id, accountId));
+  if (!acct) throw notFound("account");
+  return mint(db, "user", accountId, null);
+}
+
+export const mintAgentToken = (db: Db, name: string | undefined) => mint(db, "agent", null, name ?? null);
+
+export async function revokeToken(db: Db, tokenId: string) {
+  const res = await db
+    .update(tokens)
+    .set({ revokedAt: Date.now() })
+    .where(and(eq(tokens.id, tokenId), isNull(tokens.revokedAt)))
+    .returning({ id: tokens.id });
+  if (!res.length) throw notFound("token");
+}

@@ -1,0 +1,71 @@
+import { and, asc, count, desc, eq } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { buildLogs, builds } from "../db/schema.js";
+import { notFound } from "../errors.js";
+import { envelope, pageOffset, type PageRequest } from "../http/paginate.js";
+import { iso } from "../lib/time.js";
+import type { BuildStatus } from "../../shared/schemas/build.js";
+import { getOwnFunction } from "./functions.js";
+
+export type BuildRow = typeof builds.$inferSelect;
+
+export async function recordBuild(
+  db: Db,
+  b: { id: string; accountId: string; functionId: string; lang: string; zipKey: string; zipSize: number },
+  now = Date.now(),
+): Promise<void> {
+  await db.insert(builds).values({
+    ...b,
+    status: "PENDING",
+    arch: ["amd64"],
+    timeline: [{ status: "PENDING", time: iso(now)! }],
+    createdAt: now,
+  });
+}
+
+export async function getOwnBuild(db: Db, accountId: string, id: string): Promise<BuildRow> {
+  const [row] = await db.select().from(builds).where(and(eq(builds.id, id), eq(builds.accountId, accountId)));
+  if (!row) throw notFound("build");
+  return row;
+}
+
+export async function describeBuild(db: Db, accountId: string, id: string) {
+  const b = await getOwnBuild(db, accountId, id);
+  const lines = await db.select({ line: buildLogs.line }).from(buildLogs).where(eq(buildLogs.buildId, id)).orderBy(asc(buildLogs.seq));
+  return {
+    id: b.id,
+    functionId: b.functionId,
+    status: b.status as BuildStatus,
+    arch: b.arch,
+    timeline: b.timeline,
+    log: lines.map((l) => l.line),
+    createdAt: iso(b.createdAt),
+  };
+}
+
+export async function listBuilds(db: Db, accountId: string, filter: PageRequest & { functionId?: string | undefined }) {
+  if (filter.functionId) await getOwnFunction(db, accountId, filter.functionId);
+  const where = and(eq(builds.accountId, accountId), filter.functionId ? eq(builds.functionId, filter.functionId) : undefined);
+  const [[total], rows] = await Promise.all([
+    db.select({ n: count() }).from(builds).where(where),
+    db
+      .select({ id: builds.id, functionId: builds.functionId, status: builds.status, createdAt: builds.createdAt })
+      .from(builds)
+      .where(where)
+      .orderBy(desc(builds.id))
+      .limit(filter.limit)
+      .offset(pageOffset(filter)),
+  ]);
+  return envelope(filter, total?.n ?? 0, rows.map((r) => ({ ...r, createdAt: iso(r.createdAt) })));
+}
+
+/** The build tasks run: the function's newest successful one. */
+export async function latestSuccessfulBuild(db: Db, functionId: string): Promise<BuildRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(builds)
+    .where(and(eq(builds.functionId, functionId), eq(builds.status, "SUCCESS")))
+    .orderBy(desc(builds.id))
+    .limit(1);
+  return row;
+}

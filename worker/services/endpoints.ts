@@ -1,0 +1,110 @@
+import { and, count, desc, eq, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { runBatch, type Db } from "../db/client.js";
+import { endpoints, tasks } from "../db/schema.js";
+import { notFound } from "../errors.js";
+import { envelope, pageOffset, type PageRequest } from "../http/paginate.js";
+import { newId } from "../lib/ids.js";
+import { DAY_MS, iso, startOfUtcDay } from "../lib/time.js";
+import type { EndpointInput } from "../../shared/schemas/endpoint.js";
+import { assertOwnTags, replaceLinks, tagsOf, unlinkRecords } from "./tags.js";
+import { getOwnFunction } from "./functions.js";
+
+export type EndpointRow = typeof endpoints.$inferSelect;
+
+export async function getOwnEndpoint(db: Db, accountId: string, id: string): Promise<EndpointRow> {
+  const [row] = await db.select().from(endpoints).where(and(eq(endpoints.id, id), eq(endpoints.accountId, accountId)));
+  if (!row) throw notFound("endpoint");
+  return row;
+}
+
+function columnsOf(input: EndpointInput): Partial<EndpointRow> {
+  const set: Partial<EndpointRow> = {};
+  if (input.description !== undefined) set.description = input.description;
+  if (input.dailyLimit !== undefined) set.dailyLimit = input.dailyLimit;
+  if (input.origin !== undefined) set.origin = input.origin;
+  if (input.ip !== undefined) set.ip = input.ip;
+  if (input.timeLimit !== undefined) {
+    set.timeFrom = input.timeLimit?.from ?? null;
+    set.timeTo = input.timeLimit?.to ?? null;
+    set.timezone = input.timeLimit?.timezone ?? null;
+  }
+  return set;
+}
+
+export async function createEndpoint(db: Db, accountId: string, functionId: string, input: EndpointInput): Promise<string> {
+  await getOwnFunction(db, accountId, functionId);
+  await assertOwnTags(db, accountId, input.tag);
+  const id = newId();
+  await db.batch([
+    db.insert(endpoints).values({ id, accountId, functionId, origin: [], ip: [], createdAt: Date.now(), ...columnsOf(input) }),
+    ...replaceLinks(db, id, input.tag ?? []),
+  ]);
+  return id;
+}
+
+export async function editEndpoint(db: Db, accountId: string, id: string, input: EndpointInput): Promise<void> {
+  await getOwnEndpoint(db, accountId, id);
+  await assertOwnTags(db, accountId, input.tag);
+  const set = columnsOf(input);
+  const stmts: BatchItem<"sqlite">[] = [];
+  if (Object.keys(set).length) stmts.push(db.update(endpoints).set(set).where(eq(endpoints.id, id)));
+  if (input.tag) stmts.push(...replaceLinks(db, id, input.tag));
+  await runBatch(db, stmts);
+}
+
+export const timeLimitOf = (e: EndpointRow) =>
+  e.timeFrom && e.timeTo && e.timezone ? { from: e.timeFrom, to: e.timeTo, timezone: e.timezone } : null;
+
+export async function describeEndpoint(db: Db, accountId: string, id: string) {
+  const e = await getOwnEndpoint(db, accountId, id);
+  const tags = await tagsOf(db, [id]);
+  return {
+    id: e.id,
+    functionId: e.functionId,
+    description: e.description,
+    tags: tags.get(id) ?? [],
+    dailyLimit: e.dailyLimit,
+    origin: e.origin,
+    ip: e.ip,
+    timeLimit: timeLimitOf(e),
+    createdAt: iso(e.createdAt),
+  };
+}
+
+export async function listEndpoints(db: Db, accountId: string, filter: PageRequest & { functionId?: string | undefined }) {
+  if (filter.functionId) await getOwnFunction(db, accountId, filter.functionId);
+  const where = and(eq(endpoints.accountId, accountId), filter.functionId ? eq(endpoints.functionId, filter.functionId) : undefined);
+  const [[total], rows] = await Promise.all([
+    db.select({ n: count() }).from(endpoints).where(where),
+    db
+      .select({ id: endpoints.id, functionId: endpoints.functionId, description: endpoints.description, createdAt: endpoints.createdAt })
+      .from(endpoints)
+      .where(where)
+      .orderBy(desc(endpoints.id))
+      .limit(filter.limit)
+      .offset(pageOffset(filter)),
+  ]);
+  const tags = await tagsOf(db, rows.map((r) => r.id));
+  return envelope(filter, total?.n ?? 0, rows.map((r) => ({ ...r, tags: tags.get(r.id) ?? [], createdAt: iso(r.createdAt) })));
+}
+
+/** Tasks issued through the endpoint: today (UTC day), pending, last 7 days. */
+export async function endpointMetrics(db: Db, accountId: string, id: string, now = Date.now()) {
+  await getOwnEndpoint(db, accountId, id);
+  const [m] = await db
+    .select({
+      todayTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${startOfUtcDay(now)}), 0)`,
+      pendingTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is null), 0)`,
+      weekTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${now - 7 * DAY_MS}), 0)`,
+    })
+    .from(tasks)
+    .where(eq(tasks.endpointId, id));
+  return m ?? { todayTasks: 0, pendingTasks: 0, weekTasks: 0 };
+}
+
+export async function deleteEndpoint(db: Db, accountId: string, id: string): Promise<void> {
+  await getOwnEndpoint(db, accountId, id);
+  await runBatch(db, [...unlinkRecords(db, [id]), db.delete(endpoints).where(eq(endpoints.id, id))]);
+}
+

@@ -1,0 +1,147 @@
+import { and, desc, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { runBatch, type Db } from "../db/client.js";
+import { endpoints, functions, tagLinks, tasks, triggers } from "../db/schema.js";
+import { notFound } from "../errors.js";
+import { newId } from "../lib/ids.js";
+import { DAY_MS, startOfUtcDay, unixSeconds } from "../lib/time.js";
+import { CAPABILITY_DEFAULTS, type CapabilitiesSet, type FunctionCreate, type FunctionEdit } from "../../shared/schemas/function.js";
+import { TASK_STATUS } from "../../shared/schemas/task.js";
+import { assertOwnTags, replaceLinks, tagsOf } from "./tags.js";
+
+export type FunctionRow = typeof functions.$inferSelect;
+
+export async function getOwnFunction(db: Db, accountId: string, id: string): Promise<FunctionRow> {
+  const [row] = await db.select().from(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId))).limit(1);
+  if (!row) throw notFound("function");
+  return row;
+}
+
+export async function createFunction(db: Db, accountId: string, input: FunctionCreate): Promise<string> {
+  await assertOwnTags(db, accountId, input.tag);
+  const id = newId();
+  await db.batch([
+    db.insert(functions).values({
+      id,
+      accountId,
+      name: input.name,
+      description: input.description ?? "",
+      lang: input.lang.toLowerCase(),
+      type: input.type.toLowerCase(),
+      timeout: CAPABILITY_DEFAULTS.timeout,
+      cpuCount: CAPABILITY_DEFAULTS.cpuCount,
+      memSize: CAPABILITY_DEFAULTS.memSize,
+      privileged: CAPABILITY_DEFAULTS.privileged,
+      createdAt: Date.now(),
+    }),
+    ...replaceLinks(db, id, input.tag ?? []),
+  ]);
+  return id;
+}
+
+export async function editFunction(db: Db, accountId: string, id: string, input: FunctionEdit): Promise<void> {
+  await getOwnFunction(db, accountId, id);
+  await assertOwnTags(db, accountId, input.tag);
+  const set: Partial<FunctionRow> = {};
+  if (input.name !== undefined) set.name = input.name;
+  if (input.description !== undefined) set.description = input.description;
+  const stmts: BatchItem<"sqlite">[] = [];
+  if (Object.keys(set).length) stmts.push(db.update(functions).set(set).where(eq(functions.id, id)));
+  if (input.tag) stmts.push(...replaceLinks(db, id, input.tag));
+  await runBatch(db, stmts);
+}
+
+export const capabilitiesOf = (f: FunctionRow) => ({
+  timeout: f.timeout,
+  cpuCount: f.cpuCount,
+  memSize: f.memSize,
+  networkLatency: CAPABILITY_DEFAULTS.networkLatency,
+  privileged: f.privileged,
+});
+
+export async function setCapabilities(db: Db, accountId: string, id: string, input: CapabilitiesSet): Promise<void> {
+  const set: Partial<FunctionRow> = {};
+  for (const key of ["timeout", "cpuCount", "memSize", "privileged"] as const)
+    if (input[key] !== undefined) (set as Record<string, unknown>)[key] = input[key];
+  const where = and(eq(functions.id, id), eq(functions.accountId, accountId));
+  const res = Object.keys(set).length
+    ? await db.update(functions).set(set).where(where).returning({ id: functions.id })
+    : await db.select({ id: functions.id }).from(functions).where(where);
+  if (!res.length) throw notFound("function");
+}
+
+/** Task counters of the decisions: today = since 00:00 UTC, week = last 7 days. */
+export async function functionMetrics(db: Db, functionId: string, now = Date.now()) {
+  const [m] = await db
+    .select({
+      todaysTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${startOfUtcDay(now)}), 0)`,
+      weekTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${now - 7 * DAY_MS}), 0)`,
+      pendingTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is null), 0)`,
+      completedTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is not null), 0)`,
+    })
+    .from(tasks)
+    .where(eq(tasks.functionId, functionId));
+  return m ?? { todaysTasks: 0, weekTasks: 0, pendingTasks: 0, completedTasks: 0 };
+}
+
+export async function describeFunction(db: Db, accountId: string, id: string) {
+  const f = await getOwnFunction(db, accountId, id);
+  const [tagMap, metrics] = await Promise.all([tagsOf(db, [id]), functionMetrics(db, id)]);
+  return {
+    id: f.id,
+    name: f.name,
+    description: f.description,
+    type: f.type,
+    lang: f.lang,
+    tags: tagMap.get(id) ?? [],
+    capabilities: capabilitiesOf(f),
+    metrics,
+    paused: f.paused,
+    createdAt: unixSeconds(f.createdAt),
+  };
+}
+
+export async function listFunctions(db: Db, accountId: string, tagId?: string) {
+  const where = tagId
+    ? and(eq(functions.accountId, accountId), inArray(functions.id, db.select({ id: tagLinks.recordId }).from(tagLinks).where(eq(tagLinks.tagId, tagId))))
+    : eq(functions.accountId, accountId);
+  const rows = await db
+    .select({ id: functions.id, name: functions.name, description: functions.description, lang: functions.lang, createdAt: functions.createdAt })
+    .from(functions)
+    .where(where)
+    .orderBy(desc(functions.id));
+  const tagMap = await tagsOf(db, rows.map((r) => r.id));
+  return rows.map((r) => ({ ...r, tags: tagMap.get(r.id) ?? [], createdAt: unixSeconds(r.createdAt) }));
+}
+
+export async function togglePause(db: Db, accountId: string, id: string): Promise<boolean> {
+  const [row] = await db
+    .update(functions)
+    .set({ paused: sql`not ${functions.paused}` })
+    .where(and(eq(functions.id, id), eq(functions.accountId, accountId)))
+    .returning({ paused: functions.paused });
+  if (!row) throw notFound("function");
+  return row.paused;
+}
+
+/**
+ * Deletes a function in one batch: pending tasks are cancelled (410) and kept, tag links of the
+ * function and of its triggers and endpoints go, and the foreign keys cascade to triggers (as first
+ * or next function), endpoints, builds and build logs. Returns nothing to roll back: a batch is atomic.
+ */
+export async function deleteFunction(db: Db, accountId: string, id: string, now = Date.now()): Promise<void> {
+  await getOwnFunction(db, accountId, id);
+  const dependents = or(
+    inArray(tagLinks.recordId, db.select({ id: triggers.id }).from(triggers).where(or(eq(triggers.functionId, id), eq(triggers.nextId, id)))),
+    inArray(tagLinks.recordId, db.select({ id: endpoints.id }).from(endpoints).where(eq(endpoints.functionId, id))),
+    eq(tagLinks.recordId, id),
+  );
+  await db.batch([
+    db
+      .update(tasks)
+      .set({ status: TASK_STATUS.cancelled, progress: 100, finishedAt: now })
+      .where(and(eq(tasks.functionId, id), isNull(tasks.finishedAt))),
+    db.delete(tagLinks).where(dependents),
+    db.delete(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId))),
+  ]);
+}

@@ -1,0 +1,92 @@
+import { and, count, desc, eq } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { runBatch, type Db } from "../db/client.js";
+import { functions, triggers } from "../db/schema.js";
+import { notFound, validationFailed } from "../errors.js";
+import { envelope, pageOffset, type PageRequest } from "../http/paginate.js";
+import { newId } from "../lib/ids.js";
+import { iso } from "../lib/time.js";
+import type { TriggerCreate, TriggerEdit } from "../../shared/schemas/trigger.js";
+import { assertOwnTags, replaceLinks, tagsOf, unlinkRecords } from "./tags.js";
+import { getOwnFunction } from "./functions.js";
+
+async function assertOwnFunctionField(db: Db, accountId: string, field: string, id: string) {
+  const [row] = await db.select({ id: functions.id }).from(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId)));
+  if (!row) throw validationFailed([{ field, message: `no function ${id} in this account` }]);
+}
+
+export async function createTrigger(db: Db, accountId: string, input: TriggerCreate): Promise<string> {
+  await assertOwnFunctionField(db, accountId, "functionId", input.functionId);
+  await assertOwnFunctionField(db, accountId, "nextId", input.nextId);
+  await assertOwnTags(db, accountId, input.tag);
+  const id = newId();
+  await db.batch([
+    db.insert(triggers).values({
+      id,
+      accountId,
+      functionId: input.functionId,
+      nextId: input.nextId,
+      status: input.status,
+      includeResult: input.includeResult,
+      description: input.description ?? "",
+      createdAt: Date.now(),
+    }),
+    ...replaceLinks(db, id, input.tag ?? []),
+  ]);
+  return id;
+}
+
+async function getOwnTrigger(db: Db, accountId: string, id: string) {
+  const [row] = await db.select().from(triggers).where(and(eq(triggers.id, id), eq(triggers.accountId, accountId)));
+  if (!row) throw notFound("trigger");
+  return row;
+}
+
+type TriggerRow = typeof triggers.$inferSelect;
+const triggerOut = (t: TriggerRow, tags: Awaited<ReturnType<typeof tagsOf>>) => ({
+  id: t.id,
+  functionId: t.functionId,
+  nextId: t.nextId,
+  tags: tags.get(t.id) ?? [],
+  status: t.status,
+  includeResult: t.includeResult,
+  description: t.description,
+  createdAt: iso(t.createdAt),
+});
+
+export async function describeTrigger(db: Db, accountId: string, id: string) {
+  const t = await getOwnTrigger(db, accountId, id);
+  return triggerOut(t, await tagsOf(db, [id]));
+}
+
+export async function listTriggers(db: Db, accountId: string, filter: PageRequest & { functionId?: string | undefined }) {
+  if (filter.functionId) await getOwnFunction(db, accountId, filter.functionId);
+  const where = and(eq(triggers.accountId, accountId), filter.functionId ? eq(triggers.functionId, filter.functionId) : undefined);
+  const [[total], rows] = await Promise.all([
+    db.select({ n: count() }).from(triggers).where(where),
+    db.select().from(triggers).where(where).orderBy(desc(triggers.id)).limit(filter.limit).offset(pageOffset(filter)),
+  ]);
+  const tags = await tagsOf(db, rows.map((r) => r.id));
+  return envelope(filter, total?.n ?? 0, rows.map((r) => {
+    const { description: _d, ...item } = triggerOut(r, tags);
+    return item;
+  }));
+}
+
+export async function editTrigger(db: Db, accountId: string, id: string, input: TriggerEdit): Promise<void> {
+  await getOwnTrigger(db, accountId, id);
+  await assertOwnTags(db, accountId, input.tag);
+  const set: Partial<TriggerRow> = {};
+  if (input.status !== undefined) set.status = input.status;
+  if (input.includeResult !== undefined) set.includeResult = input.includeResult;
+  if (input.description !== undefined) set.description = input.description;
+  const stmts: BatchItem<"sqlite">[] = [];
+  if (Object.keys(set).length) stmts.push(db.update(triggers).set(set).where(eq(triggers.id, id)));
+  if (input.tag) stmts.push(...replaceLinks(db, id, input.tag));
+  await runBatch(db, stmts);
+}
+
+export async function deleteTrigger(db: Db, accountId: string, id: string): Promise<void> {
+  await getOwnTrigger(db, accountId, id);
+  await runBatch(db, [...unlinkRecords(db, [id]), db.delete(triggers).where(eq(triggers.id, id))]);
+}
