@@ -107,6 +107,7 @@ CREATE TABLE `tasks` (
 	`id` text PRIMARY KEY NOT NULL,
 	`account_id` text NOT NULL,
 	`function_id` text NOT NULL,
+	`lang` text NOT NULL,
 	`build_id` text,
 	`endpoint_id` text,
 	`trigger_id` text,

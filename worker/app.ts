@@ -3,9 +3,10 @@ import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env.js";
 import { ApiError } from "./errors.js";
 import { openDb } from "./db/client.js";
-import { requireAccount, requireAdmin } from "./middleware/auth.js";
+import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js";
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
 import { adminRoutes } from "./routes/admin.js";
+import { agentRoutes } from "./routes/agent.js";
 import { buildRoutes } from "./routes/builds.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { functionRoutes } from "./routes/functions.js";
@@ -25,6 +26,8 @@ export function createApp() {
 
   app.use("/v1/admin/*", requireAdmin);
   app.route("/v1/admin", adminRoutes);
+  app.use("/v1/agent/*", requireAgent);
+  app.route("/v1/agent", agentRoutes);
 
   const v1 = new Hono<AppEnv>();
   v1.use(requireAccount);

@@ -1,6 +1,8 @@
 import { createApp } from "./app.js";
 import type { Bindings } from "./env.js";
 
+export { Dispatcher } from "./dispatch/durable-object.js";
+
 const app = createApp();
 
 export default {

@@ -1,5 +1,7 @@
-import { env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject, SELF, waitOnExecutionContext } from "cloudflare:test";
+import { shardStub } from "../../worker/dispatch/client.js";
 import { expect } from "vitest";
+import { createApp } from "../../worker/app.js";
 
 export const ADMIN = "test-admin-token";
 
@@ -109,9 +111,18 @@ export async function uploadBuild(token: string, functionId: string, zip: Uint8A
   });
 }
 
-/** Marks a build successful as an agent would report it (dispatch is exercised in the e2e suite). */
+/**
+ * Marks a build finished as an agent would report it, and takes it off the dispatcher's queue
+ * (the protocol itself is exercised in dispatch.test.ts and the e2e suite).
+ */
 export async function markBuild(buildId: string, status: "SUCCESS" | "FAILED" = "SUCCESS") {
   await env.DB.prepare("update builds set status = ? where id = ?").bind(status, buildId).run();
+  await runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec("delete from work where id = ?", buildId));
+}
+
+/** Empties the dispatcher's queue: storage lives as long as a test file, and tests must not share work. */
+export async function clearQueue() {
+  await runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec("delete from work"));
 }
 
 export async function deployedFunction(token: string, body: Record<string, unknown> = {}) {
@@ -124,3 +135,73 @@ export async function deployedFunction(token: string, body: Record<string, unkno
 export const UNIX_SECONDS = /^\d{10}$/;
 export const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 export const RECORD_ID = /^[0-9a-z]{26}$/;
+
+/**
+ * GET with a body, as the specification sends list filters. `fetch()` refuses a body on GET, so
+ * the Worker's handler is called directly with a request-shaped object that carries one.
+ */
+export async function getWithBody(path: string, o: { token?: string; body: BodyInit; headers?: Record<string, string> }): Promise<Response> {
+  const headers = new Headers(o.headers);
+  if (o.token) headers.set("authorization", `Bearer ${o.token}`);
+  const request = { url: `https://api.test${path}`, method: "GET", headers, body: new Response(o.body).body };
+  const ctx = createExecutionContext();
+  const res = await createApp().fetch(request as unknown as Request, env, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
+export async function getJsonWithBody<T = any>(path: string, status: number, o: { token: string; json: unknown }): Promise<T> {
+  const res = await getWithBody(path, { token: o.token, body: JSON.stringify(o.json), headers: { "content-type": "application/json" } });
+  const text = await res.text();
+  expect(res.status, `GET ${path} ${JSON.stringify(o.json)} → ${text}`).toBe(status);
+  return JSON.parse(text) as T;
+}
+
+export async function expectNoContent(res: Response | Promise<Response>, status = 204) {
+  const r = await res;
+  const text = await r.text();
+  expect({ status: r.status, text }).toEqual({ status, text: "" });
+}
+
+export async function newTrigger(token: string, body: Record<string, unknown>) {
+  const { id } = await callJson<{ id: string }>("/v1/trigger", 201, { token, json: { includeResult: false, ...body } });
+  return id;
+}
+
+export async function newEndpoint(token: string, functionId: string, body: Record<string, unknown> = {}) {
+  const { id } = await callJson<{ id: string }>(`/v1/endpoint/${functionId}`, 201, { token, json: body });
+  return id;
+}
+
+export async function newTask(token: string, functionId: string, json: unknown = { n: 1 }) {
+  const { id } = await callJson<{ id: string }>(`/v1/task/${functionId}`, 201, { token, json });
+  return id;
+}
+
+/** Runs SQL against the Worker's D1, as the dispatcher and agents update rows. */
+export const sql = (query: string, ...binds: unknown[]) => env.DB.prepare(query).bind(...binds).run();
+
+/** Finishes a task as the dispatcher records it: status, response, log. */
+export async function finishTask(
+  taskId: string,
+  o: { status?: number; body?: string; contentType?: string; log?: string[]; finishedAt?: number } = {},
+) {
+  const status = o.status ?? 200;
+  const finishedAt = o.finishedAt ?? Date.now();
+  await sql(
+    `update tasks set status = ?, progress = 100, assigned_at = ?, finished_at = ?, node = 'node-1', result_status = ?,
+       result_headers = ?, result_body = ?, log = ? where id = ?`,
+    status,
+    finishedAt - 500,
+    finishedAt,
+    status,
+    JSON.stringify(o.contentType ? { "content-type": o.contentType } : {}),
+    o.body ?? "",
+    JSON.stringify(o.log ?? []),
+    taskId,
+  );
+}
+
+export const ERROR_SHAPE = {
+  error: expect.objectContaining({ code: expect.stringMatching(/^[a-z][a-z_]*$/), message: expect.any(String) }),
+};

@@ -137,6 +137,7 @@ export const tasks = sqliteTable(
     id: text("id").primaryKey(),
     accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
     functionId: text("function_id").notNull(),
+    lang: text("lang").notNull(),
     buildId: text("build_id"),
     endpointId: text("endpoint_id"),
     triggerId: text("trigger_id"),

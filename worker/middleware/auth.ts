@@ -33,6 +33,14 @@ export const requireAccount = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
+/** Agent tokens: the /v1/agent routes compute hosts use, and nothing else. */
+export const requireAgent = createMiddleware<AppEnv>(async (c, next) => {
+  const raw = bearer(c.req.header("authorization"));
+  const row = raw ? await lookupToken(c, raw, "agent") : undefined;
+  if (!row) throw unauthorized();
+  await next();
+});
+
 /** The operator secret ADMIN_TOKEN: /v1/admin routes. Unset means admin routes are closed. */
 export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const raw = bearer(c.req.header("authorization"));

@@ -7,6 +7,7 @@ import { newId } from "../lib/ids.js";
 import { zipKey } from "../lib/storage-keys.js";
 import { buildCreateQuery, buildListQuery, MAX_ZIP_BYTES } from "../../shared/schemas/build.js";
 import { getOwnFunction } from "../services/functions.js";
+import { enqueueBuild } from "../dispatch/client.js";
 import { describeBuild, listBuilds, recordBuild } from "../services/builds.js";
 
 export const buildRoutes = new Hono<AppEnv>()
@@ -21,6 +22,7 @@ export const buildRoutes = new Hono<AppEnv>()
     const id = newId();
     const key = zipKey(accountId, fn.id, id);
     const zipSize = await storeZip(c.env.BUCKET, key, c.req.raw, MAX_ZIP_BYTES);
-    await recordBuild(c.var.db, { id, accountId, functionId: fn.id, lang: fn.lang, zipKey: key, zipSize });
+    const build = await recordBuild(c.var.db, { id, accountId, functionId: fn.id, lang: fn.lang, zipKey: key, zipSize });
+    await enqueueBuild(c.env, build);
     return c.json({ id }, 201);
   });

@@ -4,6 +4,7 @@ import { jsonBody, query } from "../http/validate.js";
 import { capabilitiesSet, functionCreate, functionEdit, functionListQuery } from "../../shared/schemas/function.js";
 import { deletePrefix, functionPrefix } from "../lib/storage-keys.js";
 import { getOwnTags } from "../services/tags.js";
+import { cancelFunction, setPaused } from "../dispatch/client.js";
 import {
   capabilitiesOf,
   createFunction,
@@ -33,13 +34,15 @@ export const functionRoutes = new Hono<AppEnv>()
     return c.body(null, 204);
   })
   .post("/:id/togglePause", async (c) => {
-    await togglePause(c.var.db, c.var.caller.accountId, c.req.param("id"));
+    const id = c.req.param("id");
+    await setPaused(c.env, id, await togglePause(c.var.db, c.var.caller.accountId, id));
     return c.body(null, 204);
   })
   .delete("/:id", async (c) => {
     const { accountId } = c.var.caller;
     const id = c.req.param("id");
     await deleteFunction(c.var.db, accountId, id);
+    await cancelFunction(c.env, id);
     // Zips and artifacts go after the records: a failure here leaves orphans, never dangling rows.
     c.executionCtx.waitUntil(deletePrefix(c.env.BUCKET, functionPrefix(accountId, id)));
     return c.body(null, 204);

@@ -13,14 +13,15 @@ export async function recordBuild(
   db: Db,
   b: { id: string; accountId: string; functionId: string; lang: string; zipKey: string; zipSize: number },
   now = Date.now(),
-): Promise<void> {
-  await db.insert(builds).values({
+): Promise<BuildRow> {
+  const [row] = await db.insert(builds).values({
     ...b,
     status: "PENDING",
     arch: ["amd64"],
     timeline: [{ status: "PENDING", time: iso(now)! }],
     createdAt: now,
-  });
+  }).returning();
+  return row!;
 }
 
 export async function getOwnBuild(db: Db, accountId: string, id: string): Promise<BuildRow> {

@@ -60,6 +60,7 @@ export async function issueTask(db: Db, bucket: R2Bucket, o: IssueOptions, now =
       id,
       accountId: o.accountId,
       functionId: o.fn.id,
+      lang: o.fn.lang,
       buildId: build.id,
       endpointId: o.endpointId ?? null,
       triggerId: o.triggerId ?? null,

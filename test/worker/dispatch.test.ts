@@ -1,0 +1,204 @@
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { beforeEach, describe, expect, it } from "vitest";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
+import { eventually, FakeAgent } from "./fake-agent.js";
+import { shardStub } from "../../worker/dispatch/client.js";
+
+const task = (token: string, fnId: string, json: unknown = { n: 1 }) =>
+  callJson<{ id: string }>(`/v1/task/${fnId}?x=1`, 201, { token, json }).then((r) => r.id);
+beforeEach(clearQueue);
+
+const taskRecord = (token: string, id: string) => callJson(`/v1/task/${id}`, 200, { token });
+
+describe("agent connection", () => {
+  it("refuses a connection without an agent token", async () => {
+    const { token } = await newAccount();
+    await expectError(call("/v1/agent/connect", { token, headers: { upgrade: "websocket" } }), 401, "unauthorized");
+  });
+
+  it("ignores frames that are not protocol messages and keeps the connection", async () => {
+    const agent = await FakeAgent.connect("junk-node");
+    agent.ws.send("not json");
+    agent.send({ type: "task.done", taskId: "../etc" });
+    agent.send({ type: "heartbeat", free: 4, warm: [], draining: false });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    expect((await agent.next("task.assign")).taskId).toBe(id);
+    agent.close();
+  });
+});
+
+describe("builds through the dispatcher", () => {
+  it("moves PENDING → BUILDING → SUCCESS with the log, and the artifact route serves the upload", async () => {
+    const agent = await FakeAgent.connect("builder-1");
+    const { token } = await newAccount();
+    const fn = await newFunction(token);
+    const { id } = await uploadBuild(token, fn, tinyZip());
+    const assign = await agent.next("build.assign");
+    expect(assign).toMatchObject({ buildId: id, functionId: fn, lang: "py" });
+    const agentToken = await FakeAgent.token();
+    const src = await call(assign.sourcePath, { token: agentToken });
+    expect(new Uint8Array(await src.arrayBuffer())).toEqual(tinyZip());
+    agent.send({ type: "build.started", buildId: id });
+    agent.send({ type: "build.log", buildId: id, lines: ["step 1", "step 2"] });
+    agent.send({ type: "build.log", buildId: id, lines: ["step 3"] });
+    const put = await call(assign.artifactPath, { token: agentToken, method: "PUT", body: "ARTIFACT", headers: { "content-length": "8" } });
+    expect(put.status).toBe(204);
+    agent.send({ type: "build.done", buildId: id, ok: true, artifactSize: 8 });
+    const build = await eventually(async () => {
+      const b = await callJson(`/v1/build/${id}`, 200, { token });
+      return b.status === "SUCCESS" && b;
+    });
+    expect(build.timeline.map((t: { status: string }) => t.status)).toEqual(["PENDING", "BUILDING", "SUCCESS"]);
+    expect(build.log).toEqual(["step 1", "step 2", "step 3"]);
+    expect(await (await call(assign.artifactPath, { token: agentToken })).text()).toBe("ARTIFACT");
+    agent.close();
+  });
+
+  it("records a failed build with its reason in the log", async () => {
+    const agent = await FakeAgent.connect("builder-2");
+    const { token } = await newAccount();
+    const fn = await newFunction(token);
+    const { id } = await uploadBuild(token, fn);
+    await agent.next("build.assign");
+    agent.send({ type: "build.started", buildId: id });
+    agent.send({ type: "build.done", buildId: id, ok: false, reason: "SyntaxError: invalid syntax (handler.py, line 1)" });
+    const build = await eventually(async () => {
+      const b = await callJson(`/v1/build/${id}`, 200, { token });
+      return b.status === "FAILED" && b;
+    });
+    expect(build.log.at(-1)).toContain("SyntaxError");
+    agent.close();
+  });
+});
+
+describe("tasks through the dispatcher", () => {
+  it("assigns a task, fills assigned/node/progress, and records the result", async () => {
+    const agent = await FakeAgent.connect("node-a");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn, { hello: "world" });
+    const assign = await agent.next("task.assign");
+    expect(assign.input).toMatchObject({ method: "POST", query: { x: "1" }, body: JSON.stringify({ hello: "world" }) });
+    expect(assign.capabilities).toEqual({ timeout: 30, cpuCount: 1, memSize: 256, privileged: false });
+    const running = await eventually(async () => {
+      const t = await taskRecord(token, id);
+      return t.assigned && t;
+    });
+    expect(running).toMatchObject({ node: "node-a", status: 0 });
+    expect(running.progress).toBeGreaterThan(0);
+    expect(running.progress).toBeLessThan(100);
+    agent.send({ type: "task.started", taskId: id });
+    agent.done(id, "hi there", 201);
+    const res = await call(`/v1/task/${id}/result?wait=5`, { token });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("content-type")).toBe("text/plain");
+    expect(await res.text()).toBe("hi there");
+    expect(await taskRecord(token, id)).toMatchObject({ status: 201, progress: 100, node: "node-a", finished: expect.stringMatching(/^\d+$/) });
+    expect((await callJson(`/v1/task/${id}/log`, 200, { token })).log).toEqual([`ran ${id}`]);
+    agent.close();
+  });
+
+  it("runs a privileged function only on an agent that allows privileged work", async () => {
+    const plain = await FakeAgent.connect("plain", { privileged: false });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await callJson(`/v1/function/${fn}/capabilities`, 204, { token, json: { privileged: true } });
+    const id = await task(token, fn);
+    expect(await plain.none("task.assign")).toBe(true);
+    const priv = await FakeAgent.connect("priv", { privileged: true });
+    expect((await priv.next("task.assign")).taskId).toBe(id);
+    plain.close();
+    priv.close();
+  });
+
+  it("gives a disconnected agent's task to another agent and records the result once", async () => {
+    const a = await FakeAgent.connect("dies");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    await a.next("task.assign");
+    const b = await FakeAgent.connect("survives", { slots: 1 });
+    expect(await b.none("task.assign", 200)).toBe(true);
+    a.close();
+    expect((await b.next("task.assign")).taskId).toBe(id);
+    b.done(id, "from b");
+    b.done(id, "again from b");
+    expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("from b");
+    expect((await taskRecord(token, id)).node).toBe("survives");
+    b.close();
+  });
+
+  it("holds a paused function's tasks until it is resumed", async () => {
+    const agent = await FakeAgent.connect("pauser");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
+    const id = await task(token, fn);
+    expect(await agent.none("task.assign")).toBe(true);
+    await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
+    expect((await agent.next("task.assign")).taskId).toBe(id);
+    agent.close();
+  });
+
+  it("keeps waiting tasks across a restart of the dispatcher", async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    const stub = shardStub(env, 0);
+    // A fresh instance over the same storage sees the queue: nothing was held only in memory.
+    const waiting = await runInDurableObject(stub, (_o, state) =>
+      state.storage.sql.exec<{ id: string }>("select id from work where node is null").toArray().map((r) => r.id),
+    );
+    expect(waiting).toContain(id);
+    const agent = await FakeAgent.connect("after-restart");
+    expect((await agent.next("task.assign")).taskId).toBe(id);
+    agent.close();
+  });
+
+  it("closes a silent agent at the liveness check and requeues its work", async () => {
+    const silent = await FakeAgent.connect("silent");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    await silent.next("task.assign");
+    const stub = shardStub(env, 0);
+    await runInDurableObject(stub, (_o, state) => {
+      for (const ws of state.getWebSockets()) {
+        const att = ws.deserializeAttachment();
+        if (att?.nodeId === "silent") ws.serializeAttachment({ ...att, lastSeen: 0 });
+      }
+    });
+    await runDurableObjectAlarm(stub);
+    const other = await FakeAgent.connect("other");
+    expect((await other.next("task.assign")).taskId).toBe(id);
+    other.close();
+  });
+
+  it("answers 504 itself when a task runs past its timeout and the agent never reports", async () => {
+    const agent = await FakeAgent.connect("slow");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    await agent.next("task.assign");
+    const stub = shardStub(env, 0);
+    await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("update work set deadline = 1 where id = ?", id));
+    await runDurableObjectAlarm(stub);
+    expect((await agent.next("task.cancel")).taskId).toBe(id);
+    expect(await taskRecord(token, id)).toMatchObject({ status: 504, progress: 100 });
+    expect((await call(`/v1/task/${id}/result`, { token })).status).toBe(504);
+    agent.close();
+  });
+
+  it("cancels a deleted function's queued tasks", async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    await callJson(`/v1/function/${fn}`, 204, { token, method: "DELETE" });
+    expect((await taskRecord(token, id)).status).toBe(410);
+    const agent = await FakeAgent.connect("late");
+    expect(await agent.none("task.assign")).toBe(true);
+    agent.close();
+  });
+});

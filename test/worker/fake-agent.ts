@@ -1,0 +1,91 @@
+import { SELF } from "cloudflare:test";
+import { ADMIN, callJson } from "./helpers.js";
+import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
+
+type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { type: T }>;
+
+/** An agent that speaks the wire protocol from inside the test, to drive the dispatcher directly. */
+export class FakeAgent {
+  private inbox: DispatcherMessage[] = [];
+  private waiters: (() => void)[] = [];
+  closed = false;
+
+  private constructor(readonly ws: WebSocket, readonly nodeId: string) {
+    ws.addEventListener("message", (e) => {
+      this.inbox.push(JSON.parse(e.data as string));
+      for (const w of this.waiters.splice(0)) w();
+    });
+    ws.addEventListener("close", () => {
+      this.closed = true;
+      for (const w of this.waiters.splice(0)) w();
+    });
+  }
+
+  static async token(): Promise<string> {
+    return (await callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: { name: "test" } })).token;
+  }
+
+  static async connect(nodeId: string, opts: { privileged?: boolean; slots?: number; running?: { kind: "task" | "build"; id: string }[]; token?: string } = {}) {
+    const token = opts.token ?? (await FakeAgent.token());
+    const res = await SELF.fetch("https://api.test/v1/agent/connect", { headers: { upgrade: "websocket", authorization: `Bearer ${token}` } });
+    if (!res.webSocket) throw new Error(`no websocket: ${res.status} ${await res.text()}`);
+    res.webSocket.accept();
+    const agent = new FakeAgent(res.webSocket, nodeId);
+    agent.send({
+      type: "hello", version: 1, nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
+      langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
+    });
+    await agent.next("welcome");
+    return agent;
+  }
+
+  send(msg: AgentMessage | Record<string, unknown>) {
+    this.ws.send(JSON.stringify(msg));
+  }
+
+  /** The next message of a type (earlier ones of other types stay queued). */
+  async next<T extends DispatcherMessage["type"]>(type: T, timeoutMs = 3000): Promise<Msg<T>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const i = this.inbox.findIndex((m) => m.type === type);
+      if (i >= 0) return this.inbox.splice(i, 1)[0] as Msg<T>;
+      if (this.closed || Date.now() > deadline) throw new Error(`${this.nodeId}: no ${type} message`);
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, Math.max(1, deadline - Date.now()));
+      });
+    }
+  }
+
+  /** True when no message of the type arrives within `ms`. */
+  async none(type: DispatcherMessage["type"], ms = 300): Promise<boolean> {
+    try {
+      await this.next(type, ms);
+      return false;
+    } catch {
+      return true;
+    }
+  }
+
+  done(taskId: string, body: string, status = 200, extra: Partial<Record<string, unknown>> = {}) {
+    this.send({
+      type: "task.done", taskId, status, headers: { "content-type": "text/plain" }, body: btoa(body), bodyUploaded: false,
+      log: [`ran ${taskId}`], durationMs: 3, ...extra,
+    });
+  }
+
+  close() {
+    this.ws.close(1000, "bye");
+  }
+}
+
+/** Polls until `check` returns a truthy value (records are written after the socket frame). */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 3000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

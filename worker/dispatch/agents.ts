@@ -1,0 +1,48 @@
+import type { WorkRow } from "./queue.js";
+
+/** What the dispatcher remembers of one connected agent, kept in its WebSocket attachment. */
+export interface AgentState {
+  nodeId: string;
+  cpus: number;
+  memMiB: number;
+  privileged: boolean;
+  langs: string[];
+  slots: number;
+  /** Function ids with a warm container on the agent (capped: an attachment holds 16 KiB). */
+  warm: string[];
+  draining: boolean;
+  lastSeen: number;
+  rttMs: number;
+}
+
+export type Attachment = { hello: false; connectedAt: number } | ({ hello: true } & AgentState);
+
+export const MAX_WARM_REMEMBERED = 200;
+
+export function fits(a: AgentState, w: WorkRow): boolean {
+  if (a.draining || !a.langs.includes(w.lang)) return false;
+  if (w.privileged && !a.privileged) return false;
+  // 0 means "the node's default", which any node can give.
+  return w.cpu <= a.cpus && w.mem <= a.memMiB;
+}
+
+/**
+ * Picks the agent for one piece of work: among those it fits and that have a free slot, one with a
+ * warm container of the function first, then the one with the most free slots (spreading load),
+ * then the nearest.
+ */
+export function pickAgent(agents: AgentState[], w: WorkRow, busy: Map<string, number>): AgentState | undefined {
+  let best: AgentState | undefined;
+  let bestScore = -Infinity;
+  for (const a of agents) {
+    const free = a.slots - (busy.get(a.nodeId) ?? 0);
+    if (free <= 0 || !fits(a, w)) continue;
+    const warm = w.kind === "task" && a.warm.includes(w.function_id) ? 1 : 0;
+    const score = warm * 1e9 + free * 1e4 - Math.min(a.rttMs, 9999);
+    if (score > bestScore) {
+      best = a;
+      bestScore = score;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,282 @@
+import { DurableObject } from "cloudflare:workers";
+import type { Bindings } from "../env.js";
+import { openDb, type Db } from "../db/client.js";
+import { agentMessage, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
+import { artifactKey } from "../lib/storage-keys.js";
+import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
+import { fireTriggers } from "./chain.js";
+import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
+import { buildLogged, buildMoved, taskAssigned, taskFinished, taskStarted, taskTimedOut } from "./records.js";
+import { enqueueTasks } from "./client.js";
+import type { z } from "zod";
+
+/** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
+export const HEARTBEAT_MS = 5_000;
+const SILENT_AFTER_MS = 3 * HEARTBEAT_MS;
+const HELLO_WITHIN_MS = 10_000;
+/** Past a task's own timeout, how long the dispatcher waits for the agent's 504 before giving its own. */
+const TASK_GRACE_MS = 30_000;
+
+type Hello = z.infer<typeof helloSchema>;
+const log = (level: "info" | "warn" | "error", msg: string, extra: Record<string, unknown> = {}) =>
+  console[level === "info" ? "log" : level](JSON.stringify({ level, component: "dispatcher", msg, ...extra }));
+
+/**
+ * One dispatch shard: it owns a queue of builds and tasks and the WebSockets of the agents that
+ * serve it (hibernation API), assigns work to agents that fit, and records outcomes in D1.
+ */
+export class Dispatcher extends DurableObject<Bindings> {
+  private readonly queue: WorkQueue;
+  private readonly db: Db;
+
+  constructor(ctx: DurableObjectState, env: Bindings) {
+    super(ctx, env);
+    this.queue = new WorkQueue(ctx.storage.sql);
+    this.db = openDb(env.DB);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
+  }
+
+  // ── RPC from the Worker ───────────────────────────────────────────────────────────────────────
+
+  async enqueue(work: NewWork[]): Promise<void> {
+    const now = Date.now();
+    for (const w of work) this.queue.add(w, now);
+    await this.pump();
+  }
+
+  async setPaused(functionId: string, paused: boolean): Promise<void> {
+    this.queue.setPaused(functionId, paused);
+    if (!paused) await this.pump();
+  }
+
+  /** The function was deleted: drop its queued work and stop what runs. */
+  async cancelFunction(functionId: string): Promise<void> {
+    for (const w of this.queue.removeFunction(functionId)) if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
+  }
+
+  async status() {
+    return { ...this.queue.counts(), agents: this.agents().map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
+  }
+
+  // ── WebSockets ────────────────────────────────────────────────────────────────────────────────
+
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
+    const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+    this.ctx.acceptWebSocket(server);
+    server.serializeAttachment({ hello: false, connectedAt: Date.now() } satisfies Attachment);
+    await this.scheduleAlarm();
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  override async webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
+    const msg = parseFrame(agentMessage, data);
+    if (!msg) {
+      log("warn", "unparseable frame dropped", { frame: typeof data === "string" ? data.slice(0, 200) : "binary" });
+      return;
+    }
+    const att = ws.deserializeAttachment() as Attachment;
+    if (msg.type === "hello") return this.onHello(ws, msg);
+    if (!att.hello) return; // nothing but hello counts before hello
+    const now = Date.now();
+    att.lastSeen = now;
+    if (msg.type === "pong") att.rttMs = Math.max(0, now - msg.t);
+    if (msg.type === "heartbeat") {
+      att.warm = [...new Set(msg.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED);
+      att.draining = msg.draining;
+    }
+    ws.serializeAttachment(att);
+    await this.onReport(att, msg, now);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
+    } catch {
+      /* already closed */
+    }
+    await this.dropAgent(ws);
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    await this.dropAgent(ws);
+  }
+
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    for (const ws of this.ctx.getWebSockets()) {
+      const att = ws.deserializeAttachment() as Attachment;
+      const seen = att.hello ? att.lastSeen : att.connectedAt;
+      if (now - seen > (att.hello ? SILENT_AFTER_MS : HELLO_WITHIN_MS)) {
+        log("warn", "agent silent, closing", { nodeId: att.hello ? att.nodeId : undefined });
+        try {
+          ws.close(4000, "silent");
+        } catch {
+          /* gone */
+        }
+        await this.dropAgent(ws);
+      } else if (att.hello) this.send(ws, { type: "ping", t: now });
+    }
+    for (const w of this.queue.overdue(now)) await this.expire(w, now);
+    await this.pump();
+    await this.scheduleAlarm();
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────────────────────────
+
+  private async onHello(ws: WebSocket, h: Hello): Promise<void> {
+    const now = Date.now();
+    // A reconnecting agent replaces its old socket; the old one's close must not requeue its work.
+    for (const other of this.sockets(h.nodeId)) if (other !== ws) {
+      other.serializeAttachment({ hello: false, connectedAt: 0 } satisfies Attachment);
+      try {
+        other.close(4001, "replaced by a new connection");
+      } catch {
+        /* gone */
+      }
+    }
+    const state: AgentState = {
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots: h.slots,
+      warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: false, lastSeen: now, rttMs: 0,
+    };
+    ws.serializeAttachment({ hello: true, ...state } satisfies Attachment);
+    // Work assigned to this node that it no longer runs (it restarted) goes back to the queue.
+    const running = new Set(h.running.map((r) => r.id));
+    const lost = this.queue.assignedTo(h.nodeId).filter((w) => !running.has(w.id));
+    for (const w of lost) this.queue.requeueOne(w.id);
+    this.send(ws, { type: "welcome", heartbeatMs: HEARTBEAT_MS, shard: this.ctx.id.toString() });
+    this.send(ws, { type: "ping", t: now });
+    log("info", "agent connected", { nodeId: h.nodeId, slots: h.slots, privileged: h.privileged, requeued: lost.length });
+    await this.pump();
+    await this.scheduleAlarm();
+  }
+
+  private async onReport(agent: AgentState, msg: AgentMessage, now: number): Promise<void> {
+    switch (msg.type) {
+      case "heartbeat":
+      case "pong":
+      case "hello":
+        return this.pump();
+      case "task.started":
+        return taskStarted(this.db, msg.taskId);
+      case "task.done":
+        return this.onTaskDone(agent, msg, now);
+      case "build.started":
+        return buildMoved(this.db, msg.buildId, "BUILDING", now);
+      case "build.log": {
+        const seq = this.queue.nextLogSeq(msg.buildId, msg.lines.length);
+        if (seq >= 0) await buildLogged(this.db, msg.buildId, seq, msg.lines);
+        return;
+      }
+      case "build.done": {
+        const w = this.queue.get(msg.buildId);
+        if (!w) return;
+        if (!msg.ok) await this.logBuildLine(w, `build failed: ${msg.reason ?? "no reason given"}`);
+        await buildMoved(this.db, w.id, msg.ok ? "SUCCESS" : "FAILED", now, msg.ok ? artifactKey(w.account_id, w.function_id, w.id) : undefined);
+        this.queue.remove(w.id);
+        return this.pump();
+      }
+    }
+  }
+
+  private async onTaskDone(agent: AgentState, msg: Extract<AgentMessage, { type: "task.done" }>, now: number) {
+    const w = this.queue.get(msg.taskId);
+    if (!w) return; // already recorded (a duplicate or a late report after a requeue)
+    const done = await taskFinished(this.db, this.env.BUCKET, w.account_id, msg, now);
+    const removed = this.queue.remove(w.id);
+    if (removed?.node && removed.node !== agent.nodeId) this.sendTo(removed.node, { type: "task.cancel", taskId: w.id });
+    if (done) await this.chain(done);
+    await this.pump();
+  }
+
+  private async chain(done: NonNullable<Awaited<ReturnType<typeof taskFinished>>>) {
+    const next = await fireTriggers(this.db, this.env.BUCKET, done);
+    if (!next.length) return;
+    await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
+  }
+
+  private async expire(w: WorkRow, now: number): Promise<void> {
+    if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
+    this.queue.remove(w.id);
+    if (w.kind === "task") {
+      const done = await taskTimedOut(this.db, w.id, now);
+      if (done) await this.chain(done);
+    } else {
+      await this.logBuildLine(w, "build failed: no result from the agent in time");
+      await buildMoved(this.db, w.id, "FAILED", now);
+    }
+  }
+
+  private async logBuildLine(w: WorkRow, line: string) {
+    const seq = this.queue.nextLogSeq(w.id, 1);
+    if (seq >= 0) await buildLogged(this.db, w.id, seq, [line]);
+  }
+
+  /** Assigns waiting work to agents with free slots. Storage first, then messages, then D1. */
+  private async pump(): Promise<void> {
+    const agents = this.agents();
+    if (!agents.length) return;
+    const busy = new Map(agents.map((a) => [a.nodeId, this.queue.countAssignedTo(a.nodeId)]));
+    const assigned: { w: WorkRow; a: AgentState }[] = [];
+    const now = Date.now();
+    for (const w of this.queue.waiting()) {
+      const a = pickAgent(agents, w, busy);
+      if (!a) continue;
+      busy.set(a.nodeId, (busy.get(a.nodeId) ?? 0) + 1);
+      this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
+      assigned.push({ w, a });
+    }
+    for (const { w, a } of assigned) this.sendTo(a.nodeId, JSON.parse(w.payload) as DispatcherMessage);
+    if (assigned.length) await this.scheduleAlarm();
+    await Promise.all(assigned.filter(({ w }) => w.kind === "task").map(({ w, a }) => taskAssigned(this.db, w.id, a.nodeId, a.rttMs, now)));
+  }
+
+  private async dropAgent(ws: WebSocket): Promise<void> {
+    const att = ws.deserializeAttachment() as Attachment | null;
+    if (!att?.hello) return;
+    ws.serializeAttachment({ hello: false, connectedAt: 0 } satisfies Attachment);
+    if (this.sockets(att.nodeId).some((o) => o !== ws)) return;
+    const back = this.queue.requeueNode(att.nodeId);
+    log("info", "agent disconnected", { nodeId: att.nodeId, requeued: back.length });
+    await this.pump();
+  }
+
+  private agents(): AgentState[] {
+    const out: AgentState[] = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      const att = ws.deserializeAttachment() as Attachment | null;
+      if (att?.hello) out.push(att);
+    }
+    return out;
+  }
+
+  private sockets(nodeId: string): WebSocket[] {
+    return this.ctx.getWebSockets().filter((ws) => {
+      const att = ws.deserializeAttachment() as Attachment | null;
+      return att?.hello && att.nodeId === nodeId;
+    });
+  }
+
+  private sendTo(nodeId: string, msg: DispatcherMessage) {
+    for (const ws of this.sockets(nodeId)) this.send(ws, msg);
+  }
+
+  private send(ws: WebSocket, msg: DispatcherMessage) {
+    try {
+      ws.send(JSON.stringify(msg));
+    } catch (e) {
+      log("warn", "send failed", { error: String(e) });
+    }
+  }
+
+  /** One alarm: the earliest work deadline, or the next liveness round while agents are connected. */
+  private async scheduleAlarm(): Promise<void> {
+    const deadline = this.queue.earliestDeadline();
+    const liveness = this.ctx.getWebSockets().length ? Date.now() + HEARTBEAT_MS : null;
+    const at = Math.min(deadline ?? Infinity, liveness ?? Infinity);
+    if (at === Infinity) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at || current < Date.now()) await this.ctx.storage.setAlarm(at);
+  }
+}
+

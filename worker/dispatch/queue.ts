@@ -1,0 +1,134 @@
+/**
+ * The dispatcher's queue in its own SQLite storage: every pending or running build and task lives
+ * here until it ends, so an evicted or restarted dispatcher loses nothing. All calls are
+ * synchronous, so a sequence of them with no await between commits together.
+ */
+export type WorkKind = "task" | "build";
+
+export interface WorkRow {
+  id: string;
+  kind: WorkKind;
+  account_id: string;
+  function_id: string;
+  lang: string;
+  privileged: number;
+  cpu: number;
+  mem: number;
+  timeout_s: number;
+  payload: string;
+  enqueued_at: number;
+  node: string | null;
+  assigned_at: number | null;
+  deadline: number | null;
+  log_seq: number;
+  [key: string]: SqlStorageValue;
+}
+
+export interface NewWork {
+  id: string;
+  kind: WorkKind;
+  accountId: string;
+  functionId: string;
+  lang: string;
+  privileged: boolean;
+  cpu: number;
+  mem: number;
+  timeoutS: number;
+  payload: unknown;
+}
+
+export class WorkQueue {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`create table if not exists work (
+      id text primary key, kind text not null, account_id text not null, function_id text not null,
+      lang text not null, privileged integer not null, cpu real not null, mem integer not null,
+      timeout_s integer not null, payload text not null, enqueued_at integer not null,
+      node text, assigned_at integer, deadline integer, log_seq integer not null default 0)`);
+    sql.exec("create index if not exists work_node on work(node)");
+    sql.exec("create index if not exists work_function on work(function_id)");
+    sql.exec("create table if not exists paused (function_id text primary key)");
+  }
+
+  /** Idempotent: enqueuing the same id twice keeps the first. */
+  add(w: NewWork, now: number): void {
+    this.sql.exec(
+      `insert or ignore into work (id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, payload, enqueued_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      w.id, w.kind, w.accountId, w.functionId, w.lang, w.privileged ? 1 : 0, w.cpu, w.mem, w.timeoutS, JSON.stringify(w.payload), now,
+    );
+  }
+
+  get(id: string): WorkRow | undefined {
+    return this.sql.exec<WorkRow>("select * from work where id = ?", id).toArray()[0];
+  }
+
+  /** Waiting work, oldest first; a paused function's tasks are held back (its builds are not). */
+  waiting(limit = 200): WorkRow[] {
+    return this.sql
+      .exec<WorkRow>(
+        `select * from work where node is null
+         and (kind = 'build' or function_id not in (select function_id from paused))
+         order by enqueued_at, id limit ?`,
+        limit,
+      )
+      .toArray();
+  }
+
+  assign(id: string, node: string, now: number, deadline: number): void {
+    this.sql.exec("update work set node = ?, assigned_at = ?, deadline = ? where id = ?", node, now, deadline, id);
+  }
+
+  assignedTo(node: string): WorkRow[] {
+    return this.sql.exec<WorkRow>("select * from work where node = ?", node).toArray();
+  }
+
+  countAssignedTo(node: string): number {
+    return this.sql.exec<{ n: number }>("select count(*) as n from work where node = ?", node).one().n;
+  }
+
+  /** Puts an agent's work back in the queue (it disconnected or fell silent). */
+  requeueNode(node: string): WorkRow[] {
+    const rows = this.assignedTo(node);
+    this.sql.exec("update work set node = null, assigned_at = null, deadline = null where node = ?", node);
+    return rows;
+  }
+
+  requeueOne(id: string): void {
+    this.sql.exec("update work set node = null, assigned_at = null, deadline = null where id = ?", id);
+  }
+
+  remove(id: string): WorkRow | undefined {
+    return this.sql.exec<WorkRow>("delete from work where id = ? returning *", id).toArray()[0];
+  }
+
+  removeFunction(functionId: string): WorkRow[] {
+    this.sql.exec("delete from paused where function_id = ?", functionId);
+    return this.sql.exec<WorkRow>("delete from work where function_id = ? returning *", functionId).toArray();
+  }
+
+  nextLogSeq(id: string, lines: number): number {
+    const row = this.sql.exec<{ s: number }>("update work set log_seq = log_seq + ? where id = ? returning log_seq - ? as s", lines, id, lines).toArray()[0];
+    return row?.s ?? -1;
+  }
+
+  setPaused(functionId: string, paused: boolean): void {
+    if (paused) this.sql.exec("insert or ignore into paused (function_id) values (?)", functionId);
+    else this.sql.exec("delete from paused where function_id = ?", functionId);
+  }
+
+  overdue(now: number): WorkRow[] {
+    return this.sql.exec<WorkRow>("select * from work where deadline is not null and deadline <= ?", now).toArray();
+  }
+
+  earliestDeadline(): number | null {
+    return this.sql.exec<{ d: number | null }>("select min(deadline) as d from work").one().d;
+  }
+
+  counts(): { waiting: number; running: number } {
+    return this.sql
+      .exec<{ waiting: number; running: number }>(
+        "select coalesce(sum(node is null), 0) as waiting, coalesce(sum(node is not null), 0) as running from work",
+      )
+      .one();
+  }
+}

@@ -1,0 +1,63 @@
+import type { NewWork } from "./queue.js";
+import type { TaskRow } from "../services/tasks.js";
+import type { BuildRow } from "../services/builds.js";
+
+/** Control-plane paths an agent fetches with its agent token. */
+export const agentPaths = {
+  source: (buildId: string) => `/v1/agent/builds/${buildId}/source`,
+  artifact: (buildId: string) => `/v1/agent/builds/${buildId}/artifact`,
+  input: (taskId: string) => `/v1/agent/tasks/${taskId}/input`,
+  result: (taskId: string) => `/v1/agent/tasks/${taskId}/result`,
+};
+
+/** Builds run with generous fixed limits; the builder caps CPU, memory and time itself. */
+const BUILD_TIMEOUT_S = 600;
+
+export function taskWork(t: TaskRow): NewWork {
+  const lang = t.lang;
+  return {
+    id: t.id,
+    kind: "task",
+    accountId: t.accountId,
+    functionId: t.functionId,
+    lang,
+    privileged: t.privileged,
+    cpu: t.cpuCount,
+    mem: t.memSize,
+    timeoutS: t.timeout,
+    payload: {
+      type: "task.assign",
+      taskId: t.id,
+      functionId: t.functionId,
+      buildId: t.buildId,
+      lang,
+      capabilities: { timeout: t.timeout, cpuCount: t.cpuCount, memSize: t.memSize, privileged: t.privileged },
+      artifactPath: agentPaths.artifact(t.buildId!),
+      input: t.input ? JSON.parse(t.input) : null,
+      inputPath: agentPaths.input(t.id),
+      resultPath: agentPaths.result(t.id),
+    },
+  };
+}
+
+export function buildWork(b: BuildRow): NewWork {
+  return {
+    id: b.id,
+    kind: "build",
+    accountId: b.accountId,
+    functionId: b.functionId,
+    lang: b.lang,
+    privileged: false,
+    cpu: 0,
+    mem: 0,
+    timeoutS: BUILD_TIMEOUT_S,
+    payload: {
+      type: "build.assign",
+      buildId: b.id,
+      functionId: b.functionId,
+      lang: b.lang,
+      sourcePath: agentPaths.source(b.id),
+      artifactPath: agentPaths.artifact(b.id),
+    },
+  };
+}

@@ -1,0 +1,76 @@
+import { Hono } from "hono";
+import { eq } from "drizzle-orm";
+import type { AppEnv } from "../env.js";
+import { ApiError, notFound } from "../errors.js";
+import { builds, tasks } from "../db/schema.js";
+import { artifactKey, taskResultKey } from "../lib/storage-keys.js";
+import { shardCount, shardStub } from "../dispatch/client.js";
+
+const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
+const MAX_RESULT_BYTES = 64 * 1024 * 1024;
+
+async function buildRow(c: { var: AppEnv["Variables"] }, id: string) {
+  const [b] = await c.var.db.select().from(builds).where(eq(builds.id, id));
+  if (!b) throw notFound("build");
+  return b;
+}
+
+async function taskRow(c: { var: AppEnv["Variables"] }, id: string) {
+  const [t] = await c.var.db.select().from(tasks).where(eq(tasks.id, id));
+  if (!t) throw notFound("task");
+  return t;
+}
+
+/** R2 needs a known length: uploads from agents must carry Content-Length. */
+async function putSized(bucket: R2Bucket, key: string, req: Request, limit: number) {
+  const len = Number(req.headers.get("content-length") ?? NaN);
+  if (!Number.isInteger(len) || len < 0) throw new ApiError("length_required", "Content-Length is required");
+  if (len > limit) throw new ApiError("payload_too_large", `at most ${limit} bytes`);
+  const fixed = new FixedLengthStream(len);
+  await Promise.all([req.body ? req.body.pipeTo(fixed.writable) : fixed.writable.close(), bucket.put(key, fixed.readable)]);
+}
+
+async function streamObject(bucket: R2Bucket, key: string | null, what: string) {
+  const obj = key ? await bucket.get(key) : null;
+  if (!obj) throw notFound(what);
+  return new Response(obj.body, { headers: { "content-type": "application/octet-stream", "content-length": String(obj.size) } });
+}
+
+/**
+ * Routes of compute hosts, behind an agent token. Agents are operator-run and trusted with any
+ * build or task they are handed; they never see account tokens.
+ */
+export const agentRoutes = new Hono<AppEnv>()
+  .get("/config", (c) => c.json({ shards: shardCount(c.env) }))
+  .get("/connect", async (c) => {
+    const shard = Number(c.req.query("shard") ?? "0");
+    if (!Number.isInteger(shard) || shard < 0 || shard >= shardCount(c.env)) throw new ApiError("validation_failed", `shard must be an integer from 0 to ${shardCount(c.env) - 1}`);
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") throw new ApiError("validation_failed", "expected a WebSocket upgrade");
+    return shardStub(c.env, shard).fetch(c.req.raw);
+  })
+  .get("/status", async (c) => {
+    const shards = await Promise.all(Array.from({ length: shardCount(c.env) }, (_, i) => shardStub(c.env, i).status()));
+    return c.json({ shards });
+  })
+  .get("/builds/:id/source", async (c) => streamObject(c.env.BUCKET, (await buildRow(c, c.req.param("id"))).zipKey, "build source"))
+  .put("/builds/:id/artifact", async (c) => {
+    const b = await buildRow(c, c.req.param("id"));
+    await putSized(c.env.BUCKET, artifactKey(b.accountId, b.functionId, b.id), c.req.raw, MAX_ARTIFACT_BYTES);
+    return c.body(null, 204);
+  })
+  .get("/builds/:id/artifact", async (c) => {
+    const b = await buildRow(c, c.req.param("id"));
+    return streamObject(c.env.BUCKET, artifactKey(b.accountId, b.functionId, b.id), "artifact");
+  })
+  .get("/tasks/:id/input", async (c) => {
+    const t = await taskRow(c, c.req.param("id"));
+    if (t.input) return c.body(t.input, 200, { "content-type": "application/json" });
+    return streamObject(c.env.BUCKET, t.inputKey, "task input");
+  })
+  .put("/tasks/:id/result", async (c) => {
+    const t = await taskRow(c, c.req.param("id"));
+    if (t.finishedAt != null) throw new ApiError("validation_failed", "the task has already finished");
+    await putSized(c.env.BUCKET, taskResultKey(t.accountId, t.id), c.req.raw, MAX_RESULT_BYTES);
+    return c.body(null, 204);
+  });
+
