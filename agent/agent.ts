@@ -1,0 +1,134 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import type { AgentMessage, DispatcherMessage } from "../shared/protocol/messages.js";
+import { PROTOCOL_VERSION } from "../shared/protocol/messages.js";
+import type { AgentConfig } from "./config.js";
+import { ControlPlane } from "./control/control-plane.js";
+import { DispatcherConnection } from "./control/connection.js";
+import { log } from "./log.js";
+import type { Runner } from "./runner/index.js";
+import { runBuild } from "./work/run-build.js";
+import { runTask } from "./work/run-task.js";
+
+type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
+
+/**
+ * The agent: one connection per dispatcher shard, a set of running builds and tasks, and the
+ * runner that keeps warm containers. Work runs concurrently up to `slots`; the dispatcher never
+ * sends more, and the agent refuses nothing it is sent so that the dispatcher's view stays true.
+ */
+export class Agent {
+  private readonly connections: DispatcherConnection[] = [];
+  private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean }>();
+  private draining = false;
+  private idle?: () => void;
+  readonly control: ControlPlane;
+
+  constructor(
+    readonly config: AgentConfig,
+    private readonly runner: Runner,
+  ) {
+    this.control = new ControlPlane(config.url, config.token);
+  }
+
+  async start(): Promise<void> {
+    const { shards } = await this.control.getJson<{ shards: number }>("/v1/agent/config");
+    for (let s = 0; s < shards; s++) {
+      const conn = new DispatcherConnection(this.control.wsUrl(s), this.control.authHeader, {
+        hello: () => this.hello(s),
+        heartbeat: () => this.heartbeat(),
+        onMessage: (msg, c) => this.onMessage(msg, c),
+      }, s);
+      this.connections.push(conn);
+      conn.start();
+    }
+    log("info", "agent started", { nodeId: this.config.nodeId, shards, slots: this.config.slots, privileged: this.config.privileged, langs: this.config.langs });
+  }
+
+  /** SIGTERM: take nothing new, finish what runs, then close. */
+  async drain(): Promise<void> {
+    this.draining = true;
+    for (const c of this.connections) c.sendHeartbeat();
+    log("info", "draining", { running: this.running.size });
+    if (this.running.size) await new Promise<void>((r) => (this.idle = r));
+    await Promise.all(this.connections.map((c) => c.stop()));
+    await this.runner.shutdown();
+    log("info", "drained and stopped");
+  }
+
+  /** Stops at once (tests simulate a crash with it): connections drop, containers go. */
+  async kill(): Promise<void> {
+    await Promise.all(this.connections.map((c) => c.stop()));
+    await this.runner.shutdown().catch(() => undefined);
+  }
+
+  get busy(): number {
+    return this.running.size;
+  }
+
+  private hello(shard: number): AgentMessage {
+    const running = [...this.running].filter(([, r]) => r.conn.shard === shard).map(([id, r]) => ({ kind: r.kind, id }));
+    return {
+      type: "hello",
+      version: PROTOCOL_VERSION,
+      nodeId: this.config.nodeId,
+      cpus: this.config.cpus,
+      memMiB: this.config.memMiB,
+      privileged: this.config.privileged,
+      langs: this.config.langs,
+      slots: this.draining ? 0 : this.config.slots,
+      running,
+      warm: this.warm(),
+    };
+  }
+
+  private heartbeat(): AgentMessage {
+    return { type: "heartbeat", free: Math.max(0, this.config.slots - this.running.size), warm: this.warm(), draining: this.draining };
+  }
+
+  private warm() {
+    const seen = new Map<string, string>();
+    for (const c of this.runner.containers()) seen.set(c.functionId, c.buildId);
+    return [...seen].slice(0, 200).map(([functionId, buildId]) => ({ functionId, buildId }));
+  }
+
+  private onMessage(msg: DispatcherMessage, conn: DispatcherConnection): void {
+    if (msg.type === "task.cancel") {
+      const r = this.running.get(msg.taskId);
+      if (r) r.cancelled = true;
+      return;
+    }
+    if (msg.type === "build.assign" || msg.type === "task.assign") void this.run(msg, conn);
+  }
+
+  private async run(msg: Assign, conn: DispatcherConnection): Promise<void> {
+    const id = msg.type === "build.assign" ? msg.buildId : msg.taskId;
+    if (this.running.has(id)) return; // a re-sent assignment of work already under way
+    const entry = { kind: msg.type === "build.assign" ? ("build" as const) : ("task" as const), conn, cancelled: false };
+    this.running.set(id, entry);
+    const report = (m: AgentMessage) => {
+      // A cancelled task's outcome is dropped: the dispatcher already recorded one.
+      if (!(entry.kind === "task" && entry.cancelled && m.type === "task.done")) conn.send(m);
+    };
+    try {
+      if (msg.type === "build.assign") await runBuild(this, msg, report);
+      else await runTask(this, this.runner, msg, report);
+    } catch (e) {
+      log("error", "work failed unexpectedly", { id, error: (e as Error).stack ?? String(e) });
+      if (msg.type === "build.assign") report({ type: "build.done", buildId: id, ok: false, reason: `agent error: ${(e as Error).message}` });
+      else report({ type: "task.done", taskId: id, status: 500, headers: { "content-type": "application/json" }, body: Buffer.from(JSON.stringify({ error: { code: "agent_error", message: (e as Error).message } })).toString("base64"), bodyUploaded: false, log: [`[runtime] agent error: ${(e as Error).message}`], durationMs: 0 });
+    } finally {
+      this.running.delete(id);
+      conn.sendHeartbeat();
+      if (this.draining && this.running.size === 0) this.idle?.();
+    }
+  }
+
+  /** A per-build scratch folder under the state dir, removed after use. */
+  async scratch(name: string): Promise<string> {
+    const dir = path.join(this.config.stateDir, "work", name);
+    await fs.rm(dir, { recursive: true, force: true });
+    await fs.mkdir(dir, { recursive: true });
+    return dir;
+  }
+}

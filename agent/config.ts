@@ -1,0 +1,92 @@
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { LANGS, type Lang } from "./runtimes/languages.js";
+
+/**
+ * Every setting is a flag or an environment variable (flags win), parsed and checked in one
+ * place: a bad value stops the agent at start with a message naming it.
+ */
+const schema = z.object({
+  url: z.url({ error: "must be the control plane's URL, e.g. https://api.example.com" }),
+  token: z.string().regex(/^gca_[0-9a-f]{64}$/, "must be an agent token (gca_…) minted with POST /v1/admin/agent-tokens"),
+  nodeId: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1-64 of A-Z a-z 0-9 . _ -"),
+  slots: z.coerce.number().int().min(1).max(1024),
+  privileged: z.boolean(),
+  defaultCpus: z.coerce.number().positive().max(64),
+  defaultMemoryMiB: z.coerce.number().int().min(16),
+  stateDir: z.string().min(1),
+  langs: z.array(z.enum(LANGS)).min(1),
+  idleTimeoutMs: z.coerce.number().int().min(1000),
+  maxContainers: z.coerce.number().int().min(1),
+  buildImages: z.boolean(),
+});
+export type AgentConfig = z.infer<typeof schema> & { cpus: number; memMiB: number };
+
+const FLAGS = {
+  url: { type: "string", env: "GCFAAS_URL" },
+  token: { type: "string", env: "GCFAAS_AGENT_TOKEN" },
+  "node-id": { type: "string", env: "GCFAAS_NODE_ID" },
+  slots: { type: "string", env: "GCFAAS_SLOTS" },
+  privileged: { type: "boolean", env: "GCFAAS_ALLOW_PRIVILEGED" },
+  "default-cpus": { type: "string", env: "GCFAAS_DEFAULT_CPUS" },
+  "default-memory": { type: "string", env: "GCFAAS_DEFAULT_MEMORY_MIB" },
+  "state-dir": { type: "string", env: "GCFAAS_STATE_DIR" },
+  langs: { type: "string", env: "GCFAAS_LANGS" },
+  "idle-timeout": { type: "string", env: "GCFAAS_IDLE_TIMEOUT_MS" },
+  "max-containers": { type: "string", env: "GCFAAS_MAX_CONTAINERS" },
+  "no-build-images": { type: "boolean", env: "GCFAAS_NO_BUILD_IMAGES" },
+  help: { type: "boolean", env: "" },
+} as const;
+
+export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane in Docker on this host
+
+  --url URL              control plane URL                      (GCFAAS_URL)
+  --token TOKEN          agent token                            (GCFAAS_AGENT_TOKEN)
+  --node-id ID           this host's id [hostname]              (GCFAAS_NODE_ID)
+  --slots N              concurrent builds+tasks [2 x CPUs]     (GCFAAS_SLOTS)
+  --privileged           allow privileged functions [no]        (GCFAAS_ALLOW_PRIVILEGED=1)
+  --default-cpus N       CPUs for cpuCount 0 [1]                (GCFAAS_DEFAULT_CPUS)
+  --default-memory MIB   memory for memSize 0 [256]             (GCFAAS_DEFAULT_MEMORY_MIB)
+  --state-dir DIR        artifacts, sockets, builds [./.state/agent-<node-id>]  (GCFAAS_STATE_DIR)
+  --langs py,js,...      languages served [all]                 (GCFAAS_LANGS)
+  --idle-timeout MS      warm container idle timeout [300000]   (GCFAAS_IDLE_TIMEOUT_MS)
+  --max-containers N     containers on this host [16]           (GCFAAS_MAX_CONTAINERS)
+  --no-build-images      do not build missing runtime images    (GCFAAS_NO_BUILD_IMAGES=1)
+`;
+
+const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v);
+
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig | "help" {
+  const options = Object.fromEntries(Object.entries(FLAGS).map(([k, v]) => [k, { type: v.type }])) as Record<string, { type: "string" | "boolean" }>;
+  const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+  if (values.help) return "help";
+  const get = (flag: keyof typeof FLAGS) => {
+    const v = values[flag];
+    if (v !== undefined) return v;
+    const e = FLAGS[flag].env ? env[FLAGS[flag].env] : undefined;
+    return FLAGS[flag].type === "boolean" ? truthy(e) : e;
+  };
+  const nodeId = (get("node-id") as string | undefined) ?? os.hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 64);
+  const raw = {
+    url: get("url"),
+    token: get("token"),
+    nodeId,
+    slots: get("slots") ?? String(os.cpus().length * 2),
+    privileged: get("privileged") ?? false,
+    defaultCpus: get("default-cpus") ?? "1",
+    defaultMemoryMiB: get("default-memory") ?? "256",
+    stateDir: path.resolve((get("state-dir") as string | undefined) ?? `.state/agent-${nodeId}`),
+    langs: ((get("langs") as string | undefined) ?? LANGS.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter(Boolean),
+    idleTimeoutMs: get("idle-timeout") ?? "300000",
+    maxContainers: get("max-containers") ?? "16",
+    buildImages: !get("no-build-images"),
+  };
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid agent configuration:\n${lines.join("\n")}\n\n${USAGE}`);
+  }
+  return { ...parsed.data, langs: parsed.data.langs as Lang[], cpus: os.cpus().length, memMiB: Math.floor(os.totalmem() / 1048576) };
+}

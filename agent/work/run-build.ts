@@ -1,0 +1,56 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
+import type { Agent } from "../agent.js";
+import { buildFunction } from "../builder/index.js";
+import { log } from "../log.js";
+
+type BuildAssign = Extract<DispatcherMessage, { type: "build.assign" }>;
+
+const FLUSH_LINES = 50;
+const FLUSH_MS = 250;
+
+/**
+ * Runs one build: fetch the zip, build it in a throwaway container, stream the log in batches,
+ * upload the artifact, report the outcome. The artifact upload happens before `build.done`, so
+ * a SUCCESS build always has an artifact any node can fetch.
+ */
+export async function runBuild(agent: Agent, msg: BuildAssign, report: (m: AgentMessage) => void): Promise<void> {
+  report({ type: "build.started", buildId: msg.buildId });
+  const dir = await agent.scratch(`build-${msg.buildId}`);
+  let batch: string[] = [];
+  const flush = () => {
+    if (batch.length) report({ type: "build.log", buildId: msg.buildId, lines: batch.splice(0, 1000) });
+  };
+  const timer = setInterval(flush, FLUSH_MS);
+  try {
+    const zip = path.join(dir, "source.zip");
+    await agent.control.download(msg.sourcePath, zip);
+    const result = await buildFunction({
+      lang: msg.lang,
+      zip,
+      workDir: path.join(dir, "build"),
+      agentId: agent.config.nodeId,
+      onLog: (line) => {
+        batch.push(line.slice(0, 8192));
+        if (batch.length >= FLUSH_LINES) flush();
+      },
+    });
+    flush();
+    if (!result.ok) {
+      report({ type: "build.done", buildId: msg.buildId, ok: false, reason: result.reason });
+      return;
+    }
+    const artifact = await fs.readFile(result.artifactPath);
+    await agent.control.put(msg.artifactPath, artifact);
+    // Keep a copy where tasks look for artifacts: this node will likely run the function next.
+    await fs.mkdir(path.join(agent.config.stateDir, "downloads"), { recursive: true });
+    await fs.copyFile(result.artifactPath, path.join(agent.config.stateDir, "downloads", `${msg.buildId}.tar`));
+    report({ type: "build.done", buildId: msg.buildId, ok: true, artifactSize: artifact.length });
+    log("info", "build finished", { buildId: msg.buildId, lang: msg.lang, ms: result.durationMs, bytes: artifact.length });
+  } finally {
+    clearInterval(timer);
+    flush();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}

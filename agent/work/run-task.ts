@@ -1,0 +1,69 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
+import { taskInput } from "../../shared/protocol/messages.js";
+import type { Agent } from "../agent.js";
+import type { Runner } from "../runner/index.js";
+import { log } from "../log.js";
+
+type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
+
+/** Bodies up to this size travel in the `task.done` frame; larger ones are PUT first. */
+const INLINE_BODY_BYTES = 512 * 1024;
+
+const downloads = new Map<string, Promise<string>>();
+
+/** The build's artifact on this node, downloaded once however many tasks ask at the same time. */
+function artifactFor(agent: Agent, msg: TaskAssign): Promise<string> {
+  const file = path.join(agent.config.stateDir, "downloads", `${msg.buildId}.tar`);
+  let p = downloads.get(file);
+  if (!p) {
+    p = (async () => {
+      try {
+        await fs.access(file);
+      } catch {
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        await agent.control.download(msg.artifactPath, file);
+      }
+      return file;
+    })();
+    p.catch(() => downloads.delete(file));
+    downloads.set(file, p);
+  }
+  return p;
+}
+
+export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void): Promise<void> {
+  report({ type: "task.started", taskId: msg.taskId });
+  const [artifactPath, input] = await Promise.all([
+    artifactFor(agent, msg),
+    msg.input ? Promise.resolve(msg.input) : agent.control.getJson<unknown>(msg.inputPath).then((v) => taskInput.parse(v)),
+  ]);
+  const result = await runner.invoke({
+    functionId: msg.functionId,
+    buildId: msg.buildId,
+    lang: msg.lang,
+    artifactPath,
+    capabilities: msg.capabilities,
+    request: { method: input.method, query: input.query, headers: input.headers, body: input.body ?? "" },
+  });
+  let body: string | null = result.body.length ? result.body.toString("base64") : null;
+  let bodyUploaded = false;
+  if (result.body.length > INLINE_BODY_BYTES) {
+    await agent.control.put(msg.resultPath, result.body);
+    body = null;
+    bodyUploaded = true;
+  }
+  const status = result.status >= 100 && result.status <= 599 ? result.status : 502;
+  report({
+    type: "task.done",
+    taskId: msg.taskId,
+    status,
+    headers: result.headers,
+    body,
+    bodyUploaded,
+    log: result.log.slice(0, 10_000).map((l) => l.slice(0, 8192)),
+    durationMs: result.durationMs,
+  });
+  log("debug", "task finished", { taskId: msg.taskId, status, ms: result.durationMs, container: result.container });
+}
