@@ -34,6 +34,16 @@ export default defineConfig(async () => {
             fileParallelism: false,
           },
         },
+        {
+          test: {
+            name: "e2e",
+            environment: "node",
+            include: ["test/e2e/**/*.test.ts"],
+            testTimeout: 600_000,
+            hookTimeout: 1_800_000,
+            fileParallelism: false,
+          },
+        },
       ],
     },
   };

@@ -18,9 +18,13 @@ const FLUSH_MS = 250;
 export async function runBuild(agent: Agent, msg: BuildAssign, report: (m: AgentMessage) => void): Promise<void> {
   report({ type: "build.started", buildId: msg.buildId });
   const dir = await agent.scratch(`build-${msg.buildId}`);
-  let batch: string[] = [];
+  const batch: string[] = [];
+  let sent = 0;
   const flush = () => {
-    if (batch.length) report({ type: "build.log", buildId: msg.buildId, lines: batch.splice(0, 1000) });
+    if (!batch.length) return;
+    const lines = batch.splice(0, 1000);
+    report({ type: "build.log", buildId: msg.buildId, first: sent, lines });
+    sent += lines.length;
   };
   const timer = setInterval(flush, FLUSH_MS);
   try {

@@ -46,7 +46,13 @@ export const heartbeat = z.object({
 export const pong = z.object({ type: z.literal("pong"), t: z.number() });
 
 export const buildStarted = z.object({ type: z.literal("build.started"), buildId: id });
-export const buildLog = z.object({ type: z.literal("build.log"), buildId: id, lines: z.array(z.string().max(8192)).max(1000) });
+/** `first` numbers the first line (from 0): a batch re-sent after a reconnect is stored once. */
+export const buildLog = z.object({
+  type: z.literal("build.log"),
+  buildId: id,
+  first: z.int().min(0).max(10_000_000),
+  lines: z.array(z.string().max(8192)).max(1000),
+});
 export const buildDone = z.object({
   type: z.literal("build.done"),
   buildId: id,

@@ -74,8 +74,14 @@ export class FakeAgent {
     });
   }
 
-  close() {
+  /** Closes and waits until the dispatcher has let go of this agent (its work is requeued). */
+  async close() {
     this.ws.close(1000, "bye");
+    const token = await FakeAgent.token();
+    await eventually(async () => {
+      const { shards } = await callJson("/v1/agent/status", 200, { token });
+      return !shards.some((s: { agents: { nodeId: string }[] }) => s.agents.some((a) => a.nodeId === this.nodeId));
+    });
   }
 }
 

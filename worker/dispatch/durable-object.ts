@@ -6,7 +6,7 @@ import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { fireTriggers } from "./chain.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
-import { buildLogged, buildMoved, taskAssigned, taskFinished, taskStarted, taskTimedOut } from "./records.js";
+import { buildLineAppended, buildLogged, buildMoved, taskAssigned, taskFinished, taskStarted, taskTimedOut } from "./records.js";
 import { enqueueTasks } from "./client.js";
 import type { z } from "zod";
 
@@ -28,6 +28,8 @@ const log = (level: "info" | "warn" | "error", msg: string, extra: Record<string
 export class Dispatcher extends DurableObject<Bindings> {
   private readonly queue: WorkQueue;
   private readonly db: Db;
+  /** Result readers parked until their task ends (memory only: after an eviction they re-read D1). */
+  private readonly waiters = new Map<string, Set<() => void>>();
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
@@ -51,7 +53,34 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** The function was deleted: drop its queued work and stop what runs. */
   async cancelFunction(functionId: string): Promise<void> {
-    for (const w of this.queue.removeFunction(functionId)) if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
+    for (const w of this.queue.removeFunction(functionId)) {
+      this.wake(w.id);
+      if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
+    }
+  }
+
+  /**
+   * Resolves when the task leaves the queue (finished, expired, cancelled) or after `ms`.
+   * Result reads with ?wait park here instead of polling D1.
+   */
+  async awaitTask(taskId: string, ms: number): Promise<void> {
+    if (!this.queue.get(taskId)) return;
+    await new Promise<void>((resolve) => {
+      const set = this.waiters.get(taskId) ?? new Set();
+      this.waiters.set(taskId, set);
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (!set.size) this.waiters.delete(taskId);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, Math.min(ms, 30_000)));
+      set.add(done);
+    });
+  }
+
+  private wake(taskId: string) {
+    for (const w of [...(this.waiters.get(taskId) ?? [])]) w();
   }
 
   async status() {
@@ -163,11 +192,9 @@ export class Dispatcher extends DurableObject<Bindings> {
         return this.onTaskDone(agent, msg, now);
       case "build.started":
         return buildMoved(this.db, msg.buildId, "BUILDING", now);
-      case "build.log": {
-        const seq = this.queue.nextLogSeq(msg.buildId, msg.lines.length);
-        if (seq >= 0) await buildLogged(this.db, msg.buildId, seq, msg.lines);
+      case "build.log":
+        if (this.queue.get(msg.buildId)) await buildLogged(this.db, msg.buildId, msg.first, msg.lines);
         return;
-      }
       case "build.done": {
         const w = this.queue.get(msg.buildId);
         if (!w) return;
@@ -184,6 +211,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!w) return; // already recorded (a duplicate or a late report after a requeue)
     const done = await taskFinished(this.db, this.env.BUCKET, w.account_id, msg, now);
     const removed = this.queue.remove(w.id);
+    this.wake(w.id);
     if (removed?.node && removed.node !== agent.nodeId) this.sendTo(removed.node, { type: "task.cancel", taskId: w.id });
     if (done) await this.chain(done);
     await this.pump();
@@ -200,6 +228,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.queue.remove(w.id);
     if (w.kind === "task") {
       const done = await taskTimedOut(this.db, w.id, now);
+      this.wake(w.id);
       if (done) await this.chain(done);
     } else {
       await this.logBuildLine(w, "build failed: no result from the agent in time");
@@ -208,8 +237,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   private async logBuildLine(w: WorkRow, line: string) {
-    const seq = this.queue.nextLogSeq(w.id, 1);
-    if (seq >= 0) await buildLogged(this.db, w.id, seq, [line]);
+    await buildLineAppended(this.db, w.id, line);
   }
 
   /** Assigns waiting work to agents with free slots. Storage first, then messages, then D1. */
@@ -228,7 +256,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     for (const { w, a } of assigned) this.sendTo(a.nodeId, JSON.parse(w.payload) as DispatcherMessage);
     if (assigned.length) await this.scheduleAlarm();
-    await Promise.all(assigned.filter(({ w }) => w.kind === "task").map(({ w, a }) => taskAssigned(this.db, w.id, a.nodeId, a.rttMs, now)));
+    // Marking tasks assigned in D1 is for display; the queue is the truth. Callers (task creation
+    // among them) need not wait for it, and a late write cannot undo a finish (it is conditional).
+    const marks = assigned.filter(({ w }) => w.kind === "task").map(({ w, a }) => taskAssigned(this.db, w.id, a.nodeId, a.rttMs, now));
+    if (marks.length) this.ctx.waitUntil(Promise.all(marks).catch((e) => log("error", "marking tasks assigned failed", { error: String(e) })));
   }
 
   private async dropAgent(ws: WebSocket): Promise<void> {

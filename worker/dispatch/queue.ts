@@ -20,7 +20,6 @@ export interface WorkRow {
   node: string | null;
   assigned_at: number | null;
   deadline: number | null;
-  log_seq: number;
   [key: string]: SqlStorageValue;
 }
 
@@ -43,7 +42,7 @@ export class WorkQueue {
       id text primary key, kind text not null, account_id text not null, function_id text not null,
       lang text not null, privileged integer not null, cpu real not null, mem integer not null,
       timeout_s integer not null, payload text not null, enqueued_at integer not null,
-      node text, assigned_at integer, deadline integer, log_seq integer not null default 0)`);
+      node text, assigned_at integer, deadline integer)`);
     sql.exec("create index if not exists work_node on work(node)");
     sql.exec("create index if not exists work_function on work(function_id)");
     sql.exec("create table if not exists paused (function_id text primary key)");
@@ -104,11 +103,6 @@ export class WorkQueue {
   removeFunction(functionId: string): WorkRow[] {
     this.sql.exec("delete from paused where function_id = ?", functionId);
     return this.sql.exec<WorkRow>("delete from work where function_id = ? returning *", functionId).toArray();
-  }
-
-  nextLogSeq(id: string, lines: number): number {
-    const row = this.sql.exec<{ s: number }>("update work set log_seq = log_seq + ? where id = ? returning log_seq - ? as s", lines, id, lines).toArray()[0];
-    return row?.s ?? -1;
   }
 
   setPaused(functionId: string, paused: boolean): void {

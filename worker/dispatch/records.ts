@@ -96,3 +96,10 @@ export async function buildLogged(db: Db, buildId: string, firstSeq: number, lin
     await db.insert(buildLogs).values(part).onConflictDoNothing();
   }
 }
+
+/** A line of the dispatcher's own (a failure reason), after every line the agent sent. */
+export async function buildLineAppended(db: Db, buildId: string, line: string) {
+  await db.run(
+    sql`insert into ${buildLogs} (build_id, seq, line) select ${buildId}, coalesce(max(seq), -1) + 1, ${line} from ${buildLogs} where build_id = ${buildId}`,
+  );
+}

@@ -27,7 +27,7 @@ export const taskRoutes = new Hono<AppEnv>()
   .get("/:id/result", async (c) => {
     const { wait } = query(c, resultQuery);
     const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
-    return resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, task, wait));
+    return resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, c.env, task, wait));
   })
   .get("/:id/log", async (c) => {
     const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));

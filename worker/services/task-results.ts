@@ -2,18 +2,32 @@ import { eq } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
 import type { TaskRow } from "./tasks.js";
+import type { Bindings } from "../env.js";
+import { dispatcherFor } from "../dispatch/client.js";
 
-const POLL_MS = 200;
+const POLL_MS = 250;
 
-/** Waits up to `seconds` for the task to finish, re-reading its row. */
-export async function awaitFinished(db: Db, task: TaskRow, seconds: number): Promise<TaskRow> {
+/**
+ * Waits up to `seconds` for the task to finish. The task's dispatcher wakes the wait when the
+ * task leaves its queue; the row is then re-read. Should the dispatcher be unreachable, or return
+ * early (it was evicted and forgot its waiters), the wait falls back to polling D1.
+ */
+export async function awaitFinished(db: Db, env: Bindings, task: TaskRow, seconds: number): Promise<TaskRow> {
   const deadline = Date.now() + seconds * 1000;
   let t = task;
   while (t.finishedAt == null && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, Math.min(POLL_MS, deadline - Date.now())));
+    const before = Date.now();
+    try {
+      await dispatcherFor(env, t.functionId).awaitTask(t.id, deadline - before);
+    } catch {
+      /* fall through to polling */
+    }
     const [row] = await db.select().from(tasks).where(eq(tasks.id, t.id));
     if (!row) break;
     t = row;
+    // A wait that returned at once while the task is still open would spin: back off instead.
+    if (t.finishedAt == null && Date.now() - before < POLL_MS)
+      await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
   }
   return t;
 }

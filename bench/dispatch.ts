@@ -1,0 +1,84 @@
+/**
+ * Dispatch benchmark: a warm Python function behind the whole path (API → D1 → dispatcher DO →
+ * WebSocket → agent → container → back), against the bare HTTP call to the same warm container's
+ * shim, measured in the same run. Run: npx tsx bench/dispatch.ts [--tasks 300] [--clients 1,8,32]
+ */
+import fs from "node:fs/promises";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { ensureOfflineImages } from "../agent/runtimes/images.js";
+import { sendToShim } from "../agent/runner/shim-client.js";
+import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
+import { deploy } from "../test/e2e/deploy.js";
+import { zipSources } from "../test/support/zip-folder.js";
+import { ms, percentile, printTable, timed } from "./stats.js";
+
+const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" } } });
+const N = Number(values.tasks);
+const CLIENTS = values.clients!.split(",").map(Number);
+
+const HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
+
+async function findSocket(dir: string): Promise<string> {
+  for (const e of await fs.readdir(dir, { withFileTypes: true, recursive: true })) if (e.isSocket()) return path.join(e.parentPath, e.name);
+  throw new Error(`no shim socket under ${dir}`);
+}
+
+async function main() {
+  await ensureOfflineImages(["py"]);
+  const worker = await LocalWorker.create();
+  const admin = api(worker.url, ADMIN_TOKEN);
+  const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
+  const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: {} })).token;
+  // One slot: exactly one warm container, so the baseline and the service hit the same one.
+  const agent = await AgentProcess.start(worker, agentToken, "bench", ["--slots", "1"]);
+  try {
+    const { functionId } = await deploy(user, "py", await zipSources(HANDLER), "bench");
+    const once = async (i: number) => {
+      const { id } = await user.json("POST", `/v1/task/${functionId}`, 201, { json: { i } });
+      const res = await user("GET", `/v1/task/${id}/result?wait=30`);
+      if (res.status !== 200) throw new Error(`task ${id}: ${res.status} ${await res.text()}`);
+      await res.text();
+    };
+    for (let i = 0; i < 20; i++) await once(i); // warm the container, the DO and the JIT
+
+    const socket = await findSocket(path.join(worker.stateDir, "agent-bench"));
+    const bare: number[] = [];
+    for (let i = 0; i < N; i++)
+      bare.push((await timed(() => sendToShim(socket, { method: "POST", query: {}, headers: { "content-type": "application/json" }, body: JSON.stringify({ i }) }, `bench-${i}`, 1 << 20)))[0]);
+
+    const full: number[] = [];
+    for (let i = 0; i < N; i++) full.push((await timed(() => once(i)))[0]);
+
+    printTable("Warm call latency, sequential", ["path", "n", "p50", "p95", "added at p50"], [
+      ["bare HTTP to the warm container (baseline)", N, ms(percentile(bare, 50)), ms(percentile(bare, 95)), "-"],
+      ["task create → result (API, DO, agent)", N, ms(percentile(full, 50)), ms(percentile(full, 95)), ms(percentile(full, 50) - percentile(bare, 50))],
+    ]);
+
+    const rows: (string | number)[][] = [];
+    for (const c of CLIENTS) {
+      let next = 0;
+      const t0 = performance.now();
+      const lat: number[] = [];
+      await Promise.all(
+        Array.from({ length: c }, async () => {
+          while (next < N) {
+            const i = next++;
+            lat.push((await timed(() => once(i)))[0]);
+          }
+        }),
+      );
+      const secs = (performance.now() - t0) / 1000;
+      rows.push([c, N, (N / secs).toFixed(1), ms(percentile(lat, 50)), ms(percentile(lat, 95))]);
+    }
+    printTable("Throughput through one agent (one warm container)", ["clients", "tasks", "tasks/s", "p50", "p95"], rows);
+  } finally {
+    await agent.stop();
+    await worker.dispose();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

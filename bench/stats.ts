@@ -1,0 +1,23 @@
+/** Percentile of a sample (nearest rank), in the sample's unit. */
+export function percentile(sample: number[], p: number): number {
+  if (!sample.length) return NaN;
+  const sorted = [...sample].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(2)} ms` : "-");
+
+/** Prints rows as an aligned plain-text table. */
+export function printTable(title: string, header: string[], rows: (string | number)[][]): void {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+  console.log(`\n${title}\n${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}`);
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const t0 = performance.now();
+  const v = await fn();
+  return [performance.now() - t0, v];
+}
