@@ -7,6 +7,7 @@ import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
 import { adminRoutes } from "./routes/admin.js";
 import { agentRoutes } from "./routes/agent.js";
+import { publicRoutes } from "./routes/public.js";
 import { buildRoutes } from "./routes/builds.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { functionRoutes } from "./routes/functions.js";
@@ -39,6 +40,7 @@ export function createApp() {
   v1.route("/task", taskRoutes);
   v1.route("/invoice", invoiceRoutes);
   app.route("/v1", v1);
+  app.route("/gc", publicRoutes);
 
   app.notFound(methodNotAllowed(app));
   app.onError((err, c) => {

@@ -1,11 +1,13 @@
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type * as schema from "./db/schema.js";
 import type { Dispatcher } from "./dispatch/durable-object.js";
+import type { EndpointCounter } from "./counters/durable-object.js";
 
 export interface Bindings {
   DB: D1Database;
   BUCKET: R2Bucket;
   DISPATCHER: DurableObjectNamespace<Dispatcher>;
+  ENDPOINT_COUNTER: DurableObjectNamespace<EndpointCounter>;
   /** How many dispatcher shards functions are spread over (default 1); see docs/dispatch.md. */
   DISPATCH_SHARDS?: string;
   /** Operator secret for /v1/admin routes (a Worker secret; `.dev.vars` locally). */

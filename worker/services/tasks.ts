@@ -1,13 +1,13 @@
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { tasks } from "../db/schema.js";
+import { functions, tasks } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
 import { newId } from "../lib/ids.js";
 import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { FunctionRow } from "./functions.js";
-import { latestSuccessfulBuild } from "./builds.js";
+import { latestSuccessfulBuild, type BuildRow } from "./builds.js";
 
 export type TaskRow = typeof tasks.$inferSelect;
 
@@ -31,9 +31,18 @@ export function inputFromRequest(req: Request, body: string | null): TaskInput {
   return { method: req.method, query, headers, body };
 }
 
+/** The build a new task of the function runs; 409 when it has none. */
+export async function requireRunnableBuild(db: Db, functionId: string): Promise<BuildRow> {
+  const build = await latestSuccessfulBuild(db, functionId);
+  if (!build) throw new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
+  return build;
+}
+
 export interface IssueOptions {
   accountId: string;
   fn: FunctionRow;
+  /** The build to run, when the caller already looked it up. */
+  build?: BuildRow;
   input: TaskInput;
   endpointId?: string;
   triggerId?: string;
@@ -43,8 +52,7 @@ export interface IssueOptions {
 
 /** Records a pending task of the function's newest successful build; 409 when there is none. */
 export async function issueTask(db: Db, bucket: R2Bucket, o: IssueOptions, now = Date.now()): Promise<TaskRow> {
-  const build = await latestSuccessfulBuild(db, o.fn.id);
-  if (!build) throw new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
+  const build = o.build ?? (await requireRunnableBuild(db, o.fn.id));
   const id = newId(now);
   const json = JSON.stringify(o.input);
   let input: string | null = json;
@@ -100,7 +108,20 @@ export const describeTask = (t: TaskRow) => ({
   parentTaskId: t.parentTaskId,
 });
 
+/**
+ * A task-list filter names a function as every other list filter does: one that is not the
+ * caller's answers 404. Finished tasks outlive their function, so a deleted function whose tasks
+ * remain still filters.
+ */
+async function assertTaskFunction(db: Db, accountId: string, functionId: string): Promise<void> {
+  const [fn] = await db.select({ id: functions.id }).from(functions).where(and(eq(functions.id, functionId), eq(functions.accountId, accountId))).limit(1);
+  if (fn) return;
+  const [task] = await db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.accountId, accountId), eq(tasks.functionId, functionId))).limit(1);
+  if (!task) throw notFound("function");
+}
+
 export async function listTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
+  if (q.functionId) await assertTaskFunction(db, accountId, q.functionId);
   const rows = await db
     .select({ id: tasks.id, issuedAt: tasks.issuedAt, progress: tasks.progress, status: tasks.status })
     .from(tasks)

@@ -1,0 +1,108 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { call, callJson, clearQueue, deployedFunction, newAccount, newTrigger } from "./helpers.js";
+import { FakeAgent } from "./fake-agent.js";
+
+beforeEach(clearQueue);
+
+const record = (token: string, id: string) => callJson(`/v1/task/${id}`, 200, { token });
+
+describe("triggers firing after a task", () => {
+  it("chains A → B → C, passing each result as the next body", async () => {
+    const agent = await FakeAgent.connect("chain");
+    const { token } = await newAccount();
+    const [a, b, c] = [await deployedFunction(token, { name: "a" }), await deployedFunction(token, { name: "b" }), await deployedFunction(token, { name: "c" })];
+    const ab = await newTrigger(token, { functionId: a, nextId: b, includeResult: true });
+    const bc = await newTrigger(token, { functionId: b, nextId: c, includeResult: true });
+    const { id: first } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    expect((await agent.next("task.assign")).taskId).toBe(first);
+    agent.done(first, JSON.stringify({ step: "a" }));
+    const second = await agent.next("task.assign");
+    expect(second).toMatchObject({ functionId: b, input: { body: '{"step":"a"}', headers: { "content-type": "application/json" } } });
+    expect(await record(token, second.taskId)).toMatchObject({ triggerId: ab, parentTaskId: first });
+    agent.done(second.taskId, "plain text from b");
+    const third = await agent.next("task.assign");
+    // A result that is not JSON arrives as a JSON string.
+    expect(third).toMatchObject({ functionId: c, input: { body: '"plain text from b"' } });
+    expect(await record(token, third.taskId)).toMatchObject({ triggerId: bc, parentTaskId: second.taskId });
+    await agent.close();
+  });
+
+  it("does not fire when the status does not match", async () => {
+    const agent = await FakeAgent.connect("nomatch");
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    const b = await deployedFunction(token);
+    await newTrigger(token, { functionId: a, nextId: b, includeResult: false, status: 200 });
+    const fired = await newTrigger(token, { functionId: a, nextId: b, includeResult: false, status: 500 });
+    const { id } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    await agent.next("task.assign");
+    agent.done(id, "crash", 500);
+    const next = await agent.next("task.assign");
+    expect((await record(token, next.taskId)).triggerId).toBe(fired);
+    expect(await agent.none("task.assign")).toBe(true);
+    await agent.close();
+  });
+
+  it("passes no body with includeResult false", async () => {
+    const agent = await FakeAgent.connect("nobody");
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    const b = await deployedFunction(token);
+    await newTrigger(token, { functionId: a, nextId: b, includeResult: false });
+    const { id } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    await agent.next("task.assign");
+    agent.done(id, '{"secret":1}');
+    expect((await agent.next("task.assign")).input).toMatchObject({ body: null });
+    await agent.close();
+  });
+
+  it("stops a self-trigger after 10 hops", async () => {
+    const agent = await FakeAgent.connect("loop", { slots: 1 });
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    await newTrigger(token, { functionId: a, nextId: a, includeResult: true });
+    await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    const ids: string[] = [];
+    for (let hop = 0; hop <= 10; hop++) {
+      const t = await agent.next("task.assign");
+      ids.push(t.taskId);
+      agent.done(t.taskId, JSON.stringify({ hop }));
+    }
+    expect(await agent.none("task.assign", 500)).toBe(true);
+    const list = await callJson(`/v1/task/list?functionId=${a}`, 200, { token });
+    expect(list).toHaveLength(11);
+    await agent.close();
+  });
+
+  it("holds a triggered task of a paused function until it is resumed", async () => {
+    const agent = await FakeAgent.connect("pausednext");
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    const b = await deployedFunction(token);
+    await newTrigger(token, { functionId: a, nextId: b, includeResult: false });
+    await callJson(`/v1/function/${b}/togglePause`, 204, { token, method: "POST" });
+    const { id } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    await agent.next("task.assign");
+    agent.done(id, "ok");
+    expect(await agent.none("task.assign", 500)).toBe(true);
+    expect((await callJson(`/v1/function/${b}`, 200, { token })).metrics.pendingTasks).toBe(1);
+    await callJson(`/v1/function/${b}/togglePause`, 204, { token, method: "POST" });
+    expect((await agent.next("task.assign")).functionId).toBe(b);
+    await agent.close();
+  });
+
+  it("stops firing once either function is deleted (the trigger goes with it)", async () => {
+    const agent = await FakeAgent.connect("deleted");
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    const b = await deployedFunction(token);
+    const t = await newTrigger(token, { functionId: a, nextId: b, includeResult: false });
+    await callJson(`/v1/function/${b}`, 204, { token, method: "DELETE" });
+    expect((await call(`/v1/trigger/${t}`, { token })).status).toBe(404);
+    const { id } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    await agent.next("task.assign");
+    agent.done(id, "ok");
+    expect(await agent.none("task.assign", 500)).toBe(true);
+    await agent.close();
+  });
+});

@@ -1,0 +1,88 @@
+import { Hono, type Context } from "hono";
+import { eq } from "drizzle-orm";
+import type { AppEnv } from "../env.js";
+import { ApiError, notFound } from "../errors.js";
+import { endpoints, functions, tasks } from "../db/schema.js";
+import { query } from "../http/validate.js";
+import { optionalAccount } from "../middleware/auth.js";
+import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
+import { localDay, nextLocalMidnight } from "../public/local-time.js";
+import { counterFor } from "../counters/client.js";
+import { enqueueTasks } from "../dispatch/client.js";
+import { inputFromRequest, issueTask, requireRunnableBuild } from "../services/tasks.js";
+import { awaitFinished, resultResponse } from "../services/task-results.js";
+import { resultQuery } from "../../shared/schemas/task.js";
+import { taskBody } from "./tasks.js";
+
+/** Results of public calls are readable without a token for this long after the call. */
+export const PUBLIC_RESULT_MS = 5 * 60_000;
+
+async function loadEndpoint(c: Context<AppEnv>, id: string) {
+  const [row] = await c.var.db.select({ e: endpoints, fn: functions }).from(endpoints).innerJoin(functions, eq(functions.id, endpoints.functionId)).where(eq(endpoints.id, id));
+  if (!row) throw notFound("endpoint");
+  return row;
+}
+
+function applyCors(c: Context<AppEnv>, headers: Record<string, string>) {
+  for (const [k, v] of Object.entries(headers)) c.header(k, v);
+}
+
+/**
+ * The public door, /gc/<endpoint_id>: any method but OPTIONS is a call. Checks run in the
+ * decisions' order; the body is validated and the build looked up before the daily counter,
+ * so only calls that become tasks are counted (and a failed issue gives its count back).
+ */
+export const publicRoutes = new Hono<AppEnv>()
+  .get("/:taskId/result", async (c) => {
+    const { wait } = query(c, resultQuery);
+    const [t] = await c.var.db.select().from(tasks).where(eq(tasks.id, c.req.param("taskId")));
+    if (!t?.endpointId) throw notFound("public result");
+    if (Date.now() - t.issuedAt > PUBLIC_RESULT_MS) {
+      const accountId = await optionalAccount(c);
+      if (!accountId) throw new ApiError("unauthorized", "this result was public for 5 minutes after the call; now it needs the owner's token");
+      if (accountId !== t.accountId) throw notFound("public result");
+    }
+    const [e] = await c.var.db.select({ origin: endpoints.origin }).from(endpoints).where(eq(endpoints.id, t.endpointId));
+    const res = await resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, c.env, t, wait));
+    for (const [k, v] of Object.entries(e ? corsHeaders(e, c.req.header("origin") ?? null) : {})) res.headers.set(k, v);
+    return res;
+  })
+  .options("/:id", async (c) => {
+    const { e } = await loadEndpoint(c, c.req.param("id"));
+    const cors = corsHeaders(e, c.req.header("origin") ?? null);
+    if (cors["Access-Control-Allow-Origin"]) {
+      applyCors(c, cors);
+      c.header("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE");
+      c.header("Access-Control-Allow-Headers", c.req.header("access-control-request-headers") ?? "content-type");
+      c.header("Access-Control-Max-Age", "600");
+    }
+    return c.body(null, 204);
+  })
+  .all("/:id", async (c) => {
+    const now = Date.now();
+    const { e, fn } = await loadEndpoint(c, c.req.param("id"));
+    const origin = c.req.header("origin") ?? null;
+    applyCors(c, corsHeaders(e, origin));
+    if (fn.paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
+    checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
+    const body = await taskBody(c.req.raw);
+    const build = await requireRunnableBuild(c.var.db, fn.id);
+    let day: string | undefined;
+    if (e.dailyLimit >= 0) {
+      const zone = zoneOf(e);
+      day = localDay(now, zone);
+      const { accepted } = e.dailyLimit === 0 ? { accepted: false } : await counterFor(c.env, e.id).acquire(day, e.dailyLimit);
+      if (!accepted) {
+        const retry = Math.max(1, Math.ceil((nextLocalMidnight(now, zone) - now) / 1000));
+        throw new ApiError("daily_limit_reached", `this endpoint's daily limit of ${e.dailyLimit} calls is reached`, undefined, e.dailyLimit ? { "Retry-After": String(retry) } : undefined);
+      }
+    }
+    try {
+      const task = await issueTask(c.var.db, c.env.BUCKET, { accountId: e.accountId, fn, build, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
+      await enqueueTasks(c.env, [task]);
+      return c.json({ id: task.id }, 201);
+    } catch (err) {
+      if (day && e.dailyLimit > 0) await counterFor(c.env, e.id).release(day);
+      throw err;
+    }
+  });
