@@ -25,6 +25,9 @@ export function createApp() {
     await next();
   });
 
+  // Liveness for load balancers and the bare baseline of the benchmarks: no auth, no storage.
+  app.get("/healthz", (c) => c.text("ok"));
+
   app.use("/v1/admin/*", requireAdmin);
   app.route("/v1/admin", adminRoutes);
   app.use("/v1/agent/*", requireAgent);

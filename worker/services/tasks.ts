@@ -34,15 +34,18 @@ export function inputFromRequest(req: Request, body: string | null): TaskInput {
 /** The build a new task of the function runs; 409 when it has none. */
 export async function requireRunnableBuild(db: Db, functionId: string): Promise<BuildRow> {
   const build = await latestSuccessfulBuild(db, functionId);
-  if (!build) throw new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
+  if (!build) throw noSuccessfulBuild();
   return build;
 }
+
+export const noSuccessfulBuild = () =>
+  new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
 
 export interface IssueOptions {
   accountId: string;
   fn: FunctionRow;
   /** The build to run, when the caller already looked it up. */
-  build?: BuildRow;
+  build?: Pick<BuildRow, "id">;
   input: TaskInput;
   endpointId?: string;
   triggerId?: string;
