@@ -3,6 +3,7 @@ import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env.js";
 import { ApiError } from "./errors.js";
 import { openDb } from "./db/client.js";
+import { openApiDocument } from "./openapi/document.js";
 import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js";
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
 import { adminRoutes } from "./routes/admin.js";
@@ -27,6 +28,7 @@ export function createApp() {
 
   // Liveness for load balancers and the bare baseline of the benchmarks: no auth, no storage.
   app.get("/healthz", (c) => c.text("ok"));
+  app.get("/v1/openapi.json", (c) => c.json(openApiDocument(new URL(c.req.url).origin)));
 
   app.use("/v1/admin/*", requireAdmin);
   app.route("/v1/admin", adminRoutes);

@@ -1,0 +1,181 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import fs from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/**
+ * The service on one machine, for `npm run dev` and the end-to-end suite alike: the Worker under
+ * `wrangler dev` (workerd with local D1, R2 and Durable Objects persisted in a folder, so a
+ * restart keeps them) and agents as separate `node` processes driving the local Docker Engine.
+ */
+export const ROOT = path.resolve(import.meta.dirname, "../..");
+const BIN = path.join(ROOT, "node_modules/.bin");
+export const ADMIN_TOKEN = "e2e-admin-token";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on("error", reject);
+  });
+}
+
+function waitForLine(child: ChildProcess, re: RegExp, timeoutMs: number, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`${what} not ready in ${timeoutMs} ms:\n${seen.slice(-3000)}`)), timeoutMs);
+    const onData = (d: Buffer) => {
+      seen += d.toString();
+      if (re.test(seen)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with ${code}:\n${seen.slice(-3000)}`));
+    });
+  });
+}
+
+export interface WorkerOptions {
+  /** Persisted D1/R2/DO state; a fresh temporary folder when omitted (removed by dispose()). */
+  stateDir?: string;
+  port?: number;
+  adminToken?: string;
+  /** A file that receives wrangler's output (appended); otherwise it is dropped once ready. */
+  logFile?: string;
+}
+
+export class LocalWorker {
+  child?: ChildProcess;
+  readonly url: string;
+  private constructor(
+    readonly port: number,
+    readonly stateDir: string,
+    readonly adminToken: string,
+    private readonly temporary: boolean,
+    private readonly logFile: string | undefined,
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  static async create(o: WorkerOptions = {}): Promise<LocalWorker> {
+    const stateDir = o.stateDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-e2e-")));
+    await fs.mkdir(stateDir, { recursive: true });
+    const w = new LocalWorker(o.port ?? (await freePort()), stateDir, o.adminToken ?? ADMIN_TOKEN, !o.stateDir, o.logFile);
+    // Idempotent: applies only migrations the local database has not seen.
+    await run(path.join(BIN, "wrangler"), ["d1", "migrations", "apply", "gc-faas", "--local", "--persist-to", stateDir]);
+    await w.start();
+    return w;
+  }
+
+  async start(): Promise<void> {
+    const inspector = await freePort();
+    this.child = spawn(
+      path.join(BIN, "wrangler"),
+      ["dev", "--ip", "127.0.0.1", "--port", String(this.port), "--inspector-port", String(inspector), "--persist-to", this.stateDir, "--var", `ADMIN_TOKEN:${this.adminToken}`, "--log-level", this.logFile ? "info" : "warn"],
+      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    if (this.logFile) teeToFile(this.child, this.logFile);
+    await Promise.race([waitForLine(this.child, /Ready on/, 120_000, "wrangler dev"), this.until200()]);
+  }
+
+  /** `--log-level warn` hides the ready line, so readiness is also polled over HTTP. */
+  private async until200(): Promise<void> {
+    for (let i = 0; i < 1200; i++) {
+      try {
+        const res = await fetch(`${this.url}/v1/agent/config`);
+        if (res.status === 401) return;
+      } catch {
+        /* not up yet */
+      }
+      await sleep(100);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const c = this.child;
+    if (!c || c.exitCode !== null) return;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill("SIGTERM");
+    await Promise.race([exited, sleep(10_000)]);
+    if (c.exitCode === null) c.kill("SIGKILL");
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    if (this.temporary) await fs.rm(this.stateDir, { recursive: true, force: true });
+  }
+}
+
+function teeToFile(child: ChildProcess, file: string) {
+  const out = createWriteStream(file, { flags: "a" });
+  child.stdout?.pipe(out, { end: false });
+  child.stderr?.pipe(out, { end: false });
+}
+
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    c.stdout.on("data", (d) => (out += d));
+    c.stderr.on("data", (d) => (out += d));
+    c.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(" ")} failed:\n${out}`))));
+  });
+}
+
+export class AgentProcess {
+  child?: ChildProcess;
+  log = "";
+  constructor(
+    readonly nodeId: string,
+    private readonly args: string[],
+    private readonly logFile?: string,
+  ) {}
+
+  static async start(worker: LocalWorker, token: string, nodeId: string, extra: string[] = [], logFile?: string): Promise<AgentProcess> {
+    const stateDir = path.join(worker.stateDir, `agent-${nodeId}`);
+    const a = new AgentProcess(nodeId, ["--import", "tsx", path.join(ROOT, "agent/main.ts"), "--url", worker.url, "--token", token, "--node-id", nodeId, "--state-dir", stateDir, "--no-build-images", ...extra], logFile);
+    await a.spawn();
+    return a;
+  }
+
+  async spawn(): Promise<void> {
+    this.child = spawn(process.execPath, this.args, { cwd: ROOT, env: { ...process.env, GCFAAS_DEBUG: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    // The last 256 KiB of output, for test failure messages.
+    const keep = (d: Buffer) => (this.log = (this.log + d.toString()).slice(-262_144));
+    this.child.stdout?.on("data", keep);
+    this.child.stderr?.on("data", keep);
+    if (this.logFile) teeToFile(this.child, this.logFile);
+    await waitForLine(this.child, /connected to dispatcher/, 60_000, `agent ${this.nodeId}`);
+  }
+
+  /** A crash: no drain, no goodbye. */
+  kill(): void {
+    this.child?.kill("SIGKILL");
+  }
+
+  async stop(): Promise<void> {
+    const c = this.child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill("SIGTERM");
+    await Promise.race([exited, sleep(30_000)]);
+    if (c.exitCode === null) c.kill("SIGKILL");
+  }
+}
+

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Starts the whole service locally: Docker (installed and started if missing), npm packages,
+# runtime images, the Worker under wrangler dev and one agent. Ctrl-C stops it all.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/images/ensure-docker.sh
+[ -d node_modules/wrangler ] || npm ci --no-audit --no-fund
+exec node --import tsx scripts/start.ts

@@ -1,0 +1,99 @@
+/**
+ * `npm run dev`: the whole service on this machine. Builds missing runtime images, starts the
+ * Worker under wrangler dev with state in .state/ (kept across restarts), creates a development
+ * account once, starts one agent, prints the URL and token, and stops everything on Ctrl-C.
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { LANGS } from "../agent/runtimes/languages.js";
+import { assertDockerRunning, ensureOfflineImages } from "../agent/runtimes/images.js";
+import { AgentProcess, LocalWorker, ROOT } from "./lib/local-service.js";
+
+const STATE = path.join(ROOT, ".state");
+const DEV_FILE = path.join(STATE, "dev.json");
+const PORT = Number(process.env.GCFAAS_PORT ?? 8787);
+
+interface DevState {
+  adminToken: string;
+  accountId?: string;
+  token?: string;
+  agentToken?: string;
+}
+
+const say = (line: string) => console.log(`[start] ${line}`);
+
+async function readState(): Promise<DevState> {
+  try {
+    return JSON.parse(await fs.readFile(DEV_FILE, "utf8")) as DevState;
+  } catch {
+    return { adminToken: `dev_admin_${randomBytes(16).toString("hex")}` };
+  }
+}
+
+async function post(url: string, token: string, body: unknown) {
+  const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<Record<string, string>>;
+}
+
+/** The dev account and agent token are created once and reused while they still work. */
+async function ensureCredentials(worker: LocalWorker, state: DevState): Promise<Required<DevState>> {
+  const works = state.token && (await fetch(`${worker.url}/v1/function/list`, { headers: { authorization: `Bearer ${state.token}` } })).status === 200;
+  if (!works) {
+    const acct = await post(`${worker.url}/v1/admin/accounts`, state.adminToken, { name: "dev" });
+    state.accountId = acct.accountId;
+    state.token = acct.token;
+    say("created the development account");
+  }
+  const agentWorks = state.agentToken && (await fetch(`${worker.url}/v1/agent/config`, { headers: { authorization: `Bearer ${state.agentToken}` } })).status === 200;
+  if (!agentWorks) state.agentToken = (await post(`${worker.url}/v1/admin/agent-tokens`, state.adminToken, { name: "local-agent" })).token;
+  await fs.writeFile(DEV_FILE, JSON.stringify(state, null, 2), { mode: 0o600 });
+  return state as Required<DevState>;
+}
+
+async function main() {
+  await fs.mkdir(path.join(STATE, "logs"), { recursive: true });
+  await assertDockerRunning();
+  say("checking runtime images (missing ones are built offline from Debian packages)");
+  await ensureOfflineImages(LANGS, (line) => say(line));
+  const state = await readState();
+  say(`starting the Worker (wrangler dev) on port ${PORT}`);
+  const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log") });
+  const creds = await ensureCredentials(worker, state);
+  say("starting one agent");
+  const agent = await AgentProcess.start(worker, creds.agentToken, "local-agent", ["--state-dir", path.join(STATE, "agent")], path.join(STATE, "logs/agent.log"));
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    say("stopping the agent and the Worker");
+    await agent.stop();
+    await worker.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+
+  console.log(`
+  gcfaas is running.
+
+    URL          ${worker.url}
+    token        ${creds.token}
+    admin token  ${creds.adminToken}   (ADMIN_TOKEN, for /v1/admin)
+    logs         .state/logs/worker.log, .state/logs/agent.log
+    state        .state/ (kept across restarts; delete it for a fresh start)
+
+  Try:
+    curl -s ${worker.url}/v1/function/list -H "Authorization: Bearer ${creds.token}"
+
+  Ctrl-C stops everything.
+`);
+  await new Promise(() => undefined);
+}
+
+main().catch((e) => {
+  console.error(`[start] failed: ${(e as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,97 @@
+import { z } from "zod";
+import { capabilitiesOut, functionGetOut, functionListItem } from "./function.js";
+import { envelope, tagOut } from "./common.js";
+import { timelineEntry } from "./build.js";
+
+/**
+ * Response shapes of the API, for the OpenAPI document and for clients (the CLI parses with them).
+ * Timestamps: "Unix time in seconds, as a string" fields are strings of digits; ISO fields are
+ * ISO 8601 UTC; what has not happened yet is null.
+ */
+const unixSeconds = z.string().regex(/^\d+$/).nullable();
+const isoTime = z.iso.datetime().nullable();
+
+export const created = z.object({ id: z.string() });
+
+export const errorBody = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+  }),
+});
+
+export const tagList = z.array(tagOut);
+
+const triggerFields = {
+  id: z.string(),
+  functionId: z.string(),
+  nextId: z.string(),
+  tags: z.array(tagOut),
+  status: z.int(),
+  includeResult: z.boolean(),
+  createdAt: isoTime,
+};
+export const triggerGet = z.object({ ...triggerFields, description: z.string() });
+export const triggerList = envelope(z.object(triggerFields));
+
+export const timeLimitOut = z.object({ from: z.string(), to: z.string(), timezone: z.string() }).nullable();
+export const endpointGet = z.object({
+  id: z.string(),
+  functionId: z.string(),
+  description: z.string(),
+  tags: z.array(tagOut),
+  dailyLimit: z.int(),
+  origin: z.array(z.string()),
+  ip: z.array(z.string()),
+  timeLimit: timeLimitOut,
+  createdAt: isoTime,
+});
+export const endpointList = envelope(z.object({ id: z.string(), functionId: z.string(), description: z.string(), tags: z.array(tagOut), createdAt: isoTime }));
+export const endpointMetrics = z.object({ todayTasks: z.int(), pendingTasks: z.int(), weekTasks: z.int() });
+
+export const buildGet = z.object({
+  id: z.string(),
+  functionId: z.string(),
+  status: z.enum(["PENDING", "BUILDING", "SUCCESS", "FAILED"]),
+  arch: z.array(z.literal("amd64")),
+  timeline: z.array(timelineEntry),
+  log: z.array(z.string()),
+  createdAt: isoTime,
+});
+export const buildList = envelope(buildGet.pick({ id: true, functionId: true, status: true, createdAt: true }));
+
+export const taskGet = z.object({
+  id: z.string(),
+  functionId: z.string(),
+  issued: unixSeconds,
+  assigned: unixSeconds,
+  finished: unixSeconds,
+  progress: z.int().min(0).max(100),
+  status: z.int(),
+  node: z.string().nullable(),
+  timeout: z.int(),
+  capabilities: capabilitiesOut.omit({ timeout: true }),
+  endpointId: z.string().nullable(),
+  triggerId: z.string().nullable(),
+  parentTaskId: z.string().nullable(),
+});
+export const taskList = z.array(z.object({ id: z.string(), issued: unixSeconds, progress: z.int(), status: z.int() }));
+export const taskPending = z.object({ status: z.literal(0), progress: z.int() });
+export const taskLog = z.object({ id: z.string(), finished: z.boolean(), log: z.array(z.string()) });
+
+export const invoiceGet = z.object({
+  id: z.string(),
+  amount: z.number(),
+  description: z.string(),
+  status: z.enum(["open", "succeeded", "failed", "void"]),
+  paidDay: z.int().nullable(),
+  payment: z.object({ card: z.object({ brand: z.string(), last4: z.string() }), receiptUrl: z.string() }).nullable(),
+});
+export const invoiceList = z.array(z.object({ id: z.string(), amount: z.number(), status: z.string(), paidDay: unixSeconds }));
+
+export const functionList = z.array(functionListItem);
+export { capabilitiesOut, functionGetOut };
+
+export const accountCreated = z.object({ accountId: z.string(), tokenId: z.string(), token: z.string() });
+export const tokenCreated = z.object({ tokenId: z.string(), token: z.string() });

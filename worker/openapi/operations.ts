@@ -1,0 +1,98 @@
+import type { z } from "zod";
+import * as fn from "../../shared/schemas/function.js";
+import * as tag from "../../shared/schemas/tag.js";
+import * as trig from "../../shared/schemas/trigger.js";
+import * as ep from "../../shared/schemas/endpoint.js";
+import * as build from "../../shared/schemas/build.js";
+import * as task from "../../shared/schemas/task.js";
+import * as admin from "../../shared/schemas/admin.js";
+import * as out from "../../shared/schemas/responses.js";
+
+type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
+
+export interface Operation {
+  method: Method;
+  /** Hono path syntax (`:id`); the document turns it into `{id}`. */
+  path: string;
+  summary: string;
+  group: string;
+  auth: "account" | "admin" | "agent" | "none" | "optional";
+  query?: z.ZodType;
+  body?: { schema?: z.ZodType; contentType: string; required: boolean; description?: string };
+  ok: { status: number; schema?: z.ZodType; description: string; contentType?: string };
+  errors: number[];
+}
+
+const json = (schema: z.ZodType, required = true) => ({ schema, contentType: "application/json", required });
+const listFilterBody = (schema: z.ZodType) => ({ schema, contentType: "application/json", required: false, description: "Filters in a JSON body on GET (also accepted as query parameters; the body wins)." });
+const anyJson = { contentType: "application/json", required: false, description: "Any JSON value, handed to the function with the query parameters." };
+const noContent = { status: 204, description: "Done; empty body." };
+const created = (what: string) => ({ status: 201, schema: out.created, description: `The new ${what}'s id.` });
+const replay = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*" };
+
+/**
+ * Every operation the Worker serves. The OpenAPI document is generated from this table, and a
+ * test checks it against the routes the app really registers, in both directions.
+ */
+export const OPERATIONS: Operation[] = [
+  { method: "post", path: "/v1/function", summary: "Create a function", group: "functions", auth: "account", body: json(fn.functionCreate), ok: created("function"), errors: [400, 401, 413, 415] },
+  { method: "get", path: "/v1/function/list", summary: "List functions, optionally by tag", group: "functions", auth: "account", query: fn.functionListQuery, ok: { status: 200, schema: out.functionList, description: "Newest first." }, errors: [400, 401, 404] },
+  { method: "get", path: "/v1/function/:id", summary: "Get a function", group: "functions", auth: "account", ok: { status: 200, schema: out.functionGetOut, description: "The function with its capabilities and metrics." }, errors: [401, 404] },
+  { method: "patch", path: "/v1/function/:id", summary: "Edit a function", group: "functions", auth: "account", body: json(fn.functionEdit), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "delete", path: "/v1/function/:id", summary: "Delete a function, its triggers, endpoints and builds; cancel its pending tasks", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
+  { method: "post", path: "/v1/function/:id/togglePause", summary: "Pause or resume a function", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
+  { method: "get", path: "/v1/function/:id/capabilities", summary: "Get capabilities", group: "functions", auth: "account", ok: { status: 200, schema: out.capabilitiesOut, description: "timeout s, cpuCount CPUs, memSize MiB." }, errors: [401, 404] },
+  { method: "post", path: "/v1/function/:id/capabilities", summary: "Set capabilities", group: "functions", auth: "account", body: json(fn.capabilitiesSet), ok: noContent, errors: [400, 401, 404, 415] },
+
+  { method: "post", path: "/v1/tag", summary: "Create a tag", group: "tags", auth: "account", body: json(tag.tagCreate), ok: created("tag"), errors: [400, 401, 415] },
+  { method: "get", path: "/v1/tag/list", summary: "List tags", group: "tags", auth: "account", ok: { status: 200, schema: out.tagList, description: "Newest first." }, errors: [401] },
+  { method: "patch", path: "/v1/tag/:id", summary: "Edit a tag", group: "tags", auth: "account", body: json(tag.tagEdit), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "delete", path: "/v1/tag/:id", summary: "Delete a tag and detach it everywhere", group: "tags", auth: "account", ok: noContent, errors: [401, 404] },
+
+  { method: "post", path: "/v1/trigger", summary: "Create a trigger", group: "triggers", auth: "account", body: json(trig.triggerCreate), ok: created("trigger"), errors: [400, 401, 415] },
+  { method: "get", path: "/v1/trigger/list", summary: "List triggers (paged)", group: "triggers", auth: "account", query: trig.triggerListFilter, body: listFilterBody(trig.triggerListFilter), ok: { status: 200, schema: out.triggerList, description: "Pagination envelope." }, errors: [400, 401, 404] },
+  { method: "get", path: "/v1/trigger/:id", summary: "Get a trigger", group: "triggers", auth: "account", ok: { status: 200, schema: out.triggerGet, description: "The trigger." }, errors: [401, 404] },
+  { method: "patch", path: "/v1/trigger/:id", summary: "Edit a trigger", group: "triggers", auth: "account", body: json(trig.triggerEdit), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "delete", path: "/v1/trigger/:id", summary: "Delete a trigger", group: "triggers", auth: "account", ok: noContent, errors: [401, 404] },
+
+  { method: "post", path: "/v1/endpoint/:functionId", summary: "Create a public endpoint for a function", group: "endpoints", auth: "account", body: { ...json(ep.endpointCreate, false) }, ok: created("endpoint"), errors: [400, 401, 404, 415] },
+  { method: "get", path: "/v1/endpoint/list", summary: "List public endpoints (paged)", group: "endpoints", auth: "account", query: ep.endpointListFilter, body: listFilterBody(ep.endpointListFilter), ok: { status: 200, schema: out.endpointList, description: "Pagination envelope." }, errors: [400, 401, 404] },
+  { method: "get", path: "/v1/endpoint/:id", summary: "Get a public endpoint", group: "endpoints", auth: "account", ok: { status: 200, schema: out.endpointGet, description: "The endpoint." }, errors: [401, 404] },
+  { method: "get", path: "/v1/endpoint/:id/metrics", summary: "Tasks through a public endpoint", group: "endpoints", auth: "account", ok: { status: 200, schema: out.endpointMetrics, description: "Today (UTC), pending, last 7 days." }, errors: [401, 404] },
+  { method: "patch", path: "/v1/endpoint/:id", summary: "Edit a public endpoint", group: "endpoints", auth: "account", body: json(ep.endpointEdit, false), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "delete", path: "/v1/endpoint/:id", summary: "Delete a public endpoint", group: "endpoints", auth: "account", ok: noContent, errors: [401, 404] },
+
+  { method: "post", path: "/v1/build/:functionId", summary: "Upload a zip and build it", group: "builds", auth: "account", query: build.buildCreateQuery, body: { contentType: "application/octet-stream", required: true, description: "A zip of the contents of the function folder, at most 50 MiB." }, ok: created("build"), errors: [400, 401, 404, 413, 415] },
+  { method: "get", path: "/v1/build/list", summary: "List builds (paged)", group: "builds", auth: "account", query: build.buildListQuery, ok: { status: 200, schema: out.buildList, description: "Pagination envelope." }, errors: [400, 401, 404] },
+  { method: "get", path: "/v1/build/:id", summary: "Get a build with its timeline and log", group: "builds", auth: "account", ok: { status: 200, schema: out.buildGet, description: "The build." }, errors: [401, 404] },
+
+  { method: "post", path: "/v1/task/:functionId", summary: "Run a function once", group: "tasks", auth: "account", body: anyJson, ok: created("task"), errors: [400, 401, 404, 409, 413] },
+  { method: "get", path: "/v1/task/list", summary: "List tasks", group: "tasks", auth: "account", query: task.taskListQuery, ok: { status: 200, schema: out.taskList, description: "Newest first." }, errors: [400, 401] },
+  { method: "get", path: "/v1/task/:id", summary: "Get a task", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskGet, description: "The task." }, errors: [401, 404] },
+  { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, errors: [400, 401, 404] },
+  { method: "get", path: "/v1/task/:id/log", summary: "The function's stdout and stderr lines", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskLog, description: "Log lines." }, errors: [401, 404] },
+
+  { method: "get", path: "/v1/invoice/list", summary: "List invoices", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceList, description: "Newest first." }, errors: [401] },
+  { method: "get", path: "/v1/invoice/:id", summary: "Get an invoice", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceGet, description: "The invoice." }, errors: [401, 404] },
+
+  { method: "options", path: "/gc/:id", summary: "CORS preflight of a public endpoint (not counted)", group: "public", auth: "none", ok: { status: 204, description: "CORS headers for an allowed origin." }, errors: [404] },
+  { method: "all", path: "/gc/:id", summary: "Call a public endpoint (any method but OPTIONS)", group: "public", auth: "none", body: anyJson, ok: created("task"), errors: [400, 403, 404, 409, 413, 429, 503] },
+  { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: replay, errors: [401, 404] },
+
+  { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
+  { method: "post", path: "/v1/admin/accounts/:accountId/tokens", summary: "Mint another account token", group: "admin", auth: "admin", ok: { status: 201, schema: out.tokenCreated, description: "The token is shown once." }, errors: [401, 404] },
+  { method: "post", path: "/v1/admin/agent-tokens", summary: "Mint an agent token", group: "admin", auth: "admin", body: json(admin.agentTokenCreate, false), ok: { status: 201, schema: out.tokenCreated, description: "The token is shown once." }, errors: [400, 401] },
+  { method: "delete", path: "/v1/admin/tokens/:tokenId", summary: "Revoke a token", group: "admin", auth: "admin", ok: noContent, errors: [401, 404] },
+
+  { method: "get", path: "/v1/agent/config", summary: "Dispatcher shard count", group: "agent", auth: "agent", ok: { status: 200, description: "{shards}" }, errors: [401] },
+  { method: "get", path: "/v1/agent/connect", summary: "The agent WebSocket (protocol in shared/protocol)", group: "agent", auth: "agent", ok: { status: 101, description: "Switching protocols." }, errors: [400, 401] },
+  { method: "get", path: "/v1/agent/status", summary: "Queues and connected agents of every shard", group: "agent", auth: "agent", ok: { status: 200, description: "{shards: [{waiting, running, agents}]}" }, errors: [401] },
+  { method: "get", path: "/v1/agent/builds/:id/source", summary: "A build's zip", group: "agent", auth: "agent", ok: { status: 200, description: "The zip.", contentType: "application/octet-stream" }, errors: [401, 404] },
+  { method: "put", path: "/v1/agent/builds/:id/artifact", summary: "Upload a build's artifact", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [401, 404, 411, 413] },
+  { method: "get", path: "/v1/agent/builds/:id/artifact", summary: "Download a build's artifact", group: "agent", auth: "agent", ok: { status: 200, description: "The artifact tar.", contentType: "application/octet-stream" }, errors: [401, 404] },
+  { method: "get", path: "/v1/agent/tasks/:id/input", summary: "A task's input", group: "agent", auth: "agent", ok: { status: 200, description: "{method, query, headers, body}" }, errors: [401, 404] },
+  { method: "put", path: "/v1/agent/tasks/:id/result", summary: "Upload a large result body", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [400, 401, 404, 411, 413] },
+
+  { method: "get", path: "/healthz", summary: "Liveness", group: "meta", auth: "none", ok: { status: 200, description: "ok", contentType: "text/plain" }, errors: [] },
+  { method: "get", path: "/v1/openapi.json", summary: "This document", group: "meta", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" }, errors: [] },
+];
