@@ -14,13 +14,23 @@ export default defineConfig(async () => {
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                bindings: { TEST_MIGRATIONS: migrations, ADMIN_TOKEN: "test-admin-token" },
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  ADMIN_TOKEN: "test-admin-token",
+                  BILLING_WEBHOOK_SECRET: "whsec_test",
+                  PLANS: JSON.stringify([
+                    { id: "DEVELOPER", description: "DEVELOPER (100000 invocations)", price: 10, currency: "usd", invocations: 100000 },
+                    { id: "TINY", description: "TINY (2 invocations)", price: 1.5, currency: "usd", invocations: 2 },
+                  ]),
+                },
               },
             }),
           ],
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
+            // Table-driven suites send hundreds of requests; a loaded 2-core CI box needs room.
+            testTimeout: 60_000,
             setupFiles: ["test/worker/setup/apply-migrations.ts"],
           },
         },

@@ -7,6 +7,7 @@ import { openApiDocument } from "./openapi/document.js";
 import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js";
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
 import { adminRoutes } from "./routes/admin.js";
+import { billingWebhookRoutes, usageRoutes } from "./routes/billing.js";
 import { agentRoutes } from "./routes/agent.js";
 import { publicRoutes } from "./routes/public.js";
 import { buildRoutes } from "./routes/builds.js";
@@ -30,6 +31,8 @@ export function createApp() {
   app.get("/healthz", (c) => c.text("ok"));
   app.get("/v1/openapi.json", (c) => c.json(openApiDocument(new URL(c.req.url).origin)));
 
+  app.route("/v1/billing", billingWebhookRoutes);
+
   app.use("/v1/admin/*", requireAdmin);
   app.route("/v1/admin", adminRoutes);
   app.use("/v1/agent/*", requireAgent);
@@ -44,6 +47,7 @@ export function createApp() {
   v1.route("/build", buildRoutes);
   v1.route("/task", taskRoutes);
   v1.route("/invoice", invoiceRoutes);
+  v1.route("/usage", usageRoutes);
   app.route("/v1", v1);
   app.route("/gc", publicRoutes);
 

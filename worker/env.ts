@@ -10,6 +10,10 @@ export interface Bindings {
   ENDPOINT_COUNTER: DurableObjectNamespace<EndpointCounter>;
   /** How many dispatcher shards functions are spread over (default 1); see docs/dispatch.md. */
   DISPATCH_SHARDS?: string;
+  /** The plans, a JSON array (see worker/billing/plans.ts). */
+  PLANS?: string;
+  /** Shared secret of the payment provider's signed webhook. */
+  BILLING_WEBHOOK_SECRET?: string;
   /** Operator secret for /v1/admin routes (a Worker secret; `.dev.vars` locally). */
   ADMIN_TOKEN?: string;
 }

@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   outside_time_window: 403,
   not_found: 404,
   method_not_allowed: 405,
+  invalid_signature: 400,
+  quota_exhausted: 402,
   no_successful_build: 409,
   length_required: 411,
   payload_too_large: 413,

@@ -190,3 +190,26 @@ export const invoices = sqliteTable(
   },
   (t) => [index("invoices_account").on(t.accountId, t.id), uniqueIndex("invoices_period").on(t.accountId, t.period)],
 );
+
+/** One row a metered task (finished, any outcome but cancelled): what billing and quotas read. */
+export const usage = sqliteTable(
+  "usage",
+  {
+    taskId: text("task_id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull(),
+    /** Calendar month (UTC) of the finish, e.g. "2026-11": the billing period. */
+    period: text("period").notNull(),
+    finishedAt: integer("finished_at").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+    memMiB: integer("mem_mib").notNull(),
+  },
+  (t) => [index("usage_account_period").on(t.accountId, t.period)],
+);
+
+/** Payment-provider events already applied: a redelivered event changes nothing. */
+export const webhookEvents = sqliteTable("webhook_events", {
+  id: text("id").primaryKey(),
+  type: text("type").notNull(),
+  receivedAt: integer("received_at").notNull(),
+});

@@ -4,6 +4,7 @@ import { functions, triggers } from "../db/schema.js";
 import { ApiError } from "../errors.js";
 import { issueTask, type TaskRow } from "../services/tasks.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
+import type { Plan } from "../billing/plans.js";
 
 /** A chain stops after 10 hops from its first task (a self-trigger included). */
 export const MAX_HOPS = 10;
@@ -25,7 +26,7 @@ export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<string
  * the task's final status. Returns the new tasks for the caller to enqueue. A next function with no
  * successful build cannot run: that trigger is skipped (and logged), the others still fire.
  */
-export async function fireTriggers(db: Db, bucket: R2Bucket, done: TaskRow): Promise<TaskRow[]> {
+export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow): Promise<TaskRow[]> {
   if (done.hop >= MAX_HOPS) return [];
   const matching = await db
     .select({ trigger: triggers, next: functions })
@@ -44,7 +45,7 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, done: TaskRow): Pro
     };
     try {
       issued.push(
-        await issueTask(db, bucket, { accountId: done.accountId, fn: next, input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }),
+        await issueTask(db, bucket, { accountId: done.accountId, fn: next, input, plans, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }),
       );
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;

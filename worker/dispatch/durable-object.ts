@@ -8,6 +8,7 @@ import { fireTriggers } from "./chain.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { buildLineAppended, buildLogged, buildMoved, taskAssigned, taskFinished, taskStarted, taskTimedOut } from "./records.js";
 import { enqueueTasks } from "./client.js";
+import { plansFrom } from "../billing/plans.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -218,7 +219,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   private async chain(done: NonNullable<Awaited<ReturnType<typeof taskFinished>>>) {
-    const next = await fireTriggers(this.db, this.env.BUCKET, done);
+    const next = await fireTriggers(this.db, this.env.BUCKET, plansFrom(this.env.PLANS), done);
     if (!next.length) return;
     await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
   }

@@ -3,6 +3,7 @@ import type { Db } from "../db/client.js";
 import { buildLogs, builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
 import { taskResultKey } from "../lib/storage-keys.js";
+import { meterTask } from "../billing/usage.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
 import type { AgentMessage } from "../../shared/protocol/messages.js";
 
@@ -41,31 +42,37 @@ export async function taskFinished(db: Db, bucket: R2Bucket, accountId: string, 
       await bucket.put(resultKey, bytes);
     }
   }
-  const [row] = await db
-    .update(tasks)
-    .set({
-      finishedAt: now,
-      progress: 100,
-      status: msg.status,
-      resultStatus: msg.status,
-      resultHeaders: msg.headers,
-      resultBody,
-      resultKey,
-      log: msg.log,
-      durationMs: msg.durationMs,
-    })
-    .where(and(eq(tasks.id, msg.taskId), isNull(tasks.finishedAt)))
-    .returning();
+  const [[row]] = await db.batch([
+    db
+      .update(tasks)
+      .set({
+        finishedAt: now,
+        progress: 100,
+        status: msg.status,
+        resultStatus: msg.status,
+        resultHeaders: msg.headers,
+        resultBody,
+        resultKey,
+        log: msg.log,
+        durationMs: msg.durationMs,
+      })
+      .where(and(eq(tasks.id, msg.taskId), isNull(tasks.finishedAt)))
+      .returning(),
+    meterTask(db, msg.taskId, now),
+  ]);
   return row;
 }
 
 /** The dispatcher's own verdict when no agent answered in time. */
 export async function taskTimedOut(db: Db, taskId: string, now: number) {
-  const [row] = await db
-    .update(tasks)
-    .set({ finishedAt: now, progress: 100, status: 504, resultStatus: 504, resultHeaders: { "content-type": "application/json" }, resultBody: JSON.stringify({ error: { code: "timeout", message: "the task ran past its timeout" } }) })
-    .where(and(eq(tasks.id, taskId), isNull(tasks.finishedAt)))
-    .returning();
+  const [[row]] = await db.batch([
+    db
+      .update(tasks)
+      .set({ finishedAt: now, progress: 100, status: 504, resultStatus: 504, resultHeaders: { "content-type": "application/json" }, resultBody: JSON.stringify({ error: { code: "timeout", message: "the task ran past its timeout" } }) })
+      .where(and(eq(tasks.id, taskId), isNull(tasks.finishedAt)))
+      .returning(),
+    meterTask(db, taskId, now),
+  ]);
   return row;
 }
 

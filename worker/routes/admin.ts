@@ -1,8 +1,9 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { jsonBody } from "../http/validate.js";
-import { accountCreate, agentTokenCreate } from "../../shared/schemas/admin.js";
-import { createAccount, mintAccountToken, mintAgentToken, revokeToken } from "../services/accounts.js";
+import { accountCreate, accountEdit, agentTokenCreate } from "../../shared/schemas/admin.js";
+import { createAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
+import { plansFrom } from "../billing/plans.js";
 
 /** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, and agent tokens. */
 export const adminRoutes = new Hono<AppEnv>()
@@ -10,6 +11,11 @@ export const adminRoutes = new Hono<AppEnv>()
     const { name } = await jsonBody(c, accountCreate);
     const { accountId, tokenId, token } = await createAccount(c.var.db, name);
     return c.json({ accountId, tokenId, token }, 201);
+  })
+  .patch("/accounts/:accountId", async (c) => {
+    const { plan } = await jsonBody(c, accountEdit);
+    await setPlan(c.var.db, plansFrom(c.env.PLANS), c.req.param("accountId"), plan);
+    return c.body(null, 204);
   })
   .post("/accounts/:accountId/tokens", async (c) => c.json(await mintAccountToken(c.var.db, c.req.param("accountId")), 201))
   .post("/agent-tokens", async (c) => {

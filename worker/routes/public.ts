@@ -8,6 +8,7 @@ import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
 import { localDay, nextLocalMidnight } from "../public/local-time.js";
 import { counterFor } from "../counters/client.js";
+import { plansFrom } from "../billing/plans.js";
 import { enqueueTasks } from "../dispatch/client.js";
 import { inputFromRequest, issueTask, noSuccessfulBuild } from "../services/tasks.js";
 import { awaitFinished, resultResponse } from "../services/task-results.js";
@@ -87,7 +88,7 @@ export const publicRoutes = new Hono<AppEnv>()
       }
     }
     try {
-      const task = await issueTask(c.var.db, c.env.BUCKET, { accountId: e.accountId, fn, build: { id: buildId }, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
+      const task = await issueTask(c.var.db, c.env.BUCKET, { accountId: e.accountId, fn, build: { id: buildId }, plans: plansFrom(c.env.PLANS), input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
       await enqueueTasks(c.env, [task]);
       return c.json({ id: task.id }, 201);
     } catch (err) {

@@ -4,6 +4,7 @@ import { parseJsonText, query, readTextLimited } from "../http/validate.js";
 import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas/task.js";
 import { getOwnFunction } from "../services/functions.js";
 import { enqueueTasks } from "../dispatch/client.js";
+import { plansFrom } from "../billing/plans.js";
 import { describeTask, getOwnTask, inputFromRequest, issueTask, listTasks } from "../services/tasks.js";
 import { awaitFinished, resultResponse } from "../services/task-results.js";
 
@@ -19,7 +20,7 @@ export const taskRoutes = new Hono<AppEnv>()
     const { accountId } = c.var.caller;
     const fn = await getOwnFunction(c.var.db, accountId, c.req.param("functionId"));
     const input = inputFromRequest(c.req.raw, await taskBody(c.req.raw));
-    const task = await issueTask(c.var.db, c.env.BUCKET, { accountId, fn, input });
+    const task = await issueTask(c.var.db, c.env.BUCKET, { accountId, fn, input, plans: plansFrom(c.env.PLANS) });
     await enqueueTasks(c.env, [task]);
     return c.json({ id: task.id }, 201);
   })

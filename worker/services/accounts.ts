@@ -1,7 +1,8 @@
 import { and, eq, isNull } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { accounts, tokens } from "../db/schema.js";
-import { notFound } from "../errors.js";
+import { notFound, validationFailed } from "../errors.js";
+import type { Plan } from "../billing/plans.js";
 import { newId, newToken, sha256Hex } from "../lib/ids.js";
 
 async function mint(db: Db, kind: "user" | "agent", accountId: string | null, name: string | null) {
@@ -38,4 +39,11 @@ export async function revokeToken(db: Db, tokenId: string) {
     .where(and(eq(tokens.id, tokenId), isNull(tokens.revokedAt)))
     .returning({ id: tokens.id });
   if (!res.length) throw notFound("token");
+}
+
+/** Moves an account to another configured plan (it applies to the current period's quota at once). */
+export async function setPlan(db: Db, plans: Plan[], accountId: string, plan: string) {
+  if (!plans.some((p) => p.id === plan)) throw validationFailed([{ field: "plan", message: `no plan ${plan}; configured: ${plans.map((p) => p.id).join(", ")}` }]);
+  const res = await db.update(accounts).set({ plan }).where(eq(accounts.id, accountId)).returning({ id: accounts.id });
+  if (!res.length) throw notFound("account");
 }

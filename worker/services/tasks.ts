@@ -8,6 +8,8 @@ import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { FunctionRow } from "./functions.js";
 import { latestSuccessfulBuild, type BuildRow } from "./builds.js";
+import { assertQuota } from "../billing/usage.js";
+import type { Plan } from "../billing/plans.js";
 
 export type TaskRow = typeof tasks.$inferSelect;
 
@@ -44,6 +46,8 @@ export const noSuccessfulBuild = () =>
 export interface IssueOptions {
   accountId: string;
   fn: FunctionRow;
+  /** The plans, for the quota check every new task passes. */
+  plans: Plan[];
   /** The build to run, when the caller already looked it up. */
   build?: Pick<BuildRow, "id">;
   input: TaskInput;
@@ -55,7 +59,7 @@ export interface IssueOptions {
 
 /** Records a pending task of the function's newest successful build; 409 when there is none. */
 export async function issueTask(db: Db, bucket: R2Bucket, o: IssueOptions, now = Date.now()): Promise<TaskRow> {
-  const build = o.build ?? (await requireRunnableBuild(db, o.fn.id));
+  const [build] = await Promise.all([o.build ?? requireRunnableBuild(db, o.fn.id), assertQuota(db, o.plans, o.accountId, now)]);
   const id = newId(now);
   const json = JSON.stringify(o.input);
   let input: string | null = json;

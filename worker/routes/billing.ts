@@ -1,0 +1,21 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../env.js";
+import { ApiError } from "../errors.js";
+import { parseJsonText, readTextLimited } from "../http/validate.js";
+import { applyEvent, verifySignature } from "../billing/webhook.js";
+import { plansFrom } from "../billing/plans.js";
+import { usageOf } from "../billing/usage.js";
+
+/** The payment provider's webhook: authenticated by its signature, not by a token. */
+export const billingWebhookRoutes = new Hono<AppEnv>().post("/webhook", async (c) => {
+  const secret = c.env.BILLING_WEBHOOK_SECRET;
+  if (!secret) throw new ApiError("internal_error", "BILLING_WEBHOOK_SECRET is not configured");
+  const raw = await readTextLimited(c.req.raw, 1024 * 1024);
+  const now = Date.now();
+  await verifySignature(secret, c.req.header("stripe-signature"), raw, now);
+  const { duplicate } = await applyEvent(c.var.db, parseJsonText(raw), now);
+  return c.json({ received: true, duplicate });
+});
+
+/** The caller's usage in the current period, against its plan. */
+export const usageRoutes = new Hono<AppEnv>().get("/", async (c) => c.json(await usageOf(c.var.db, plansFrom(c.env.PLANS), c.var.caller.accountId)));
