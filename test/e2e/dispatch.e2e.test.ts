@@ -32,7 +32,7 @@ async function startAgent(nodeId: string, extra: string[] = []) {
 }
 
 beforeAll(async () => {
-  await ensureOfflineImages(process.env.E2E_DEV_LANGS ? (process.env.E2E_DEV_LANGS.split(",") as typeof LANGS[number][]) : LANGS);
+  await ensureOfflineImages(LANGS);
   worker = await LocalWorker.create();
   admin = api(worker.url, ADMIN_TOKEN);
   const acct = await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "e2e" } });
