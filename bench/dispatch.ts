@@ -1,7 +1,7 @@
 /**
  * Dispatch benchmark: a warm Python function behind the whole path (API → D1 → dispatcher DO →
  * WebSocket → agent → container → back), against the bare HTTP call to the same warm container's
- * shim, measured in the same run. Run: npx tsx bench/dispatch.ts [--tasks 300] [--clients 1,8,32]
+ * shim, measured in the same run. Run: npx tsx bench/dispatch.ts [--tasks 300] [--clients 1,8,32] [--slots 1]
  */
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -13,7 +13,7 @@ import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip-folder.js";
 import { ms, percentile, printTable, timed } from "./stats.js";
 
-const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" } } });
+const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" }, slots: { type: "string", default: "1" } } });
 const N = Number(values.tasks);
 const CLIENTS = values.clients!.split(",").map(Number);
 
@@ -30,8 +30,9 @@ async function main() {
   const admin = api(worker.url, ADMIN_TOKEN);
   const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
   const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: {} })).token;
-  // One slot: exactly one warm container, so the baseline and the service hit the same one.
-  const agent = await AgentProcess.start(worker, agentToken, "bench", ["--slots", "1"]);
+  // One slot by default: exactly one warm container, so the baseline and the service hit the same
+  // one. More slots (--slots 8) show what the control plane sustains with several containers.
+  const agent = await AgentProcess.start(worker, agentToken, "bench", ["--slots", values.slots!]);
   try {
     const { functionId } = await deploy(user, "py", await zipSources(HANDLER), "bench");
     const once = async (i: number) => {
@@ -71,7 +72,7 @@ async function main() {
       const secs = (performance.now() - t0) / 1000;
       rows.push([c, N, (N / secs).toFixed(1), ms(percentile(lat, 50)), ms(percentile(lat, 95))]);
     }
-    printTable("Throughput through one agent (one warm container)", ["clients", "tasks", "tasks/s", "p50", "p95"], rows);
+    printTable(`Throughput through one agent (${values.slots} slot(s))`, ["clients", "tasks", "tasks/s", "p50", "p95"], rows);
   } finally {
     await agent.stop();
     await worker.dispose();
