@@ -46,6 +46,16 @@ export default defineConfig(async () => {
         },
         {
           test: {
+            name: "cli",
+            environment: "node",
+            include: ["test/cli/**/*.test.ts"],
+            testTimeout: 300_000,
+            hookTimeout: 900_000,
+            fileParallelism: false,
+          },
+        },
+        {
+          test: {
             name: "e2e",
             environment: "node",
             include: ["test/e2e/**/*.test.ts"],

@@ -70,8 +70,13 @@ build_shim() {
     echo "[$lang] $tag up to date"
     return
   fi
-  docker build --quiet --network none -f "$dir/Dockerfile.offline" \
-    --label "gcfaas.shim-hash=$hash" -t "$tag" "$dir" >/dev/null
+  local output
+  if ! output="$(docker build --quiet --network none -f "$dir/Dockerfile.offline" \
+    --label "gcfaas.shim-hash=$hash" -t "$tag" "$dir" 2>&1)"; then
+    echo "$output" >&2
+    echo "[$lang] docker build of $tag failed" >&2
+    return 1
+  fi
   echo "[$lang] built $tag"
 }
 

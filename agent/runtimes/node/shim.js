@@ -50,6 +50,9 @@ function toResponse(value) {
   let body = value;
   if (isResponse(value)) {
     status = Number(value.statusCode);
+    if (!Number.isInteger(status) || status < 100 || status > 599) {
+      throw new Error(`statusCode must be an integer between 100 and 599, got ${value.statusCode}`);
+    }
     headers = { ...(value.headers || {}) };
     body = value.body;
   }
@@ -123,7 +126,7 @@ const server = http.createServer((req, res) => {
     }
     outHeaders["Content-Length"] = String(result.body.length);
     outHeaders["Connection"] = "close";
-    res.writeHead(Number.isInteger(result.status) ? result.status : 500, outHeaders);
+    res.writeHead(result.status, outHeaders);
     // end() with the body sends head and body in one write.
     res.end(result.body);
   });

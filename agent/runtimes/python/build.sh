@@ -12,8 +12,11 @@ python3 -m py_compile handler.py
 cp -a /src/. /out/
 if [ -f requirements.txt ]; then
   echo "installing requirements.txt (offline: only vendor/ and wheels/ are searched)"
+  links=""
+  for dir in /src/vendor /src/wheels; do [ -d "$dir" ] && links="$links --find-links $dir"; done
+  # shellcheck disable=SC2086 # $links is a list of options
   python3 -m pip install --no-index --no-cache-dir --disable-pip-version-check --no-warn-script-location \
-    --find-links /src/vendor --find-links /src/wheels --target /out/.python_packages -r requirements.txt
+    $links --target /out/.python_packages -r requirements.txt
 fi
 # Byte-compile now: the runtime root filesystem and /function are read-only.
 python3 -m compileall -q /out >/dev/null || true

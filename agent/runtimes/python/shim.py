@@ -96,6 +96,8 @@ def is_response(value):
 def to_response(value):
     if is_response(value):
         status = int(value["statusCode"])
+        if not 100 <= status <= 599:
+            raise ValueError("statusCode must be between 100 and 599, got {}".format(status))
         headers = {str(k): str(v) for k, v in (value.get("headers") or {}).items()}
         body, content_type = encode_body(value.get("body"))
     else:

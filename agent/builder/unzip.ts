@@ -1,0 +1,190 @@
+import { constants as fsConstants } from "node:fs";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { Transform, type TransformCallback } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import yauzl from "yauzl";
+
+export interface UnzipLimits {
+  maxEntries: number;
+  maxUncompressedBytes: number;
+}
+
+export const DEFAULT_UNZIP_LIMITS: UnzipLimits = {
+  maxEntries: 10_000,
+  maxUncompressedBytes: 500 * 1024 * 1024,
+};
+
+/** A zip we will not unpack; its message is written to the build log as is. */
+export class ZipRefusedError extends Error {}
+
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+const S_IFDIR = 0o040000;
+
+/**
+ * Unpacks a zip into `dest` (an empty directory) with every check the builder promises: no path
+ * leaves `dest`, no encrypted entries, bounded entry count and bounded bytes actually written (the
+ * sizes in zip headers are attacker-chosen, so the streams themselves are counted).
+ */
+export async function unzipSafely(zip: Buffer | string, dest: string, limits: UnzipLimits): Promise<{ entries: number; bytes: number }> {
+  const root = path.resolve(dest);
+  const zipfile = await openZip(zip);
+  try {
+    if (zipfile.entryCount > limits.maxEntries) {
+      throw new ZipRefusedError(`zip has ${zipfile.entryCount} entries, more than the limit of ${limits.maxEntries}`);
+    }
+    let entries = 0;
+    let bytes = 0;
+    const links: { at: string; name: string; target: string }[] = [];
+    for await (const entry of zipfile.eachEntry()) {
+      entries += 1;
+      if (entries > limits.maxEntries) throw new ZipRefusedError(`zip has more than ${limits.maxEntries} entries`);
+      const name = decodeName(entry);
+      const at = checkedPath(root, name);
+      if (entry.isEncrypted()) throw new ZipRefusedError(`zip entry "${name}" is encrypted; encrypted zips are not supported`);
+      if (bytes + entry.uncompressedSize > limits.maxUncompressedBytes) throw tooBig(limits);
+      const mode = (entry.externalFileAttributes >>> 16) & 0xffff;
+      if ((mode & S_IFMT) === S_IFLNK) {
+        const target = (await readAll(zipfile, entry, 4096)).toString("utf8");
+        // Links are made after every file is written, so no write can go through one.
+        links.push({ at, name, target });
+        continue;
+      }
+      if (name.endsWith("/") || (mode & S_IFMT) === S_IFDIR) {
+        await makeRealDir(root, at);
+        continue;
+      }
+      await makeRealDir(root, path.dirname(at));
+      const stream = await zipfile.openReadStreamPromise(entry);
+      // yauzl may emit a size error again after pipeline() has detached; the first one is enough.
+      stream.on("error", () => undefined);
+      const counter = new ByteCounter(limits.maxUncompressedBytes - bytes, limits);
+      const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
+      const handle = await fs.open(at, flags, fileMode(mode)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === "EEXIST") throw new ZipRefusedError(`zip holds "${name}" more than once`);
+        throw err;
+      });
+      try {
+        await pipeline(stream, counter, handle.createWriteStream());
+      } finally {
+        await handle.close().catch(() => undefined);
+      }
+      bytes += counter.count;
+    }
+    for (const link of links) await makeLink(root, link);
+    return { entries, bytes };
+  } catch (err) {
+    if (err instanceof ZipRefusedError) throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    if (/too many bytes|too few bytes/.test(message)) {
+      throw new ZipRefusedError(`zip entry sizes do not match their headers (${message}); refusing a possible zip bomb`);
+    }
+    throw new ZipRefusedError(`zip could not be read: ${message}`);
+  } finally {
+    zipfile.close();
+  }
+}
+
+function openZip(zip: Buffer | string): Promise<yauzl.ZipFile> {
+  const options: yauzl.Options = { lazyEntries: true, decodeStrings: false, validateEntrySizes: true, autoClose: false };
+  return new Promise((resolve, reject) => {
+    const done = (err: Error | null, zipfile: yauzl.ZipFile) => {
+      if (err) reject(new ZipRefusedError(`not a readable zip archive: ${err.message}`));
+      else resolve(zipfile);
+    };
+    if (typeof zip === "string") yauzl.open(zip, options, done);
+    else yauzl.fromBuffer(zip, options, done);
+  });
+}
+
+function decodeName(entry: yauzl.Entry): string {
+  // decodeStrings is off so that names are checked here, with our own messages.
+  const raw = entry.fileName as unknown as Buffer;
+  const utf8 = (entry.generalPurposeBitFlag & 0x800) !== 0;
+  return raw.toString(utf8 ? "utf8" : "latin1");
+}
+
+function checkedPath(root: string, name: string): string {
+  if (name.length === 0 || name.includes("\0")) throw new ZipRefusedError(`zip entry has an invalid name ${JSON.stringify(name)}`);
+  if (name.includes("\\")) throw new ZipRefusedError(`zip entry "${name}" uses backslashes; use forward slashes`);
+  if (name.startsWith("/") || /^[A-Za-z]:/.test(name)) {
+    throw new ZipRefusedError(`zip entry "${name}" has an absolute path; entries must be relative`);
+  }
+  if (name.split("/").includes("..")) throw new ZipRefusedError(`zip entry "${name}" climbs out of the folder with ".." (zip slip)`);
+  const at = path.resolve(root, name);
+  if (!isInside(root, at)) throw new ZipRefusedError(`zip entry "${name}" resolves outside the folder (zip slip)`);
+  return at;
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
+
+/** mkdir -p that refuses to pass through anything but real directories (never a symlink). */
+async function makeRealDir(root: string, dir: string): Promise<void> {
+  const rel = path.relative(root, dir);
+  let current = root;
+  for (const part of rel === "" ? [] : rel.split(path.sep)) {
+    current = path.join(current, part);
+    const stat = await fs.lstat(current).catch(() => null);
+    if (stat === null) await fs.mkdir(current, { mode: 0o755 });
+    else if (!stat.isDirectory()) throw new ZipRefusedError(`zip entry path "${rel}" goes through a non-directory`);
+  }
+}
+
+async function makeLink(root: string, link: { at: string; name: string; target: string }): Promise<void> {
+  const { at, name, target } = link;
+  if (path.isAbsolute(target) || !isInside(root, path.resolve(path.dirname(at), target))) {
+    throw new ZipRefusedError(`zip entry "${name}" is a symlink to "${target}", which leaves the folder`);
+  }
+  await makeRealDir(root, path.dirname(at));
+  await fs.symlink(target, at).catch((err: NodeJS.ErrnoException) => {
+    throw new ZipRefusedError(`zip entry "${name}" could not be made a symlink (${err.code ?? err.message})`);
+  });
+  // A chain of links may resolve outside even when each target looks inside.
+  const real = await fs.realpath(at).catch(() => null);
+  if (real !== null && !isInside(await fs.realpath(root), real)) {
+    await fs.unlink(at);
+    throw new ZipRefusedError(`zip entry "${name}" is a symlink that resolves outside the folder`);
+  }
+}
+
+function fileMode(zipMode: number): number {
+  // Keep the executable bit, drop setuid/setgid/sticky and group/other write.
+  return zipMode & 0o111 ? 0o755 : 0o644;
+}
+
+function tooBig(limits: UnzipLimits): ZipRefusedError {
+  const mib = Math.round(limits.maxUncompressedBytes / 1024 / 1024);
+  return new ZipRefusedError(`zip unpacks to more than ${mib} MiB, the limit; refusing a possible zip bomb`);
+}
+
+async function readAll(zipfile: yauzl.ZipFile, entry: yauzl.Entry, max: number): Promise<Buffer> {
+  const stream = await zipfile.openReadStreamPromise(entry);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new ZipRefusedError(`zip entry "${decodeName(entry)}" is a symlink with an overlong target`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Passes bytes through and fails as soon as more than `budget` bytes went by. */
+class ByteCounter extends Transform {
+  count = 0;
+  constructor(
+    private readonly budget: number,
+    private readonly limits: UnzipLimits,
+  ) {
+    super();
+  }
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.count += chunk.length;
+    if (this.count > this.budget) callback(tooBig(this.limits));
+    else callback(null, chunk);
+  }
+}

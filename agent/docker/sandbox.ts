@@ -1,0 +1,41 @@
+import type Docker from "dockerode";
+
+export interface SandboxLimits {
+  /** CPUs, fractions allowed. */
+  cpus: number;
+  memoryMiB: number;
+  pids: number;
+  tmpfsMiB: number;
+  /** Keep Docker's default capabilities and allow privilege gain; still no network nor host files. */
+  privileged: boolean;
+}
+
+export interface Mount {
+  host: string;
+  container: string;
+  readOnly: boolean;
+}
+
+/**
+ * The confinement every function and build container gets: no network, read-only root with a small
+ * /tmp, capped memory (no swap), CPUs and pids, an init that reaps zombies, and only the bind mounts
+ * given (never the Docker socket). Unprivileged containers also lose every capability and may not
+ * gain privileges through setuid binaries.
+ */
+export function sandboxHostConfig(limits: SandboxLimits, mounts: Mount[]): Docker.HostConfig {
+  const memory = Math.round(limits.memoryMiB * 1024 * 1024);
+  return {
+    NetworkMode: "none",
+    Binds: mounts.map((m) => `${m.host}:${m.container}:${m.readOnly ? "ro" : "rw"}`),
+    ReadonlyRootfs: true,
+    Tmpfs: { "/tmp": `rw,nosuid,nodev,size=${limits.tmpfsMiB}m,mode=1777` },
+    Memory: memory,
+    MemorySwap: memory,
+    NanoCpus: Math.round(limits.cpus * 1e9),
+    PidsLimit: limits.pids,
+    Init: true,
+    IpcMode: "private",
+    Ulimits: [{ Name: "nofile", Soft: 1024, Hard: 1024 }],
+    ...(limits.privileged ? {} : { CapDrop: ["ALL"], SecurityOpt: ["no-new-privileges"] }),
+  };
+}

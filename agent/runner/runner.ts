@@ -1,0 +1,247 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type Docker from "dockerode";
+import { dockerClient, removeLeftoverContainers } from "../docker/client.js";
+import { offlineImages, type RuntimeImages } from "../runtimes/languages.js";
+import { ArtifactCache } from "./artifact-cache.js";
+import { ContainerExitedEarly, FunctionContainer, StartTimeout, type Exchange } from "./function-container.js";
+import { ResponseTooLargeError } from "./shim-client.js";
+import type { ContainerInfo, InvokeRequest, InvokeResult, RunnerOptions } from "./types.js";
+
+type Settings = Required<Omit<RunnerOptions, "docker" | "images">>;
+
+interface Slot {
+  key: string;
+  functionId: string;
+  buildId: string;
+  container: FunctionContainer;
+  idleTimer?: NodeJS.Timeout;
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+/**
+ * Runs functions in containers, keeping each one warm for reuse by later calls of the same build
+ * with the same capabilities. One container serves one call at a time; the node runs at most
+ * `maxContainers`, evicting the longest-idle container of another function when full.
+ */
+export class Runner {
+  private readonly docker: Docker;
+  private readonly images: RuntimeImages;
+  private readonly settings: Settings;
+  private readonly artifacts: ArtifactCache;
+  private readonly slots = new Set<Slot>();
+  private starting = 0;
+  private readonly capacityWaiters: (() => void)[] = [];
+  private closed = false;
+
+  private constructor(options: RunnerOptions) {
+    this.docker = options.docker ?? dockerClient();
+    this.images = options.images ?? offlineImages();
+    this.settings = {
+      stateDir: path.resolve(options.stateDir),
+      agentId: options.agentId ?? "default",
+      idleTimeoutMs: options.idleTimeoutMs ?? 5 * 60_000,
+      maxContainers: options.maxContainers ?? 16,
+      defaultCpus: options.defaultCpus ?? 1,
+      defaultMemoryMiB: options.defaultMemoryMiB ?? 256,
+      pidsLimit: options.pidsLimit ?? 128,
+      tmpfsMiB: options.tmpfsMiB ?? 64,
+      allowPrivileged: options.allowPrivileged ?? false,
+      maxResponseBytes: options.maxResponseBytes ?? 10 * 1024 * 1024,
+      maxLogLines: options.maxLogLines ?? 10_000,
+    };
+    this.artifacts = new ArtifactCache(path.join(this.settings.stateDir, "artifacts"));
+  }
+
+  /** Prepares the state folder and removes containers a previous process with this agentId left. */
+  static async create(options: RunnerOptions): Promise<Runner> {
+    const runner = new Runner(options);
+    const { stateDir, agentId } = runner.settings;
+    await fs.mkdir(path.join(stateDir, "artifacts"), { recursive: true });
+    await fs.rm(path.join(stateDir, "sockets"), { recursive: true, force: true });
+    await fs.mkdir(path.join(stateDir, "sockets"), { recursive: true, mode: 0o711 });
+    await removeLeftoverContainers(runner.docker, agentId);
+    return runner;
+  }
+
+  async invoke(call: InvokeRequest): Promise<InvokeResult> {
+    if (this.closed) throw new Error("runner is shut down");
+    const started = Date.now();
+    const caps = call.capabilities;
+    if (caps.privileged && !this.settings.allowPrivileged) {
+      throw new Error("this node does not run privileged functions");
+    }
+    if (!(caps.timeout > 0)) throw new Error(`timeout must be a positive number of seconds, got ${caps.timeout}`);
+    const deadline = started + caps.timeout * 1000;
+    const limits = {
+      // Docker refuses more CPUs than the host has; a function asking for more gets them all.
+      cpus: Math.min(caps.cpuCount > 0 ? caps.cpuCount : this.settings.defaultCpus, os.cpus().length),
+      memoryMiB: caps.memSize > 0 ? caps.memSize : this.settings.defaultMemoryMiB,
+      pids: this.settings.pidsLimit,
+      tmpfsMiB: this.settings.tmpfsMiB,
+      privileged: caps.privileged,
+    };
+    const key = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
+    const finish = (r: Omit<InvokeResult, "durationMs">): InvokeResult => ({ ...r, durationMs: Date.now() - started });
+
+    let slot = this.takeIdle(key);
+    const kind: "cold" | "warm" = slot ? "warm" : "cold";
+    if (!slot) {
+      await this.reserveCapacity();
+      try {
+        const artifactDir = await this.artifacts.dirFor(call.buildId, call.artifactPath);
+        const container = await FunctionContainer.start(
+          {
+            docker: this.docker,
+            image: this.images[call.lang].run,
+            functionId: call.functionId,
+            buildId: call.buildId,
+            agentId: this.settings.agentId,
+            artifactDir,
+            socketsDir: path.join(this.settings.stateDir, "sockets"),
+            limits,
+            timeoutSeconds: caps.timeout,
+            maxLogLines: this.settings.maxLogLines,
+          },
+          deadline,
+        );
+        slot = { key, functionId: call.functionId, buildId: call.buildId, container };
+        container.busy = true;
+        this.slots.add(slot);
+      } catch (err) {
+        if (err instanceof StartTimeout) return finish(timeoutResult(caps.timeout, [], "cold", ""));
+        if (err instanceof ContainerExitedEarly) {
+          return finish({ ...errorResult("the function runtime exited while starting", err.log), container: "cold", containerId: "" });
+        }
+        throw err;
+      } finally {
+        this.starting -= 1;
+      }
+    }
+
+    const container = slot.container;
+    const remaining = Math.max(0, deadline - Date.now());
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), remaining)));
+    const outcome = await Promise.race([container.exchange(call.request, this.settings.maxResponseBytes), timedOut]);
+    clearTimeout(timer);
+
+    if (outcome === "timeout") {
+      const log = container.unfinishedLog();
+      await this.discard(slot);
+      return finish(timeoutResult(caps.timeout, log, kind, container.id));
+    }
+    const result = toResult(outcome, this.settings.maxResponseBytes, limits.memoryMiB);
+    if (outcome.kind === "response" && !container.hasExited) this.release(slot);
+    else await this.discard(slot);
+    return finish({ ...result, container: kind, containerId: container.id });
+  }
+
+  /** Warm and busy containers, for diagnostics, tests and benchmarks. */
+  containers(): ContainerInfo[] {
+    return [...this.slots].map((s) => ({
+      id: s.container.id,
+      functionId: s.functionId,
+      buildId: s.buildId,
+      busy: s.container.busy,
+      socketPath: s.container.socketPath,
+    }));
+  }
+
+  /** Removes the warm containers of one function (e.g. when it is deleted or rebuilt). */
+  async evictFunction(functionId: string): Promise<void> {
+    await Promise.all([...this.slots].filter((s) => s.functionId === functionId && !s.container.busy).map((s) => this.discard(s)));
+  }
+
+  /** Deletes a build's unpacked artifact from this node (after its idle containers are gone). */
+  async forgetBuild(buildId: string): Promise<void> {
+    await Promise.all([...this.slots].filter((s) => s.buildId === buildId && !s.container.busy).map((s) => this.discard(s)));
+    await this.artifacts.forget(buildId);
+  }
+
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    for (const wake of this.capacityWaiters.splice(0)) wake();
+    await Promise.all([...this.slots].map((s) => this.discard(s)));
+  }
+
+  private takeIdle(key: string): Slot | undefined {
+    for (const slot of this.slots) {
+      if (slot.container.hasExited && !slot.container.busy) {
+        // Died while idle (e.g. a background thread crashed it): never hand it out.
+        void this.discard(slot);
+        continue;
+      }
+      if (slot.key === key && !slot.container.busy) {
+        clearTimeout(slot.idleTimer);
+        slot.container.busy = true;
+        return slot;
+      }
+    }
+    return undefined;
+  }
+
+  private release(slot: Slot): void {
+    slot.container.busy = false;
+    slot.container.lastUsed = Date.now();
+    slot.idleTimer = setTimeout(() => void this.discard(slot), this.settings.idleTimeoutMs);
+    slot.idleTimer.unref();
+    this.capacityWaiters.shift()?.();
+  }
+
+  private async discard(slot: Slot): Promise<void> {
+    if (!this.slots.delete(slot)) return;
+    clearTimeout(slot.idleTimer);
+    await slot.container.remove().catch(() => undefined);
+    this.capacityWaiters.shift()?.();
+  }
+
+  /** Waits for room under maxContainers, evicting the longest-idle container when the node is full. */
+  private async reserveCapacity(): Promise<void> {
+    for (;;) {
+      if (this.closed) throw new Error("runner is shut down");
+      if (this.slots.size + this.starting < this.settings.maxContainers) {
+        this.starting += 1;
+        return;
+      }
+      const idle = [...this.slots].filter((s) => !s.container.busy).sort((a, b) => a.container.lastUsed - b.container.lastUsed)[0];
+      if (idle) {
+        await this.discard(idle);
+        continue;
+      }
+      await new Promise<void>((resolve) => this.capacityWaiters.push(resolve));
+    }
+  }
+}
+
+function timeoutResult(seconds: number, log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs"> {
+  return {
+    status: 504,
+    headers: JSON_HEADERS,
+    body: Buffer.from(JSON.stringify({ error: `function timed out after ${seconds} s` })),
+    log: [...log, `[runtime] timed out after ${seconds} s; the container was killed`],
+    container,
+    containerId,
+  };
+}
+
+function errorResult(message: string, log: string[]): Pick<InvokeResult, "status" | "headers" | "body" | "log"> {
+  return { status: 500, headers: JSON_HEADERS, body: Buffer.from(JSON.stringify({ error: message })), log: [...log, `[runtime] ${message}`] };
+}
+
+function toResult(outcome: Exchange, maxResponseBytes: number, memoryMiB: number): Pick<InvokeResult, "status" | "headers" | "body" | "log"> {
+  switch (outcome.kind) {
+    case "response":
+      return { ...outcome.response, log: outcome.log };
+    case "crashed":
+      return outcome.oomKilled
+        ? errorResult(`the function ran out of memory (limit ${memoryMiB} MiB) and was killed`, outcome.log)
+        : errorResult(`the function's process exited (code ${outcome.exitCode ?? "unknown"})`, outcome.log);
+    case "failed":
+      return outcome.error instanceof ResponseTooLargeError
+        ? errorResult(`the function's response exceeds ${maxResponseBytes} bytes`, outcome.log)
+        : errorResult(`the function runtime failed: ${outcome.error.message}`, outcome.log);
+  }
+}

@@ -1,0 +1,82 @@
+import http from "node:http";
+import net from "node:net";
+import type { FunctionRequest } from "./types.js";
+
+export interface ShimResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export class ResponseTooLargeError extends Error {}
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "content-length", "host", "te", "trailer", "proxy-connection"]);
+export const INVOCATION_HEADER = "x-gcfaas-invocation";
+
+export function requestTarget(request: FunctionRequest): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(request.query)) {
+    for (const v of Array.isArray(value) ? value : [value]) params.append(key, v);
+  }
+  const search = params.toString();
+  const pathname = request.path && request.path.startsWith("/") ? request.path : `/${request.path ?? ""}`;
+  return search ? `${pathname}?${search}` : pathname;
+}
+
+/**
+ * One HTTP/1.1 exchange with a shim over its unix socket, on a fresh connection (connecting to a
+ * unix socket costs microseconds, and a fresh connection cannot inherit a half-read response).
+ */
+export function sendToShim(socketPath: string, request: FunctionRequest, invocationId: string, maxBytes: number): Promise<ShimResponse> {
+  const body = typeof request.body === "string" ? Buffer.from(request.body, "utf8") : request.body;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    const lower = name.toLowerCase();
+    if (!HOP_BY_HOP.has(lower) && lower !== INVOCATION_HEADER) headers[lower] = value;
+  }
+  headers["host"] = request.headers["host"] ?? request.headers["Host"] ?? "localhost";
+  headers["content-length"] = String(body.length);
+  headers["connection"] = "close";
+  headers[INVOCATION_HEADER] = invocationId;
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { socketPath, method: request.method.toUpperCase(), path: requestTarget(request), headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) {
+            res.destroy(new ResponseTooLargeError(`response body exceeds ${maxBytes} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on("error", reject);
+        res.on("end", () => {
+          const out: Record<string, string> = {};
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value === undefined || name === "connection" || name === "content-length") continue;
+            out[name] = Array.isArray(value) ? value.join(", ") : value;
+          }
+          resolve({ status: res.statusCode ?? 500, headers: out, body: Buffer.concat(chunks) });
+        });
+      },
+    );
+    req.on("error", reject);
+    // One write for head and body (see platform notes on Nagle); unix sockets have no Nagle, TCP would.
+    req.end(body);
+  });
+}
+
+/** Resolves once something accepts connections on `socketPath`. */
+export function canConnect(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(socketPath);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}

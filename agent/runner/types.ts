@@ -1,0 +1,79 @@
+import type Docker from "dockerode";
+import type { Lang, RuntimeImages } from "../runtimes/languages.js";
+
+export interface Capabilities {
+  /** Seconds; covers the whole invocation, cold start included. */
+  timeout: number;
+  /** CPUs, fractions allowed; 0 = the node's default. */
+  cpuCount: number;
+  /** MiB; 0 = the node's default. */
+  memSize: number;
+  privileged: boolean;
+}
+
+export interface FunctionRequest {
+  method: string;
+  /** Path handed to the function; "/" when absent. */
+  path?: string;
+  query: Record<string, string | string[]>;
+  headers: Record<string, string>;
+  body: string | Buffer;
+}
+
+export interface InvokeRequest {
+  functionId: string;
+  buildId: string;
+  lang: Lang;
+  /** Tar produced by buildFunction; unpacked once per node and build, mounted read-only. */
+  artifactPath: string;
+  capabilities: Capabilities;
+  request: FunctionRequest;
+}
+
+export interface InvokeResult {
+  /** The function's status; 504 on timeout, 500 on crash or out of memory. */
+  status: number;
+  /** Lowercase names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  body: Buffer;
+  /** The function's stdout and stderr lines for this call, plus `[runtime] ...` lines from the runner. */
+  log: string[];
+  durationMs: number;
+  container: "cold" | "warm";
+  containerId: string;
+}
+
+export interface RunnerOptions {
+  /** Host directory for unpacked artifacts and shim sockets (created if missing). */
+  stateDir: string;
+  /** Labels this agent's containers so that a restart removes only its own leftovers. */
+  agentId?: string;
+  images?: RuntimeImages;
+  docker?: Docker;
+  /** An idle warm container is removed after this long. Default 5 minutes. */
+  idleTimeoutMs?: number;
+  /** Containers (busy and idle) this node runs at most. Default 16. */
+  maxContainers?: number;
+  /** Used when a function asks for cpuCount 0. Default 1. */
+  defaultCpus?: number;
+  /** Used when a function asks for memSize 0. Default 256. */
+  defaultMemoryMiB?: number;
+  /** Processes and threads per container. Default 128. */
+  pidsLimit?: number;
+  /** Size of the writable /tmp. Default 64 MiB. */
+  tmpfsMiB?: number;
+  /** Whether this node's operator allows privileged functions. Default false. */
+  allowPrivileged?: boolean;
+  /** Responses larger than this become a 500. Default 10 MiB. */
+  maxResponseBytes?: number;
+  /** Log lines kept per invocation. Default 10,000. */
+  maxLogLines?: number;
+}
+
+export interface ContainerInfo {
+  id: string;
+  functionId: string;
+  buildId: string;
+  busy: boolean;
+  socketPath: string;
+}

@@ -1,0 +1,189 @@
+// gcfaas C# shim: creates Function.FunctionHandler once and serves one request at a time on the unix
+// socket in GCFAAS_SOCKET. Protocol shared by all shims: see docs/runtimes.md.
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Net.Sockets;
+using System.Reflection;
+using System.Text;
+using System.Threading.Tasks;
+
+namespace Gcfaas.Shim
+{
+    public static class Program
+    {
+        const string InvocationHeader = "x-gcfaas-invocation";
+
+        public static void Main()
+        {
+            var path = Environment.GetEnvironmentVariable("GCFAAS_SOCKET") ?? "/run/gcfaas/shim.sock";
+            if (File.Exists(path)) File.Delete(path);
+            object handler = null;
+            MethodInfo handle = null;
+            string loadError = null;
+            try
+            {
+                var type = Type.GetType("Function.FunctionHandler", true);
+                handler = Activator.CreateInstance(type);
+                handle = type.GetMethod("Handle", new[] { typeof(Request) });
+                if (handle == null) loadError = "Function.FunctionHandler has no Handle(Gcfaas.Request) method";
+            }
+            catch (Exception e)
+            {
+                loadError = (e.InnerException ?? e).ToString();
+            }
+            var listener = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+            listener.Bind(new UnixDomainSocketEndPoint(path));
+            listener.Listen(16);
+            while (true)
+            {
+                using (var client = listener.Accept())
+                {
+                    try { Serve(client, handler, handle, loadError); }
+                    catch (Exception e) { Console.Error.WriteLine("shim: " + e.Message); }
+                }
+            }
+        }
+
+        static void Serve(Socket client, object handler, MethodInfo handle, string loadError)
+        {
+            using (var stream = new NetworkStream(client))
+            {
+                string invocation;
+                var request = ReadRequest(stream, out invocation);
+                if (request == null) return;
+                var response = Run(handler, handle, loadError, request);
+                var marker = "\u001eGCFAAS_END:" + invocation + "\u001e\n";
+                Console.Out.Write(marker);
+                Console.Out.Flush();
+                Console.Error.Write(marker);
+                Console.Error.Flush();
+                var head = new StringBuilder();
+                head.Append("HTTP/1.1 ").Append(response.StatusCode).Append(response.StatusCode == 200 ? " OK" : " Status").Append("\r\n");
+                foreach (var header in response.Headers)
+                {
+                    var lower = header.Key.ToLowerInvariant();
+                    if (lower == "content-length" || lower == "connection" || lower == "transfer-encoding") continue;
+                    head.Append(header.Key).Append(": ").Append(header.Value).Append("\r\n");
+                }
+                head.Append("Content-Length: ").Append(response.BodyBytes.Length).Append("\r\nConnection: close\r\n\r\n");
+                var headBytes = Encoding.UTF8.GetBytes(head.ToString());
+                var all = new byte[headBytes.Length + response.BodyBytes.Length];
+                Buffer.BlockCopy(headBytes, 0, all, 0, headBytes.Length);
+                Buffer.BlockCopy(response.BodyBytes, 0, all, headBytes.Length, response.BodyBytes.Length);
+                // One write for head and body: never split a response (see platform notes on Nagle).
+                stream.Write(all, 0, all.Length);
+            }
+        }
+
+        static Response Run(object handler, MethodInfo handle, string loadError, Request request)
+        {
+            if (loadError != null)
+            {
+                Console.Error.WriteLine(loadError);
+                return Failure("handler failed to load");
+            }
+            try
+            {
+                var result = handle.Invoke(handler, new object[] { request });
+                var task = result as Task;
+                if (task != null)
+                {
+                    task.GetAwaiter().GetResult();
+                    var property = task.GetType().GetProperty("Result");
+                    result = property == null ? null : property.GetValue(task);
+                }
+                var response = ToResponse(result);
+                if (response.StatusCode < 100 || response.StatusCode > 599)
+                    throw new ArgumentOutOfRangeException("StatusCode", "status code must be between 100 and 599, got " + response.StatusCode);
+                return response;
+            }
+            catch (Exception e)
+            {
+                var error = e is TargetInvocationException && e.InnerException != null ? e.InnerException : e;
+                Console.Error.WriteLine(error.ToString());
+                return Failure(error.Message);
+            }
+        }
+
+        static Response ToResponse(object result)
+        {
+            var response = result as Response;
+            if (response != null) return response;
+            response = new Response();
+            if (result == null) return response;
+            var text = result as string;
+            if (text != null)
+            {
+                response.Headers["Content-Type"] = "text/plain; charset=utf-8";
+                response.Body = text;
+                return response;
+            }
+            response.Headers["Content-Type"] = "application/json";
+            response.Body = Json.Serialize(result);
+            return response;
+        }
+
+        static Response Failure(string message)
+        {
+            var response = new Response { StatusCode = 500 };
+            response.Headers["Content-Type"] = "application/json";
+            response.Body = "{\"error\":" + Json.Quote(message) + "}";
+            return response;
+        }
+
+        static Request ReadRequest(Stream stream, out string invocation)
+        {
+            invocation = "";
+            var requestLine = ReadLine(stream);
+            if (string.IsNullOrEmpty(requestLine)) return null;
+            var parts = requestLine.Split(new[] { ' ' }, 3);
+            var request = new Request { Method = parts[0] };
+            var target = parts.Length > 1 ? parts[1] : "/";
+            var q = target.IndexOf('?');
+            request.Path = q < 0 ? target : target.Substring(0, q);
+            request.QueryString = q < 0 ? "" : target.Substring(q + 1);
+            foreach (var pair in request.QueryString.Split('&'))
+            {
+                if (pair.Length == 0) continue;
+                var eq = pair.IndexOf('=');
+                var key = Uri.UnescapeDataString((eq < 0 ? pair : pair.Substring(0, eq)).Replace('+', ' '));
+                request.Query[key] = eq < 0 ? "" : Uri.UnescapeDataString(pair.Substring(eq + 1).Replace('+', ' '));
+            }
+            var length = 0;
+            string line;
+            while (!string.IsNullOrEmpty(line = ReadLine(stream)))
+            {
+                var colon = line.IndexOf(':');
+                if (colon < 0) continue;
+                var name = line.Substring(0, colon).Trim().ToLowerInvariant();
+                var value = line.Substring(colon + 1).Trim();
+                if (name == "content-length") int.TryParse(value, out length);
+                if (name == InvocationHeader) { invocation = value; continue; }
+                request.Headers[name] = request.Headers.ContainsKey(name) ? request.Headers[name] + ", " + value : value;
+            }
+            var body = new byte[length];
+            var read = 0;
+            while (read < length)
+            {
+                var n = stream.Read(body, read, length - read);
+                if (n <= 0) break;
+                read += n;
+            }
+            request.BodyBytes = body;
+            return request;
+        }
+
+        static string ReadLine(Stream stream)
+        {
+            var bytes = new List<byte>();
+            int b;
+            while ((b = stream.ReadByte()) != -1 && bytes.Count < 65536)
+            {
+                if (b == '\n') break;
+                if (b != '\r') bytes.Add((byte)b);
+            }
+            return Encoding.UTF8.GetString(bytes.ToArray());
+        }
+    }
+}

@@ -1,0 +1,159 @@
+# gcfaas Ruby shim: loads /function/handler.rb once and serves one request at a time over the unix
+# socket in GCFAAS_SOCKET. Protocol shared by all shims: see docs/runtimes.md.
+require "json"
+require "socket"
+require "uri"
+
+$stdout.sync = true
+$stderr.sync = true
+
+FUNCTION_DIR = ENV.fetch("GCFAAS_FUNCTION_DIR", "/function")
+SOCKET_PATH = ENV.fetch("GCFAAS_SOCKET", "/run/gcfaas/shim.sock")
+INVOCATION_HEADER = "x-gcfaas-invocation"
+STATUS_TEXT = { 200 => "OK", 500 => "Internal Server Error" }.freeze
+
+# What the handler receives as `event`.
+class Event
+  attr_reader :method, :path, :query, :headers, :body
+
+  def initialize(method, path, query, headers, body)
+    @method = method
+    @path = path
+    @query = query
+    @headers = headers
+    @body = body
+  end
+
+  # The body parsed as JSON, or nil when it is empty or not JSON.
+  def json
+    @body.empty? ? nil : JSON.parse(@body)
+  rescue JSON::ParserError
+    nil
+  end
+end
+
+# What the handler receives as `context`.
+Context = Struct.new(:request_id, :function_id, :build_id, :timeout, :memory_mib, :hostname, keyword_init: true)
+
+def load_handler
+  if File.exist?(File.join(FUNCTION_DIR, "Gemfile"))
+    ENV["BUNDLE_GEMFILE"] = File.join(FUNCTION_DIR, "Gemfile")
+    require "bundler/setup"
+  end
+  $LOAD_PATH.unshift(FUNCTION_DIR)
+  load File.join(FUNCTION_DIR, "handler.rb")
+  return [nil, "handler.rb does not define handle(event, context)"] unless Object.private_method_defined?(:handle) || Object.method_defined?(:handle)
+
+  [TOPLEVEL_BINDING.receiver, nil]
+rescue Exception => e # rubocop:disable Lint/RescueException -- a failed load must not end the shim
+  [nil, ([e.full_message(highlight: false)]).join]
+end
+
+HANDLER_RECEIVER, LOAD_ERROR = load_handler
+
+def parse_query(raw)
+  URI.decode_www_form(raw).each_with_object({}) do |(key, value), query|
+    query[key] = query.key?(key) ? [*query[key], value] : value
+  end
+rescue ArgumentError
+  {}
+end
+
+def encode_body(body)
+  case body
+  when nil then ["", nil]
+  when String
+    body.encoding == Encoding::BINARY ? [body, "application/octet-stream"] : [body, "text/plain; charset=utf-8"]
+  else [JSON.generate(body), "application/json"]
+  end
+end
+
+def response?(value)
+  return false unless value.is_a?(Hash)
+
+  keys = value.keys.map(&:to_s)
+  keys.include?("statusCode") && (keys - %w[statusCode headers body]).empty?
+end
+
+def to_response(value)
+  status = 200
+  headers = {}
+  body = value
+  if response?(value)
+    fetch = ->(key) { value.key?(key) ? value[key] : value[key.to_sym] }
+    status = Integer(fetch.call("statusCode"))
+    raise ArgumentError, "statusCode must be between 100 and 599, got #{status}" unless (100..599).cover?(status)
+    (fetch.call("headers") || {}).each { |k, v| headers[k.to_s] = v.to_s }
+    body = fetch.call("body")
+  end
+  bytes, content_type = encode_body(body)
+  headers["Content-Type"] = content_type if content_type && headers.keys.none? { |k| k.downcase == "content-type" }
+  [status, headers, bytes]
+end
+
+def failure(message)
+  [500, { "Content-Type" => "application/json" }, JSON.generate({ error: message })]
+end
+
+def run_handler(event, context)
+  unless HANDLER_RECEIVER
+    warn LOAD_ERROR
+    return failure("handler failed to load")
+  end
+  to_response(HANDLER_RECEIVER.send(:handle, event, context))
+rescue Exception => e # rubocop:disable Lint/RescueException -- one bad call must not end the warm container
+  warn e.full_message(highlight: false)
+  failure(e.message)
+end
+
+def read_request(client)
+  request_line = client.gets("\r\n", 65_536)
+  return nil if request_line.nil? || request_line.strip.empty?
+
+  method, target, = request_line.strip.split(" ", 3)
+  headers = {}
+  while (line = client.gets("\r\n", 65_536))
+    line = line.chomp("\r\n")
+    break if line.empty?
+
+    name, value = line.split(":", 2)
+    name = name.strip.downcase
+    value = value.to_s.strip
+    headers[name] = headers.key?(name) ? "#{headers[name]}, #{value}" : value
+  end
+  length = headers.fetch("content-length", "0").to_i
+  body = length.positive? ? client.read(length) : ""
+  [method, target, headers, body.force_encoding(Encoding::UTF_8)]
+end
+
+def serve(client)
+  parsed = read_request(client)
+  return unless parsed
+
+  method, target, headers, body = parsed
+  invocation = headers.delete(INVOCATION_HEADER).to_s
+  path, raw_query = target.split("?", 2)
+  event = Event.new(method, path, parse_query(raw_query.to_s), headers, body)
+  context = Context.new(
+    request_id: invocation, function_id: ENV.fetch("GCFAAS_FUNCTION_ID", ""), build_id: ENV.fetch("GCFAAS_BUILD_ID", ""),
+    timeout: ENV.fetch("GCFAAS_TIMEOUT", "0").to_f, memory_mib: ENV.fetch("GCFAAS_MEMORY_MIB", "0").to_i, hostname: Socket.gethostname
+  )
+  status, out_headers, out_body = run_handler(event, context)
+  marker = "\x1eGCFAAS_END:#{invocation}\x1e\n"
+  $stdout.write(marker)
+  $stderr.write(marker)
+  out_body = out_body.b
+  lines = ["HTTP/1.1 #{status} #{STATUS_TEXT.fetch(status, 'Status')}"]
+  out_headers.each do |name, value|
+    lines << "#{name}: #{value}" unless %w[content-length connection transfer-encoding].include?(name.downcase)
+  end
+  lines << "Content-Length: #{out_body.bytesize}" << "Connection: close"
+  # One write for head and body: never split a response (see platform notes on Nagle).
+  client.write("#{lines.join("\r\n")}\r\n\r\n".b + out_body)
+ensure
+  client.close
+end
+
+File.unlink(SOCKET_PATH) if File.exist?(SOCKET_PATH)
+server = UNIXServer.new(SOCKET_PATH)
+loop { serve(server.accept) }

@@ -1,0 +1,134 @@
+/**
+ * Cold start and warm call latency per language, next to baselines measured in the same run:
+ *   bare run   `docker run --rm --network none <image> <runtime no-op>`: the container start plus the
+ *              interpreter's own start where there is one (python3 -c pass, node -e 0, ruby -e 0),
+ *              else `true` (Go and Rust are native; Mono has no cheap no-op)
+ *   cold       Runner.invoke of a function no container is warm for (create, start, load, call)
+ *   bare HTTP  one HTTP request straight to a warm container's shim socket (no runner)
+ *   warm       Runner.invoke served by that warm container
+ * Usage: npx tsx bench/runtimes.ts [--cold N] [--warm N] [py js go rb rs cs]
+ */
+import { execFile } from "node:child_process";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { buildFunction } from "../agent/builder/index.js";
+import { Runner } from "../agent/runner/index.js";
+import { sendToShim } from "../agent/runner/shim-client.js";
+import { ensureOfflineImages } from "../agent/runtimes/images.js";
+import { isLang, LANGS, offlineImages, RUNTIME_DIR, type Lang } from "../agent/runtimes/languages.js";
+import { zipFolder } from "../test/agent/helpers/zip.js";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, "..");
+
+function parseArgs(argv: string[]) {
+  let cold = 7;
+  let warm = 300;
+  const langs: Lang[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (arg === "--cold") cold = Number(argv[++i]);
+    else if (arg === "--warm") warm = Number(argv[++i]);
+    else if (isLang(arg)) langs.push(arg);
+    else throw new Error(`unknown argument ${arg}`);
+  }
+  return { cold, warm, langs: langs.length ? langs : [...LANGS] };
+}
+
+function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+async function time(fn: () => Promise<unknown>): Promise<number> {
+  const start = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+const BARE_COMMAND: Record<Lang, string[]> = {
+  py: ["python3", "-c", "pass"],
+  js: ["node", "-e", "0"],
+  rb: ["ruby", "-e", "0"],
+  go: ["true"],
+  rs: ["true"],
+  cs: ["true"],
+};
+
+const REQUEST = { method: "POST", query: { name: "bench" }, headers: { "content-type": "application/json" }, body: '{"n":1}' };
+
+async function benchLanguage(lang: Lang, runner: Runner, coldRuns: number, warmRuns: number) {
+  const work = await fs.mkdtemp(path.join(os.tmpdir(), `gcfaas-bench-${lang}-`));
+  const zip = await zipFolder(path.join(ROOT, "examples", RUNTIME_DIR[lang], "hello"));
+  const built = await buildFunction({ lang, zip, workDir: path.join(work, "build"), onLog: () => undefined });
+  if (!built.ok) throw new Error(`${lang}: build failed: ${built.reason}`);
+  const image = offlineImages()[lang].run;
+  const caps = { timeout: 30, cpuCount: 0, memSize: 0, privileged: false };
+  const buildId = `bench${lang}${Date.now()}`;
+
+  const bareRun: number[] = [];
+  for (let i = 0; i < coldRuns; i++) {
+    const [entrypoint = "true", ...args] = BARE_COMMAND[lang];
+    bareRun.push(await time(() => run("docker", ["run", "--rm", "--network", "none", "--entrypoint", entrypoint, image, ...args])));
+  }
+
+  const cold: number[] = [];
+  for (let i = 0; i < coldRuns; i++) {
+    const functionId = `cold${i}`;
+    const res = await runner.invoke({ functionId, buildId, lang, artifactPath: built.artifactPath, capabilities: caps, request: REQUEST });
+    if (res.status !== 200 || res.container !== "cold") throw new Error(`${lang}: cold call answered ${res.status} (${res.container})`);
+    cold.push(res.durationMs);
+    await runner.evictFunction(functionId);
+  }
+
+  const warmCall = { functionId: "warm", buildId, lang, artifactPath: built.artifactPath, capabilities: caps, request: REQUEST };
+  await runner.invoke(warmCall);
+  const socketPath = runner.containers().find((c) => c.functionId === "warm")?.socketPath;
+  if (!socketPath) throw new Error(`${lang}: no warm container`);
+  const warm: number[] = [];
+  const bareHttp: number[] = [];
+  // Interleaved, so that both see the same machine state.
+  for (let i = 0; i < warmRuns; i++) {
+    bareHttp.push(await time(() => sendToShim(socketPath, REQUEST, `bare${i}`, 1 << 20)));
+    warm.push(
+      await time(async () => {
+        const res = await runner.invoke(warmCall);
+        if (res.container !== "warm" || res.status !== 200) throw new Error(`${lang}: warm call answered ${res.status} (${res.container})`);
+      }),
+    );
+  }
+  await runner.evictFunction("warm");
+  await fs.rm(work, { recursive: true, force: true });
+  return { bareRun, cold, bareHttp, warm };
+}
+
+const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)).padStart(7);
+
+async function main() {
+  const { cold, warm, langs } = parseArgs(process.argv.slice(2));
+  await ensureOfflineImages(langs, (line) => console.error(line));
+  const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-bench-state-"));
+  const runner = await Runner.create({ stateDir, agentId: "bench" });
+  const rows: string[] = [];
+  try {
+    for (const lang of langs) {
+      console.error(`benchmarking ${lang} (${cold} cold, ${warm} warm)`);
+      const r = await benchLanguage(lang, runner, cold, warm);
+      const p = (xs: number[]) => `${fmt(percentile(xs, 50))} ${fmt(percentile(xs, 95))}`;
+      const overhead = percentile(r.warm, 50) - percentile(r.bareHttp, 50);
+      const ratio = percentile(r.cold, 50) / percentile(r.bareRun, 50);
+      rows.push(`${lang.padEnd(4)} | ${p(r.bareRun)} | ${p(r.cold)} | ${ratio.toFixed(2).padStart(5)} | ${p(r.bareHttp)} | ${p(r.warm)} | ${fmt(overhead)}`);
+    }
+  } finally {
+    await runner.shutdown();
+    await fs.rm(stateDir, { recursive: true, force: true });
+  }
+  console.log(`\nlatency in ms (p50 p95); ${os.cpus().length} CPUs, Docker ${(await run("docker", ["version", "-f", "{{.Server.Version}}"])).stdout.trim()}`);
+  console.log("lang |  bare docker run |   cold start     | cold/ |    bare HTTP     |    warm call     | warm-bare");
+  console.log("     |   p50     p95   |   p50     p95    | bare  |   p50     p95    |   p50     p95    |  p50");
+  for (const row of rows) console.log(row);
+}
+
+await main();

@@ -1,0 +1,84 @@
+import { followBuild, FINAL_BUILD_STATUSES, type Build } from "../build-follow.js";
+import type { Command } from "../command.js";
+import { fmtAge, fmtTime } from "../output.js";
+import { resolveFunctionRef } from "../project.js";
+
+interface Page<T> {
+  pageCount: number;
+  pageSize: number;
+  totalCount: number;
+  results: T[];
+}
+
+interface BuildItem {
+  id: string;
+  functionId: string;
+  status: string;
+  createdAt: string;
+}
+
+export const builds: Command = {
+  name: "builds",
+  summary: "list builds, newest first",
+  usage: "builds [--function ID|DIR] [--page N] [--limit N]",
+  help: ["--function ID|DIR   only builds of this function", "--page N            page number (default 1)", "--limit N           builds per page (1 to 100, default 20)"],
+  examples: ["gcfaas builds --function ./hello"],
+  options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
+  args: [0, 0],
+  async run(ctx, a) {
+    const fn = a.str("function");
+    const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, "builds")).id;
+    const page = await (await ctx.api()).get<Page<BuildItem>>("/v1/build/list", { functionId, page: a.int("page") ?? 1, limit: a.int("limit") ?? 20 });
+    ctx.out.result(page, () => {
+      ctx.out.table(
+        page.results,
+        [
+          { title: "ID", value: (b) => b.id },
+          { title: "FUNCTION", value: (b) => b.functionId },
+          { title: "STATUS", value: (b) => b.status },
+          { title: "AGE", value: (b) => fmtAge(b.createdAt) },
+        ],
+        "(no builds)",
+      );
+      pageFooter(ctx.out.note.bind(ctx.out), page, a.int("page") ?? 1, "builds");
+    });
+  },
+};
+
+export function pageFooter(note: (s: string) => void, page: Page<unknown>, current: number, what: string): void {
+  if (page.pageCount > 1) note(`page ${current} of ${page.pageCount} (${page.totalCount} ${what}); more with --page ${Math.min(current + 1, page.pageCount)}`);
+}
+
+export const build: Command = {
+  name: "build",
+  summary: "show one build: status, timeline and log",
+  usage: "build <build-id> [--follow]",
+  help: ["--follow, -f   follow the build until it ends (exits 1 when it FAILED)"],
+  examples: ["gcfaas build 01jc9x3b8q", "gcfaas build 01jc9x3b8q --follow"],
+  options: { follow: { type: "boolean", short: "f" } },
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<build-id>");
+    const api = await ctx.api();
+    let b = await api.get<Build>(`/v1/build/${id}`);
+    if (a.flag("follow") && !FINAL_BUILD_STATUSES.has(b.status)) {
+      b = await followBuild(ctx, api, id, { maxWaitSeconds: 900 });
+      ctx.out.result(b, () => undefined);
+    } else {
+      ctx.out.result(b, () => {
+        ctx.out.fields([
+          ["id", b.id ?? id],
+          ["function", b.functionId],
+          ["status", b.status],
+          ["arch", (b.arch ?? []).join(", ")],
+          ["created", fmtTime(b.createdAt)],
+        ]);
+        ctx.out.line("timeline:");
+        for (const t of b.timeline ?? []) ctx.out.line(`  ${fmtTime(t.time)}  ${t.status}`);
+        ctx.out.line("log:");
+        for (const line of b.log ?? []) ctx.out.line(`  ${line}`);
+      });
+    }
+    return a.flag("follow") && b.status === "FAILED" ? 1 : 0;
+  },
+};

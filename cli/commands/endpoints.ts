@@ -1,0 +1,209 @@
+import { defined, type Args, type Command } from "../command.js";
+import { UsageError } from "../errors.js";
+import { fmtAge, fmtTags, fmtTime } from "../output.js";
+import { resolveFunctionRef } from "../project.js";
+import { pageFooter } from "./builds.js";
+
+interface TimeLimit {
+  from: string;
+  to: string;
+  timezone: string;
+}
+
+interface Endpoint {
+  id: string;
+  functionId: string;
+  description: string;
+  tags: { id: string; name: string; color: string }[];
+  dailyLimit: number;
+  origin: string[];
+  ip: string[];
+  timeLimit: TimeLimit | null;
+  createdAt: string;
+}
+
+interface Page<T> {
+  pageCount: number;
+  pageSize: number;
+  totalCount: number;
+  results: T[];
+}
+
+const FIELD_OPTIONS = {
+  description: { type: "string" },
+  "daily-limit": { type: "string" },
+  origin: { type: "string", multiple: true },
+  ip: { type: "string", multiple: true },
+  from: { type: "string" },
+  to: { type: "string" },
+  timezone: { type: "string" },
+  tag: { type: "string", multiple: true },
+} as const;
+
+const FIELD_HELP = [
+  "--description TEXT   printable ASCII, at most 256 characters",
+  "--daily-limit N      accepted calls per day; -1 = unlimited (default), 0 = none",
+  "--origin URL         allowed browser origin, https://host[:port] (repeatable; none = any)",
+  "--ip IPV4            allowed caller address (repeatable; none = any)",
+  "--from HH:MM --to HH:MM [--timezone TZ]",
+  "                     accept calls only in this daily window (timezone default UTC)",
+  "--tag TAG-ID         tags (repeatable)",
+];
+
+/** The request body from the field options; `edit` adds the --no-* switches that clear a field. */
+function endpointBody(a: Args, editing: boolean) {
+  const from = a.str("from");
+  const to = a.str("to");
+  const tz = a.str("timezone");
+  let timeLimit: TimeLimit | null | undefined;
+  if (from !== undefined || to !== undefined || tz !== undefined) {
+    if (from === undefined || to === undefined) throw new UsageError("a time window needs both --from and --to (HH:MM)", a.command);
+    timeLimit = { from, to, timezone: tz ?? "UTC" };
+  }
+  if (editing && a.flag("no-time-limit")) {
+    if (timeLimit) throw new UsageError("give a time window or --no-time-limit, not both", a.command);
+    timeLimit = null;
+  }
+  return defined({
+    description: a.str("description"),
+    dailyLimit: a.int("daily-limit"),
+    origin: editing && a.flag("no-origin") ? [] : a.has("origin") ? a.list("origin") : undefined,
+    ip: editing && a.flag("no-ip") ? [] : a.has("ip") ? a.list("ip") : undefined,
+    timeLimit,
+    tag: editing && a.flag("no-tags") ? [] : a.has("tag") ? a.list("tag") : undefined,
+  });
+}
+
+function fmtWindow(t: TimeLimit | null): string {
+  return t ? `${t.from}–${t.to} ${t.timezone}` : "any time";
+}
+
+const listEndpoints: Command = {
+  name: "list",
+  summary: "list public endpoints, newest first",
+  usage: "endpoints list [--function ID|DIR] [--page N] [--limit N]",
+  help: ["--function ID|DIR   only endpoints of this function", "--page N            page (default 1)", "--limit N           per page, 3 to 999 (default 20)"],
+  examples: ["gcfaas endpoints list"],
+  options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
+  args: [0, 0],
+  async run(ctx, a) {
+    const fn = a.str("function");
+    const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, "endpoints list")).id;
+    const pageNo = a.int("page") ?? 1;
+    const page = await (await ctx.api()).get<Page<Endpoint>>("/v1/endpoint/list", { functionId, page: pageNo, limit: a.int("limit") ?? 20 });
+    ctx.out.result(page, () => {
+      ctx.out.table(page.results, [
+        { title: "ID", value: (e) => e.id },
+        { title: "FUNCTION", value: (e) => e.functionId ?? "-" },
+        { title: "TAGS", value: (e) => fmtTags(e.tags) },
+        { title: "AGE", value: (e) => fmtAge(e.createdAt) },
+        { title: "DESCRIPTION", value: (e) => e.description || "" },
+      ], "(no public endpoints)");
+      pageFooter(ctx.out.note.bind(ctx.out), page, pageNo, "endpoints");
+    });
+  },
+};
+
+const createEndpoint: Command = {
+  name: "create",
+  summary: "expose a function at a public address (/gc/<endpoint-id>)",
+  usage: "endpoints create <function-id|dir> [--description TEXT] [--daily-limit N] [--origin URL ...] [--ip IPV4 ...] [--from HH:MM --to HH:MM [--timezone TZ]] [--tag TAG-ID ...]",
+  help: FIELD_HELP,
+  examples: ["gcfaas endpoints create ./hello --daily-limit 1000 --origin https://example.com", "gcfaas endpoints create 01jc9x2k7m --from 09:00 --to 17:00 --timezone Europe/Paris"],
+  options: FIELD_OPTIONS,
+  args: [1, 1],
+  async run(ctx, a) {
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "endpoints create");
+    const api = await ctx.api();
+    const res = await api.call<{ id: string }>("POST", `/v1/endpoint/${ref.id}`, { json: endpointBody(a, false) });
+    ctx.out.result(res, () => {
+      ctx.out.line(`created endpoint ${res.id} for function ${ref.id}`);
+      ctx.out.line(`call it: curl -X POST ${api.baseUrl}/gc/${res.id}`);
+    });
+  },
+};
+
+const getEndpoint: Command = {
+  name: "get",
+  summary: "show a public endpoint and its address",
+  usage: "endpoints get <endpoint-id>",
+  examples: ["gcfaas endpoints get 01jc9x7k2s"],
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<endpoint-id>");
+    const api = await ctx.api();
+    const e = await api.get<Endpoint>(`/v1/endpoint/${id}`);
+    ctx.out.result(e, () =>
+      ctx.out.fields([
+        ["id", e.id ?? id],
+        ["address", `${api.baseUrl}/gc/${e.id ?? id}`],
+        ["function", e.functionId],
+        ["description", e.description || "-"],
+        ["daily limit", e.dailyLimit === -1 ? "unlimited" : String(e.dailyLimit)],
+        ["origins", e.origin.length ? e.origin.join(", ") : "any"],
+        ["ips", e.ip.length ? e.ip.join(", ") : "any"],
+        ["time window", fmtWindow(e.timeLimit)],
+        ["tags", fmtTags(e.tags)],
+        ["created", fmtTime(e.createdAt)],
+      ]),
+    );
+  },
+};
+
+const editEndpoint: Command = {
+  name: "edit",
+  summary: "change a public endpoint's restrictions, description or tags",
+  usage: "endpoints edit <endpoint-id> [create's options] [--no-origin] [--no-ip] [--no-time-limit] [--no-tags]",
+  help: [...FIELD_HELP, "--no-origin, --no-ip, --no-time-limit, --no-tags   clear that field"],
+  examples: ["gcfaas endpoints edit 01jc9x7k2s --daily-limit -1 --no-time-limit"],
+  options: { ...FIELD_OPTIONS, "no-origin": { type: "boolean" }, "no-ip": { type: "boolean" }, "no-time-limit": { type: "boolean" }, "no-tags": { type: "boolean" } },
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<endpoint-id>");
+    const body = endpointBody(a, true);
+    if (Object.keys(body).length === 0) throw new UsageError("nothing to change", "endpoints edit");
+    const api = await ctx.api();
+    await api.call("PATCH", `/v1/endpoint/${id}`, { json: body });
+    const e = await api.get<Endpoint>(`/v1/endpoint/${id}`);
+    ctx.out.result(e, () => ctx.out.line(`updated endpoint ${id}`));
+  },
+};
+
+const deleteEndpoint: Command = {
+  name: "delete",
+  summary: "delete a public endpoint",
+  usage: "endpoints delete <endpoint-id>",
+  examples: ["gcfaas endpoints delete 01jc9x7k2s"],
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<endpoint-id>");
+    await (await ctx.api()).call("DELETE", `/v1/endpoint/${id}`);
+    ctx.out.result({ id, deleted: true }, () => ctx.out.line(`deleted endpoint ${id}`));
+  },
+};
+
+const endpointMetrics: Command = {
+  name: "metrics",
+  summary: "tasks issued through a public endpoint: today, last 7 days, pending",
+  usage: "endpoints metrics <endpoint-id>",
+  examples: ["gcfaas endpoints metrics 01jc9x7k2s"],
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<endpoint-id>");
+    const m = await (await ctx.api()).get<{ todayTasks: number; pendingTasks: number; weekTasks: number }>(`/v1/endpoint/${id}/metrics`);
+    ctx.out.result(m, () =>
+      ctx.out.fields([
+        ["today", String(m.todayTasks)],
+        ["last 7 days", String(m.weekTasks)],
+        ["pending", String(m.pendingTasks)],
+      ]),
+    );
+  },
+};
+
+export const endpoints: Command = {
+  name: "endpoints",
+  summary: "manage public endpoints: list, create, get, edit, delete, metrics",
+  usage: "endpoints list|create|get|edit|delete|metrics ...",
+  subcommands: [listEndpoints, createEndpoint, getEndpoint, editEndpoint, deleteEndpoint, endpointMetrics],
+};

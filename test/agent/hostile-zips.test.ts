@@ -1,0 +1,122 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { unzipSafely, DEFAULT_UNZIP_LIMITS } from "../../agent/builder/index.js";
+import { ensureEnvironment } from "./helpers/environment.js";
+import { buildZip, removeTempDirs, tempDir } from "./helpers/functions.js";
+import { lieAboutSizes, markEncrypted, renameEntry, zipItems } from "./helpers/zip.js";
+
+const HANDLER = { name: "handler.py", data: "def handle(event, context):\n    return 1\n" };
+
+/** Lists every file under `dir`, to prove nothing was written beside the build folder. */
+async function tree(dir: string): Promise<string[]> {
+  const entries = await fs.readdir(dir, { recursive: true });
+  return entries.sort();
+}
+
+afterAll(async () => {
+  await removeTempDirs();
+});
+
+beforeAll(async () => {
+  await ensureEnvironment(["py"]);
+});
+
+describe("zip slip", () => {
+  it("refuses an entry whose path climbs out with ../ and writes nothing outside", async () => {
+    const parent = await tempDir("slip");
+    const zip = renameEntry(await zipItems([HANDLER, { name: "xx/evil.txt", data: "pwned" }]), "xx/evil.txt", "../evil.txt");
+    await expect(unzipSafely(zip, await mkdir(parent, "dest"), DEFAULT_UNZIP_LIMITS)).rejects.toThrow(/climbs out of the folder/);
+    expect(await tree(parent)).toEqual(["dest", "dest/handler.py"]);
+    const built = await buildZip("py", zip);
+    expect(built.result.ok).toBe(false);
+    expect(built.log.join("\n")).toMatch(/zip refused: zip entry "\.\.\/evil\.txt" climbs out of the folder with "\.\." \(zip slip\)/);
+  });
+
+  it("refuses an absolute path", async () => {
+    const parent = await tempDir("abs");
+    const zip = renameEntry(await zipItems([{ name: "xtmp/evil.txt", data: "pwned" }]), "xtmp/evil.txt", "/tmp/evil.txt");
+    await expect(unzipSafely(zip, await mkdir(parent, "dest"), DEFAULT_UNZIP_LIMITS)).rejects.toThrow(/absolute path/);
+    expect(await tree(parent)).toEqual(["dest"]);
+  });
+});
+
+describe("symlink escape", () => {
+  it("refuses a symlink that points outside the folder, and never writes through it", async () => {
+    const parent = await tempDir("symlink");
+    const zip = await zipItems([
+      HANDLER,
+      { name: "escape", data: "../../outside", mode: 0o120777 },
+      { name: "escape/planted.txt", data: "pwned" },
+    ]);
+    await expect(unzipSafely(zip, await mkdir(parent, "dest"), DEFAULT_UNZIP_LIMITS)).rejects.toThrow(/symlink/);
+    const files = await tree(parent);
+    expect(files.every((f) => f.startsWith("dest"))).toBe(true);
+    expect(files).not.toContain("outside");
+  });
+
+  it("refuses an absolute symlink target", async () => {
+    const zip = await zipItems([HANDLER, { name: "passwd", data: "/etc/passwd", mode: 0o120777 }]);
+    const built = await buildZip("py", zip);
+    expect(built.result.ok).toBe(false);
+    expect(built.log.join("\n")).toMatch(/zip entry "passwd" is a symlink to "\/etc\/passwd", which leaves the folder/);
+  });
+
+  it("keeps a symlink that stays inside the folder", async () => {
+    const parent = await tempDir("symlink-ok");
+    const dest = await mkdir(parent, "dest");
+    const zip = await zipItems([HANDLER, { name: "lib/real.py", data: "x = 1\n" }, { name: "alias.py", data: "lib/real.py", mode: 0o120777 }]);
+    await unzipSafely(zip, dest, DEFAULT_UNZIP_LIMITS);
+    expect(await fs.readlink(path.join(dest, "alias.py"))).toBe("lib/real.py");
+  });
+});
+
+describe("zip bomb", () => {
+  it("refuses a zip that unpacks past the size limit", async () => {
+    const zeros = Buffer.alloc(48 * 1024 * 1024);
+    const zip = await zipItems([HANDLER, { name: "a.bin", data: zeros }, { name: "b.bin", data: zeros }]);
+    expect(zip.length).toBeLessThan(1024 * 1024);
+    const built = await buildZip("py", zip, { maxUncompressedBytes: 64 * 1024 * 1024 });
+    expect(built.result.ok).toBe(false);
+    expect(built.log.join("\n")).toMatch(/zip unpacks to more than 64 MiB, the limit; refusing a possible zip bomb/);
+  });
+
+  it("counts the bytes actually inflated, not the sizes the headers claim", async () => {
+    const parent = await tempDir("bomb");
+    const zip = lieAboutSizes(await zipItems([{ name: "bomb.bin", data: Buffer.alloc(32 * 1024 * 1024) }]), 1000);
+    await expect(unzipSafely(zip, await mkdir(parent, "dest"), DEFAULT_UNZIP_LIMITS)).rejects.toThrow(/zip bomb/);
+    const written = await fs.stat(path.join(parent, "dest", "bomb.bin")).catch(() => null);
+    expect(written === null || written.size <= 1024 * 1024).toBe(true);
+  });
+
+  it("refuses more entries than the limit", async () => {
+    const items = Array.from({ length: 30 }, (_, i) => ({ name: `f${i}.txt`, data: "x" }));
+    const built = await buildZip("py", await zipItems([HANDLER, ...items]), { maxEntries: 20 });
+    expect(built.result.ok).toBe(false);
+    expect(built.log.join("\n")).toMatch(/zip has 31 entries, more than the limit of 20/);
+  });
+
+  it("holds the default limits of the issue: 10,000 entries and 500 MiB", () => {
+    expect(DEFAULT_UNZIP_LIMITS).toEqual({ maxEntries: 10_000, maxUncompressedBytes: 500 * 1024 * 1024 });
+  });
+});
+
+describe("encrypted and malformed zips", () => {
+  it("refuses encrypted entries", async () => {
+    const built = await buildZip("py", markEncrypted(await zipItems([HANDLER])));
+    expect(built.result.ok).toBe(false);
+    expect(built.log.join("\n")).toMatch(/zip entry "handler\.py" is encrypted/);
+  });
+
+  it("refuses something that is not a zip", async () => {
+    const built = await buildZip("py", Buffer.from("definitely not a zip"));
+    expect(built.result.ok).toBe(false);
+    expect(built.log.join("\n")).toMatch(/not a readable zip archive/);
+  });
+});
+
+async function mkdir(parent: string, name: string): Promise<string> {
+  const dir = path.join(parent, name);
+  await fs.mkdir(dir);
+  return dir;
+}

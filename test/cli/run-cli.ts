@@ -1,0 +1,62 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { ROOT } from "../e2e/harness.js";
+
+export const BIN = path.join(ROOT, "cli/bin.js");
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON (throws with the run's output when it is not JSON). */
+  json<T = any>(): T;
+}
+
+export interface CliOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  input?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * Runs `gcfaas <args>` as a real child process (the same launcher `npx gcfaas` runs), with an
+ * environment built from `env` only plus PATH and HOME: no GCFAAS_* leaks in from the test runner.
+ */
+export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" };
+  for (const [k, v] of Object.entries(o.env ?? {})) if (v !== undefined) env[k] = v;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`gcfaas ${args.join(" ")} did not finish in time:\n${stdout}\n${stderr}`));
+    }, o.timeoutMs ?? 120_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({
+        code,
+        stdout,
+        stderr,
+        json() {
+          try {
+            return JSON.parse(stdout);
+          } catch {
+            throw new Error(`gcfaas ${args.join(" ")} printed no JSON (exit ${code}):\nstdout: ${stdout}\nstderr: ${stderr}`);
+          }
+        },
+      });
+    });
+    child.stdin.end(o.input ?? "");
+  });
+}
+
+/** A readable summary for assertion messages. */
+export function show(r: CliRun): string {
+  return `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+}
