@@ -10,7 +10,7 @@ import { LANGS } from "../agent/runtimes/languages.js";
 import { assertDockerRunning, ensureOfflineImages } from "../agent/runtimes/images.js";
 import { AgentProcess, LocalWorker, ROOT } from "./lib/local-service.js";
 
-const STATE = path.join(ROOT, ".state");
+const STATE = path.resolve(process.env.GCFAAS_STATE_DIR ?? path.join(ROOT, ".state"));
 const DEV_FILE = path.join(STATE, "dev.json");
 const PORT = Number(process.env.GCFAAS_PORT ?? 8787);
 
@@ -82,8 +82,8 @@ async function main() {
     URL          ${worker.url}
     token        ${creds.token}
     admin token  ${creds.adminToken}   (ADMIN_TOKEN, for /v1/admin)
-    logs         .state/logs/worker.log, .state/logs/agent.log
-    state        .state/ (kept across restarts; delete it for a fresh start)
+    logs         ${path.join(STATE, "logs")}/worker.log, agent.log
+    state        ${STATE} (kept across restarts; delete it for a fresh start)
 
   Try:
     curl -s ${worker.url}/v1/function/list -H "Authorization: Bearer ${creds.token}"
