@@ -29,8 +29,10 @@ export default defineConfig(async () => {
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
-            // Table-driven suites send hundreds of requests; a loaded 2-core CI box needs room.
+            // Table-driven suites send hundreds of requests; a loaded 2-core CI box needs room, and
+            // files one at a time keep the dispatcher's timing tests honest (no slower in total).
             testTimeout: 60_000,
+            fileParallelism: false,
             setupFiles: ["test/worker/setup/apply-migrations.ts"],
           },
         },

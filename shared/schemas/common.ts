@@ -42,11 +42,12 @@ export const tagRefs = z
   .transform((refs) => refs.map((r) => (typeof r === "string" ? r : r.id)))
   .refine((ids) => new Set(ids).size === ids.length, "tag ids must be unique");
 
-export const unique = <T extends z.ZodTypeAny>(item: T, what: string, max = 100) =>
+/** An array whose items are unique by `key` (items that differ only in spelling can share a key). */
+export const unique = <T extends z.ZodTypeAny>(item: T, what: string, max = 100, key: (x: z.output<T>) => string = (x) => JSON.stringify(x)) =>
   z
     .array(item, { error: `must be an array of ${what}` })
     .max(max, `at most ${max} ${what}`)
-    .refine((xs) => new Set(xs.map((x) => JSON.stringify(x))).size === xs.length, `${what} must be unique`);
+    .refine((xs) => new Set(xs.map(key)).size === xs.length, `${what} must be unique`);
 
 /** Query-string integers ("3") and JSON integers (3) alike, in [min, max]. */
 export const intParam = (min: number, max: number | undefined, dflt: number) => {

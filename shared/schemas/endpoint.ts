@@ -39,7 +39,9 @@ const endpointFields = {
   description: printableAscii(256).optional(),
   tag: tagRefs.optional(),
   dailyLimit: z.int({ error: "must be an integer of at least -1" }).min(-1, "must be an integer of at least -1").max(1_000_000_000, "at most 1000000000").optional(),
-  origin: unique(origin, "origins").optional(),
+  // Origins are matched with scheme and host case-insensitive and the default port ignored, so
+  // "https://A.com" and "https://a.com:443/" are the same origin and count as a duplicate.
+  origin: unique(origin, "origins", 100, (o) => new URL(o).origin).optional(),
   ip: unique(ipv4, "IPv4 addresses").optional(),
   timeLimit: timeLimit.nullable().optional(),
 };

@@ -121,7 +121,11 @@ export const query = <S extends z.ZodType>(c: Context, schema: S): z.output<S> =
  */
 export async function listFilters<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
   const fromQuery: Record<string, unknown> = queryObject(c);
-  const body = parseJsonText(await readTextLimited(c.req.raw, 64 * 1024));
+  const text = await readTextLimited(c.req.raw, MAX_JSON_BYTES);
+  // As for the other bodies without a required Content-Type: it may be omitted, not contradicted.
+  // A bodiless GET is not judged by a stray header.
+  if (text.trim() !== "") requireJsonContentType(c, "optional");
+  const body = parseJsonText(text);
   if (body !== undefined && (typeof body !== "object" || body === null || Array.isArray(body)))
     throw validationFailed([{ field: "body", message: "must be a JSON object" }]);
   return parseWith(schema, { ...fromQuery, ...(body as Record<string, unknown> | undefined) });

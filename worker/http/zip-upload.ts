@@ -58,7 +58,7 @@ export async function storeZip(bucket: R2Bucket, key: string, req: Request, limi
   if (length !== undefined && length > limit) throw tooLarge(limit);
   if (!req.body || length === 0) throw notZip("the body is empty");
   const sniffer = new ZipSniffer();
-  const checked = req.body.pipeThrough(sniffer.stream);
+  const checked = (await zipLooking(req.body)).pipeThrough(sniffer.stream);
   try {
     if (length !== undefined) {
       const fixed = new FixedLengthStream(length);
@@ -72,6 +72,34 @@ export async function storeZip(bucket: R2Bucket, key: string, req: Request, limi
     await bucket.delete(key).catch(() => undefined);
     throw e instanceof ApiError ? e : new ApiError("validation_failed", `the upload failed: ${(e as Error).message}`);
   }
+}
+
+/**
+ * Refuses a body whose first bytes are not a zip signature before anything is sent to R2, and
+ * gives back a stream of the whole body. Failing inside the pipe to R2 instead leaves workerd
+ * with a rejected read of the request stream that nothing can handle (an "uncaught" log line
+ * for every refused upload).
+ */
+async function zipLooking(body: ReadableStream<Uint8Array>): Promise<ReadableStream<Uint8Array>> {
+  const reader = body.getReader();
+  const first: Uint8Array[] = [];
+  let head: Uint8Array = new Uint8Array(0);
+  while (head.length < 4) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    first.push(value);
+    head = concat(head, value.subarray(0, 4 - head.length));
+  }
+  if (head.length === 4 && !startsWith(head, LOCAL_HEADER) && !startsWith(head, EMPTY_ARCHIVE)) throw notZip("it does not start with a zip signature");
+  return new ReadableStream<Uint8Array>({
+    start: (ctrl) => first.forEach((c) => ctrl.enqueue(c)),
+    pull: async (ctrl) => {
+      const { done, value } = await reader.read();
+      if (done) ctrl.close();
+      else ctrl.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 async function readAll(stream: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {

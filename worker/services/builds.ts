@@ -1,8 +1,9 @@
-import { and, asc, count, desc, eq } from "drizzle-orm";
+import { and, asc, desc, eq } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { buildLogs, builds } from "../db/schema.js";
 import { notFound } from "../errors.js";
-import { envelope, pageOffset, type PageRequest } from "../http/paginate.js";
+import type { PageRequest } from "../http/paginate.js";
+import { listPage } from "./records.js";
 import { iso } from "../lib/time.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
 import { getOwnFunction } from "./functions.js";
@@ -47,17 +48,16 @@ export async function describeBuild(db: Db, accountId: string, id: string) {
 export async function listBuilds(db: Db, accountId: string, filter: PageRequest & { functionId?: string | undefined }) {
   if (filter.functionId) await getOwnFunction(db, accountId, filter.functionId);
   const where = and(eq(builds.accountId, accountId), filter.functionId ? eq(builds.functionId, filter.functionId) : undefined);
-  const [[total], rows] = await Promise.all([
-    db.select({ n: count() }).from(builds).where(where),
+  const page = await listPage(db, builds, where, filter, (limit, offset) =>
     db
       .select({ id: builds.id, functionId: builds.functionId, status: builds.status, createdAt: builds.createdAt })
       .from(builds)
       .where(where)
       .orderBy(desc(builds.id))
-      .limit(filter.limit)
-      .offset(pageOffset(filter)),
-  ]);
-  return envelope(filter, total?.n ?? 0, rows.map((r) => ({ ...r, createdAt: iso(r.createdAt) })));
+      .limit(limit)
+      .offset(offset),
+  );
+  return { ...page, results: page.results.map((r) => ({ ...r, createdAt: iso(r.createdAt) })) };
 }
 
 /** The build tasks run: the function's newest successful one. */

@@ -1,9 +1,10 @@
-import { and, count, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { runBatch, type Db } from "../db/client.js";
 import { endpoints, tasks } from "../db/schema.js";
 import { notFound } from "../errors.js";
-import { envelope, pageOffset, type PageRequest } from "../http/paginate.js";
+import type { PageRequest } from "../http/paginate.js";
+import { listPage, saveEdit } from "./records.js";
 import { newId } from "../lib/ids.js";
 import { DAY_MS, iso, startOfUtcDay } from "../lib/time.js";
 import type { EndpointInput } from "../../shared/schemas/endpoint.js";
@@ -47,10 +48,7 @@ export async function editEndpoint(db: Db, accountId: string, id: string, input:
   await getOwnEndpoint(db, accountId, id);
   await assertOwnTags(db, accountId, input.tag);
   const set = columnsOf(input);
-  const stmts: BatchItem<"sqlite">[] = [];
-  if (Object.keys(set).length) stmts.push(db.update(endpoints).set(set).where(eq(endpoints.id, id)));
-  if (input.tag) stmts.push(...replaceLinks(db, id, input.tag));
-  await runBatch(db, stmts);
+  await saveEdit(db, id, Object.keys(set).length ? db.update(endpoints).set(set).where(eq(endpoints.id, id)) : undefined, input.tag);
 }
 
 export const timeLimitOf = (e: EndpointRow) =>
@@ -75,18 +73,17 @@ export async function describeEndpoint(db: Db, accountId: string, id: string) {
 export async function listEndpoints(db: Db, accountId: string, filter: PageRequest & { functionId?: string | undefined }) {
   if (filter.functionId) await getOwnFunction(db, accountId, filter.functionId);
   const where = and(eq(endpoints.accountId, accountId), filter.functionId ? eq(endpoints.functionId, filter.functionId) : undefined);
-  const [[total], rows] = await Promise.all([
-    db.select({ n: count() }).from(endpoints).where(where),
+  const page = await listPage(db, endpoints, where, filter, (limit, offset) =>
     db
       .select({ id: endpoints.id, functionId: endpoints.functionId, description: endpoints.description, createdAt: endpoints.createdAt })
       .from(endpoints)
       .where(where)
       .orderBy(desc(endpoints.id))
-      .limit(filter.limit)
-      .offset(pageOffset(filter)),
-  ]);
-  const tags = await tagsOf(db, rows.map((r) => r.id));
-  return envelope(filter, total?.n ?? 0, rows.map((r) => ({ ...r, tags: tags.get(r.id) ?? [], createdAt: iso(r.createdAt) })));
+      .limit(limit)
+      .offset(offset),
+  );
+  const tags = await tagsOf(db, page.results.map((r) => r.id));
+  return { ...page, results: page.results.map((r) => ({ ...r, tags: tags.get(r.id) ?? [], createdAt: iso(r.createdAt) })) };
 }
 
 /** Tasks issued through the endpoint: today (UTC day), pending, last 7 days. */

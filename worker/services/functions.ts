@@ -8,6 +8,7 @@ import { DAY_MS, startOfUtcDay, unixSeconds } from "../lib/time.js";
 import { CAPABILITY_DEFAULTS, type CapabilitiesSet, type FunctionCreate, type FunctionEdit } from "../../shared/schemas/function.js";
 import { TASK_STATUS } from "../../shared/schemas/task.js";
 import { assertOwnTags, replaceLinks, tagsOf } from "./tags.js";
+import { given, saveEdit } from "./records.js";
 
 export type FunctionRow = typeof functions.$inferSelect;
 
@@ -42,13 +43,8 @@ export async function createFunction(db: Db, accountId: string, input: FunctionC
 export async function editFunction(db: Db, accountId: string, id: string, input: FunctionEdit): Promise<void> {
   await getOwnFunction(db, accountId, id);
   await assertOwnTags(db, accountId, input.tag);
-  const set: Partial<FunctionRow> = {};
-  if (input.name !== undefined) set.name = input.name;
-  if (input.description !== undefined) set.description = input.description;
-  const stmts: BatchItem<"sqlite">[] = [];
-  if (Object.keys(set).length) stmts.push(db.update(functions).set(set).where(eq(functions.id, id)));
-  if (input.tag) stmts.push(...replaceLinks(db, id, input.tag));
-  await runBatch(db, stmts);
+  const set = given({ name: input.name, description: input.description });
+  await saveEdit(db, id, Object.keys(set).length ? db.update(functions).set(set).where(eq(functions.id, id)) : undefined, input.tag);
 }
 
 export const capabilitiesOf = (f: FunctionRow) => ({
@@ -60,9 +56,7 @@ export const capabilitiesOf = (f: FunctionRow) => ({
 });
 
 export async function setCapabilities(db: Db, accountId: string, id: string, input: CapabilitiesSet): Promise<void> {
-  const set: Partial<FunctionRow> = {};
-  for (const key of ["timeout", "cpuCount", "memSize", "privileged"] as const)
-    if (input[key] !== undefined) (set as Record<string, unknown>)[key] = input[key];
+  const set = given({ timeout: input.timeout, cpuCount: input.cpuCount, memSize: input.memSize, privileged: input.privileged });
   const where = and(eq(functions.id, id), eq(functions.accountId, accountId));
   const res = Object.keys(set).length
     ? await db.update(functions).set(set).where(where).returning({ id: functions.id })

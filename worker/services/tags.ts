@@ -19,10 +19,14 @@ export async function assertOwnTags(db: Db, accountId: string, ids: string[] | u
   if (missing >= 0) throw validationFailed([{ field: `tag[${missing}]`, message: `no tag ${ids[missing]} in this account` }]);
 }
 
-/** Statements that replace the tags of one record, keeping the caller's order. */
+/**
+ * Statements that replace the tags of one record, keeping the caller's order. A link row binds
+ * three parameters and D1 binds at most 100 a statement, so the rows go in slices of 33.
+ */
 export function replaceLinks(db: Db, recordId: string, ids: string[]): BatchItem<"sqlite">[] {
   const stmts: BatchItem<"sqlite">[] = [db.delete(tagLinks).where(eq(tagLinks.recordId, recordId))];
-  if (ids.length) stmts.push(db.insert(tagLinks).values(ids.map((tagId, position) => ({ recordId, tagId, position }))));
+  const rows = ids.map((tagId, position) => ({ recordId, tagId, position }));
+  for (const part of chunks(rows, 33)) stmts.push(db.insert(tagLinks).values(part));
   return stmts;
 }
 

@@ -1,9 +1,9 @@
-import { and, count, desc, eq } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
+import { and, desc, eq } from "drizzle-orm";
 import { runBatch, type Db } from "../db/client.js";
 import { functions, triggers } from "../db/schema.js";
 import { notFound, validationFailed } from "../errors.js";
-import { envelope, pageOffset, type PageRequest } from "../http/paginate.js";
+import type { PageRequest } from "../http/paginate.js";
+import { given, listPage, saveEdit } from "./records.js";
 import { newId } from "../lib/ids.js";
 import { iso } from "../lib/time.js";
 import type { TriggerCreate, TriggerEdit } from "../../shared/schemas/trigger.js";
@@ -62,28 +62,22 @@ export async function describeTrigger(db: Db, accountId: string, id: string) {
 export async function listTriggers(db: Db, accountId: string, filter: PageRequest & { functionId?: string | undefined }) {
   if (filter.functionId) await getOwnFunction(db, accountId, filter.functionId);
   const where = and(eq(triggers.accountId, accountId), filter.functionId ? eq(triggers.functionId, filter.functionId) : undefined);
-  const [[total], rows] = await Promise.all([
-    db.select({ n: count() }).from(triggers).where(where),
-    db.select().from(triggers).where(where).orderBy(desc(triggers.id)).limit(filter.limit).offset(pageOffset(filter)),
-  ]);
-  const tags = await tagsOf(db, rows.map((r) => r.id));
-  return envelope(filter, total?.n ?? 0, rows.map((r) => {
-    const { description: _d, ...item } = triggerOut(r, tags);
-    return item;
-  }));
+  const page = await listPage(db, triggers, where, filter, (limit, offset) => db.select().from(triggers).where(where).orderBy(desc(triggers.id)).limit(limit).offset(offset));
+  const tags = await tagsOf(db, page.results.map((r) => r.id));
+  return {
+    ...page,
+    results: page.results.map((r) => {
+      const { description: _d, ...item } = triggerOut(r, tags);
+      return item;
+    }),
+  };
 }
 
 export async function editTrigger(db: Db, accountId: string, id: string, input: TriggerEdit): Promise<void> {
   await getOwnTrigger(db, accountId, id);
   await assertOwnTags(db, accountId, input.tag);
-  const set: Partial<TriggerRow> = {};
-  if (input.status !== undefined) set.status = input.status;
-  if (input.includeResult !== undefined) set.includeResult = input.includeResult;
-  if (input.description !== undefined) set.description = input.description;
-  const stmts: BatchItem<"sqlite">[] = [];
-  if (Object.keys(set).length) stmts.push(db.update(triggers).set(set).where(eq(triggers.id, id)));
-  if (input.tag) stmts.push(...replaceLinks(db, id, input.tag));
-  await runBatch(db, stmts);
+  const set = given({ status: input.status, includeResult: input.includeResult, description: input.description });
+  await saveEdit(db, id, Object.keys(set).length ? db.update(triggers).set(set).where(eq(triggers.id, id)) : undefined, input.tag);
 }
 
 export async function deleteTrigger(db: Db, accountId: string, id: string): Promise<void> {

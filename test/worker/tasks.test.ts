@@ -1,0 +1,247 @@
+import { describe, expect, it } from "vitest";
+import {
+  call,
+  callJson,
+  deployedFunction,
+  expectError,
+  finishTask,
+  markBuild,
+  newAccount,
+  newFunction,
+  newTask,
+  RECORD_ID,
+  sql,
+  UNIX_SECONDS,
+  uploadBuild,
+} from "./helpers.js";
+
+async function deployed(body: Record<string, unknown> = {}) {
+  const { token } = await newAccount();
+  return { token, fn: await deployedFunction(token, body) };
+}
+
+const taskPost = (token: string, fn: string, o: { body?: BodyInit; headers?: Record<string, string>; query?: string } = {}) =>
+  call(`/v1/task/${fn}${o.query ?? ""}`, { token, method: "POST", ...(o.body === undefined ? {} : { body: o.body }), headers: o.headers ?? {} });
+
+describe("POST /v1/task/<function_id>", () => {
+  it("answers 201 with the task id", async () => {
+    const { token, fn } = await deployed();
+    const body = await callJson(`/v1/task/${fn}?name=world`, 201, { token, json: { greeting: "hi" } });
+    expect(body).toEqual({ id: expect.stringMatching(RECORD_ID) });
+  });
+
+  it("takes any JSON value, with or without Content-Type, and no body at all", async () => {
+    const { token, fn } = await deployed();
+    for (const body of ['{"a":1}', "[1,2]", '"text"', "42", "null", "true"]) {
+      expect((await taskPost(token, fn, { body, headers: { "content-type": "application/json" } })).status, body).toBe(201);
+      expect((await taskPost(token, fn, { body })).status, body).toBe(201);
+    }
+    expect((await taskPost(token, fn)).status).toBe(201);
+  });
+
+  it("hands the query parameters, headers and body to the function, without the caller's token", async () => {
+    const { token, fn } = await deployed();
+    const { id } = await callJson(`/v1/task/${fn}?a=1&b=2&b=3`, 201, { token, json: { x: [1] }, headers: { "x-trace": "t1" } });
+    const row = await import("cloudflare:test").then(({ env }) => env.DB.prepare("select input from tasks where id = ?").bind(id).first<{ input: string }>());
+    const input = JSON.parse(row!.input);
+    expect(input).toMatchObject({ method: "POST", query: { a: "1", b: ["2", "3"] }, body: '{"x":[1]}' });
+    expect(input.headers["x-trace"]).toBe("t1");
+    expect(input.headers.authorization).toBeUndefined();
+  });
+
+  it("refuses a body that is not valid JSON (400)", async () => {
+    const { token, fn } = await deployed();
+    for (const body of ["{", "hello", "{'a':1}", "[1,]", "NaN"])
+      await expectError(taskPost(token, fn, { body, headers: { "content-type": "application/json" } }), 400, "invalid_json");
+    await expectError(taskPost(token, fn, { body: new Uint8Array([0x22, 0xff, 0xfe, 0x22]) }), 400, "invalid_json");
+    expect(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).toEqual([]);
+  });
+
+  // Content-Type is optional here, and curl -d and fetch(string) label bodies as form or text by
+  // default: the header is handed to the function, but the body must be JSON whatever it says.
+  it("judges the body, not its Content-Type", async () => {
+    const { token, fn } = await deployed();
+    expect((await taskPost(token, fn, { body: '{"a":1}', headers: { "content-type": "text/plain" } })).status).toBe(201);
+    expect((await taskPost(token, fn, { body: '{"a":1}', headers: { "content-type": "application/x-www-form-urlencoded" } })).status).toBe(201);
+    await expectError(taskPost(token, fn, { body: "a=1", headers: { "content-type": "application/x-www-form-urlencoded" } }), 400, "invalid_json");
+  });
+
+  it("answers 413 for a body over 10 MiB, declared or streamed", async () => {
+    const { token, fn } = await deployed();
+    const big = JSON.stringify("x".repeat(10 * 1024 * 1024));
+    await expectError(taskPost(token, fn, { body: big, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
+    const chunk = new TextEncoder().encode(" ".repeat(1024 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(ctrl) {
+        if (sent++ > 10) ctrl.close();
+        else ctrl.enqueue(chunk.slice());
+      },
+    });
+    await expectError(taskPost(token, fn, { body: stream }), 413, "payload_too_large");
+  });
+
+  it("answers 409 no_successful_build for a function without a SUCCESS build", async () => {
+    const { token } = await newAccount();
+    const fn = await newFunction(token);
+    await expectError(taskPost(token, fn), 409, "no_successful_build");
+    const pending = await uploadBuild(token, fn);
+    await expectError(taskPost(token, fn), 409, "no_successful_build");
+    await markBuild(pending.id, "FAILED");
+    await expectError(taskPost(token, fn), 409, "no_successful_build");
+    await markBuild((await uploadBuild(token, fn)).id, "SUCCESS");
+    expect((await taskPost(token, fn)).status).toBe(201);
+  });
+
+  it("answers 404 for an unknown function", async () => {
+    const { token } = await newAccount();
+    await expectError(taskPost(token, "nosuchfunction"), 404, "not_found");
+  });
+});
+
+describe("GET /v1/task/<task_id>", () => {
+  it("answers a pending task with the function's capabilities at issue time", async () => {
+    const { token, fn } = await deployed();
+    await call(`/v1/function/${fn}/capabilities`, { token, json: { timeout: 60, cpuCount: 2, memSize: 512, privileged: true } });
+    const id = await newTask(token, fn);
+    await call(`/v1/function/${fn}/capabilities`, { token, json: { timeout: 90 } });
+    const task = await callJson(`/v1/task/${id}`, 200, { token });
+    expect(task).toEqual({
+      id,
+      functionId: fn,
+      issued: expect.stringMatching(UNIX_SECONDS),
+      assigned: null,
+      finished: null,
+      progress: 0,
+      status: 0,
+      node: null,
+      timeout: 60,
+      capabilities: { cpuCount: 2, memSize: 512, networkLatency: 0, privileged: true },
+      endpointId: null,
+      triggerId: null,
+      parentTaskId: null,
+    });
+    expect(Math.abs(Number(task.issued) - Date.now() / 1000)).toBeLessThan(5);
+  });
+
+  it("answers a finished task with its times as Unix seconds and the node that ran it", async () => {
+    const { token, fn } = await deployed();
+    const id = await newTask(token, fn);
+    await finishTask(id, { finishedAt: Date.UTC(2026, 10, 21, 5, 14) });
+    expect(await callJson(`/v1/task/${id}`, 200, { token })).toMatchObject({
+      assigned: String(Date.UTC(2026, 10, 21, 5, 14) / 1000 - 1),
+      finished: "1795238040",
+      progress: 100,
+      status: 200,
+      node: "node-1",
+    });
+  });
+
+  it("answers 404 for an unknown id", async () => {
+    const { token } = await newAccount();
+    await expectError(call("/v1/task/nosuchtask", { token }), 404, "not_found");
+  });
+});
+
+describe("GET /v1/task/list", () => {
+  it("answers the caller's tasks as [{id, issued, progress, status}], newest first", async () => {
+    const { token, fn } = await deployed();
+    expect(await callJson("/v1/task/list", 200, { token })).toEqual([]);
+    const a = await newTask(token, fn);
+    const b = await newTask(token, fn);
+    await finishTask(a);
+    expect(await callJson("/v1/task/list", 200, { token })).toEqual([
+      { id: b, issued: expect.stringMatching(UNIX_SECONDS), progress: 0, status: 0 },
+      { id: a, issued: expect.stringMatching(UNIX_SECONDS), progress: 100, status: 200 },
+    ]);
+  });
+
+  it("filters by functionId and pages with limit and before", async () => {
+    const { token, fn } = await deployed();
+    const other = await deployedFunction(token, { name: "other" });
+    const ids = [await newTask(token, fn), await newTask(token, fn), await newTask(token, fn)];
+    const otherTask = await newTask(token, other);
+    const idsOf = (xs: { id: string }[]) => xs.map((x) => x.id);
+    expect(idsOf(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token }))).toEqual([...ids].reverse());
+    expect(idsOf(await callJson(`/v1/task/list?functionId=${other}`, 200, { token }))).toEqual([otherTask]);
+    expect(idsOf(await callJson("/v1/task/list?limit=2", 200, { token }))).toEqual([otherTask, ids[2]]);
+    expect(idsOf(await callJson(`/v1/task/list?limit=2&before=${ids[2]}`, 200, { token }))).toEqual([ids[1], ids[0]]);
+    expect(idsOf(await callJson(`/v1/task/list?before=${ids[0]}`, 200, { token }))).toEqual([]);
+  });
+
+  it("refuses limit 0 and 1001, malformed ids and unknown parameters; an unknown function answers 404", async () => {
+    const { token } = await newAccount();
+    await callJson("/v1/task/list?limit=1000", 200, { token });
+    for (const q of ["limit=0", "limit=1001", "functionId=NOT-AN-ID", "before=%20", "page=2"])
+      await expectError(call(`/v1/task/list?${q}`, { token }), 400, "validation_failed");
+    await expectError(call("/v1/task/list?functionId=nosuchfunction", { token }), 404, "not_found");
+  });
+});
+
+describe("GET /v1/task/<task_id>/result", () => {
+  it("answers 202 {status: 0, progress} before the task finishes", async () => {
+    const { token, fn } = await deployed();
+    const id = await newTask(token, fn);
+    expect(await callJson(`/v1/task/${id}/result`, 202, { token })).toEqual({ status: 0, progress: 0 });
+    await sql("update tasks set progress = 40, assigned_at = ? where id = ?", Date.now(), id);
+    expect(await callJson(`/v1/task/${id}/result`, 202, { token })).toEqual({ status: 0, progress: 40 });
+  });
+
+  it("replays the function's status, Content-Type and body once finished", async () => {
+    const { token, fn } = await deployed();
+    const text = await newTask(token, fn);
+    await finishTask(text, { status: 201, contentType: "text/plain; charset=utf-8", body: "hello world" });
+    const res = await call(`/v1/task/${text}/result`, { token });
+    expect([res.status, res.headers.get("content-type"), await res.text()]).toEqual([201, "text/plain; charset=utf-8", "hello world"]);
+
+    const json = await newTask(token, fn);
+    await finishTask(json, { status: 418, contentType: "application/json", body: '{"teapot":true}' });
+    const res2 = await call(`/v1/task/${json}/result`, { token });
+    expect([res2.status, res2.headers.get("content-type"), await res2.json()]).toEqual([418, "application/json", { teapot: true }]);
+  });
+
+  it("waits with ?wait=S for an unfinished task, then still answers 202", async () => {
+    const { token, fn } = await deployed();
+    const id = await newTask(token, fn);
+    const started = Date.now();
+    expect(await callJson(`/v1/task/${id}/result?wait=1`, 202, { token })).toEqual({ status: 0, progress: 0 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it("answers at once, without waiting, for a task that has finished", async () => {
+    const { token, fn } = await deployed();
+    const id = await newTask(token, fn);
+    await finishTask(id, { contentType: "text/plain", body: "done" });
+    const started = Date.now();
+    const res = await call(`/v1/task/${id}/result?wait=10`, { token });
+    expect([res.status, await res.text()]).toEqual([200, "done"]);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("refuses wait above 30 or not an integer (400)", async () => {
+    const { token, fn } = await deployed();
+    const id = await newTask(token, fn);
+    for (const q of ["wait=31", "wait=-1", "wait=1.5", "wait=soon", "timeout=3"])
+      await expectError(call(`/v1/task/${id}/result?${q}`, { token }), 400, "validation_failed");
+  });
+
+  it("answers 404 for an unknown id", async () => {
+    const { token } = await newAccount();
+    await expectError(call("/v1/task/nosuchtask/result", { token }), 404, "not_found");
+  });
+});
+
+describe("GET /v1/task/<task_id>/log", () => {
+  it("answers {id, finished, log}: empty while pending, the function's lines once finished", async () => {
+    const { token, fn } = await deployed();
+    const id = await newTask(token, fn);
+    expect(await callJson(`/v1/task/${id}/log`, 200, { token })).toEqual({ id, finished: false, log: [] });
+    await finishTask(id, { log: ["starting", "stderr: warning", "done"] });
+    expect(await callJson(`/v1/task/${id}/log`, 200, { token })).toEqual({ id, finished: true, log: ["starting", "stderr: warning", "done"] });
+  });
+
+  it("answers 404 for an unknown id", async () => {
+    const { token } = await newAccount();
+    await expectError(call("/v1/task/nosuchtask/log", { token }), 404, "not_found");
+  });
+});
