@@ -2,10 +2,19 @@
 # Runs every test: type checks, the Worker suite in workerd, the agent suite against real Docker,
 # the end-to-end and CLI suites against wrangler dev with real agents. Installs what it needs first
 # (Docker, mmdebstrap, npm packages) and builds missing runtime images, so a fresh Debian machine
-# needs nothing else. Prints "N passed, N failed" last.
+# needs nothing else. The four vitest projects run one after another: on two cores, Docker-heavy
+# suites running side by side starve each other. Prints "N passed, N failed" last.
+#
+#   bash scripts/test.sh                 every project
+#   bash scripts/test.sh worker agent    only these projects (extra vitest arguments after --)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export WRANGLER_SEND_METRICS=false
+
+projects=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do projects+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+[ ${#projects[@]} -eq 0 ] && projects=(worker agent e2e cli)
 
 bash scripts/images/ensure-docker.sh
 if [ ! -x node_modules/.bin/vitest ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -17,14 +26,22 @@ npx tsc -p tsconfig.json --noEmit
 npx tsc -p tsconfig.node.json --noEmit
 
 echo "== runtime images"
-node --import tsx -e 'import("./agent/runtimes/images.ts").then(m => m.ensureOfflineImages(["py","js","go","rb","rs","cs"], l => console.log(l)))'
+node --import tsx -e 'import("./agent/runtimes/images.ts").then((m) => m.ensureOfflineImages(["py", "js", "go", "rb", "rs", "cs"], (l) => console.log(l)))'
 
-mkdir -p .state
-results=.state/test-results.json
+mkdir -p .state/test-results
+rm -f .state/test-results/*.json
 status=0
-npx vitest run --reporter=default --reporter=json --outputFile.json="$results" "$@" || status=$?
+for p in "${projects[@]}"; do
+  echo "== vitest project: $p"
+  npx vitest run --project "$p" --reporter=default --reporter=json --outputFile.json=".state/test-results/$p.json" "$@" || status=1
+done
 node -e '
-  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : ""));
-' "$results" || true
+  const fs = require("fs");
+  let passed = 0, failed = 0, skipped = 0;
+  for (const f of fs.readdirSync(".state/test-results")) {
+    const r = JSON.parse(fs.readFileSync(".state/test-results/" + f, "utf8"));
+    passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests;
+  }
+  console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ""));
+'
 exit $status

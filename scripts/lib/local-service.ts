@@ -83,10 +83,28 @@ export class LocalWorker {
     this.child = spawn(
       path.join(BIN, "wrangler"),
       ["dev", "--ip", "127.0.0.1", "--port", String(this.port), "--inspector-port", String(inspector), "--persist-to", this.stateDir, "--var", `ADMIN_TOKEN:${this.adminToken}`, "--log-level", this.logFile ? "info" : "warn"],
-      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, stdio: ["ignore", "pipe", "pipe"] },
+      // Its own process group: wrangler runs workerd as grandchildren, which a signal to wrangler
+      // alone can leave behind.
+      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     if (this.logFile) teeToFile(this.child, this.logFile);
     await Promise.race([waitForLine(this.child, /Ready on/, 120_000, "wrangler dev"), this.until200()]);
+    this.startKeepalive();
+  }
+
+  private keepalive?: NodeJS.Timeout;
+
+  /**
+   * Local workerd (as of 1.20260409) can leave requests that sleep on timers (result reads with
+   * ?wait) stalled until some other HTTP request reaches the Worker; production has a steady flow
+   * of requests and no such stall was seen there. A request a second keeps local runs honest.
+   */
+  private startKeepalive() {
+    clearInterval(this.keepalive);
+    this.keepalive = setInterval(() => {
+      fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.body?.cancel(), () => undefined);
+    }, 1000);
+    this.keepalive.unref();
   }
 
   /** `--log-level warn` hides the ready line, so readiness is also polled over HTTP. */
@@ -103,12 +121,14 @@ export class LocalWorker {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.keepalive);
     const c = this.child;
     if (!c || c.exitCode !== null) return;
     const exited = new Promise((r) => c.once("exit", r));
-    c.kill("SIGTERM");
+    killGroup(c, "SIGTERM");
     await Promise.race([exited, sleep(10_000)]);
-    if (c.exitCode === null) c.kill("SIGKILL");
+    // Whatever of the group outlived wrangler (workerd) goes too.
+    killGroup(c, "SIGKILL");
   }
 
   async restart(): Promise<void> {
@@ -119,6 +139,14 @@ export class LocalWorker {
   async dispose(): Promise<void> {
     await this.stop();
     if (this.temporary) await fs.rm(this.stateDir, { recursive: true, force: true });
+  }
+}
+
+function killGroup(c: ChildProcess, signal: NodeJS.Signals) {
+  try {
+    if (c.pid) process.kill(-c.pid, signal);
+  } catch {
+    /* the group is gone */
   }
 }
 

@@ -28,7 +28,7 @@ export async function invoke(api: Api, functionId: string, o: { query?: string; 
 export async function result(api: Api, taskId: string, timeoutMs = 120_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await api("GET", `/v1/task/${taskId}/result?wait=30`);
+    const res = await api("GET", `/v1/task/${taskId}/result?wait=10`);
     if (res.status !== 202) return { status: res.status, contentType: res.headers.get("content-type"), body: await res.text() };
     await res.body?.cancel();
     if (Date.now() > deadline) throw new Error(`task ${taskId} did not finish`);

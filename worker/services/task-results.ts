@@ -18,7 +18,9 @@ export async function awaitFinished(db: Db, env: Bindings, task: TaskRow, second
   while (t.finishedAt == null && Date.now() < deadline) {
     const before = Date.now();
     try {
-      await dispatcherFor(env, t.functionId).awaitTask(t.id, deadline - before);
+      // Bounded on this side too: a dispatcher that is reset mid-wait must not hold the request.
+      const remaining = deadline - before;
+      await Promise.race([dispatcherFor(env, t.functionId).awaitTask(t.id, remaining), new Promise((r) => setTimeout(r, remaining + 500))]);
     } catch {
       /* fall through to polling */
     }
