@@ -37,9 +37,9 @@ export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Da
   const [row] = await db
     .select({
       plan: accounts.plan,
-      invocations: sql<number>`(select count(*) from ${usage} where ${usage.accountId} = ${accounts.id} and ${usage.period} = ${period})`,
-      durationMs: sql<number>`(select coalesce(sum(${usage.durationMs}), 0) from ${usage} where ${usage.accountId} = ${accounts.id} and ${usage.period} = ${period})`,
-      mibMs: sql<number>`(select coalesce(sum(${usage.durationMs} * ${usage.memMiB}), 0) from ${usage} where ${usage.accountId} = ${accounts.id} and ${usage.period} = ${period})`,
+      invocations: sql<number>`(select count(*) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
+      durationMs: sql<number>`(select coalesce(sum(u.duration_ms), 0) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
+      mibMs: sql<number>`(select coalesce(sum(u.duration_ms * u.mem_mib), 0) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
     })
     .from(accounts)
     .where(eq(accounts.id, accountId));
@@ -53,17 +53,4 @@ export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Da
     durationMs: row?.durationMs ?? 0,
     gbSeconds: Math.round(((row?.mibMs ?? 0) / 1024 / 1000) * 1000) / 1000,
   };
-}
-
-/** 402 once the period's invocations are used up; checked when a task is issued. */
-export async function assertQuota(db: Db, plans: Plan[], accountId: string, now = Date.now()): Promise<void> {
-  const period = periodOf(now);
-  const [row] = await db
-    .select({ plan: accounts.plan, used: sql<number>`(select count(*) from ${usage} where ${usage.accountId} = ${accounts.id} and ${usage.period} = ${period})` })
-    .from(accounts)
-    .where(eq(accounts.id, accountId));
-  const plan = planOf(plans, row?.plan ?? "");
-  const used = row?.used ?? 0;
-  if (used >= plan.invocations)
-    throw new ApiError("quota_exhausted", `the ${plan.description} plan's invocations for ${period} are used up (${used}/${plan.invocations}); new tasks resume next period`);
 }

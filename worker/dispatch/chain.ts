@@ -3,6 +3,7 @@ import type { Db } from "../db/client.js";
 import { functions, triggers } from "../db/schema.js";
 import { ApiError } from "../errors.js";
 import { issueTask, type TaskRow } from "../services/tasks.js";
+import { admissionColumns, admit } from "../services/admission.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { Plan } from "../billing/plans.js";
 
@@ -28,15 +29,16 @@ export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<string
  */
 export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow): Promise<TaskRow[]> {
   if (done.hop >= MAX_HOPS) return [];
+  const now = Date.now();
   const matching = await db
-    .select({ trigger: triggers, next: functions })
+    .select({ trigger: triggers, next: functions, ...admissionColumns(now) })
     .from(triggers)
     .innerJoin(functions, eq(functions.id, triggers.nextId))
     .where(and(eq(triggers.functionId, done.functionId), eq(triggers.status, done.status)));
   if (!matching.length) return [];
   const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, done) : null;
   const issued: TaskRow[] = [];
-  for (const { trigger, next } of matching) {
+  for (const { trigger, next, ...admission } of matching) {
     const input: TaskInput = {
       method: "POST",
       query: {},
@@ -45,7 +47,7 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done
     };
     try {
       issued.push(
-        await issueTask(db, bucket, { accountId: done.accountId, fn: next, input, plans, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }),
+        await issueTask(db, bucket, { accountId: done.accountId, fn: next, buildId: admit(admission, plans, now), input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }, now),
       );
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;

@@ -6,7 +6,7 @@ import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { fireTriggers } from "./chain.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
-import { buildLineAppended, buildLogged, buildMoved, taskAssigned, taskFinished, taskStarted, taskTimedOut } from "./records.js";
+import { buildLineAppended, buildLogged, buildMoved, taskAssigned, taskFinished, taskTimedOut } from "./records.js";
 import { enqueueTasks } from "./client.js";
 import { plansFrom } from "../billing/plans.js";
 import type { z } from "zod";
@@ -188,7 +188,9 @@ export class Dispatcher extends DurableObject<Bindings> {
       case "hello":
         return this.pump();
       case "task.started":
-        return taskStarted(this.db, msg.taskId);
+        // Informational: the assignment already set progress 1; a D1 write per start would cost
+        // the hot path a round trip for a progress bump nobody waits on.
+        return;
       case "task.done":
         return this.onTaskDone(agent, msg, now);
       case "build.started":

@@ -16,10 +16,6 @@ export async function taskAssigned(db: Db, taskId: string, node: string, rttMs: 
     .where(and(eq(tasks.id, taskId), isNull(tasks.finishedAt)));
 }
 
-export async function taskStarted(db: Db, taskId: string) {
-  await db.update(tasks).set({ progress: 50 }).where(and(eq(tasks.id, taskId), isNull(tasks.finishedAt)));
-}
-
 /** Results up to this size stay in the D1 row as text; larger or binary ones go to R2. */
 const INLINE_RESULT_BYTES = 64 * 1024;
 

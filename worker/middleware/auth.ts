@@ -12,13 +12,36 @@ export function bearer(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-export async function lookupToken(c: { var: AppEnv["Variables"] }, raw: string, kind: "user" | "agent") {
+type TokenRow = { id: string; accountId: string | null; name: string | null };
+
+/**
+ * Valid tokens seen by this isolate in the last TOKEN_CACHE_MS: every authenticated request would
+ * otherwise cost a D1 round trip before any work. A revocation takes effect at once in the isolate
+ * that revokes and within TOKEN_CACHE_MS everywhere else; unknown tokens are never cached.
+ */
+export const TOKEN_CACHE_MS = 10_000;
+const TOKEN_CACHE_MAX = 10_000;
+const tokenCache = new Map<string, { row: TokenRow; until: number }>();
+
+export function forgetToken(tokenId: string) {
+  for (const [key, v] of tokenCache) if (v.row.id === tokenId) tokenCache.delete(key);
+}
+
+export async function lookupToken(c: { var: AppEnv["Variables"] }, raw: string, kind: "user" | "agent"): Promise<TokenRow | undefined> {
   const hash = await sha256Hex(raw);
+  const key = `${kind}:${hash}`;
+  const now = Date.now();
+  const hit = tokenCache.get(key);
+  if (hit && hit.until > now) return hit.row;
   const [row] = await c.var.db
     .select({ id: tokens.id, accountId: tokens.accountId, name: tokens.name })
     .from(tokens)
     .where(and(eq(tokens.hash, hash), eq(tokens.kind, kind), isNull(tokens.revokedAt)))
     .limit(1);
+  if (row) {
+    if (tokenCache.size >= TOKEN_CACHE_MAX) tokenCache.delete(tokenCache.keys().next().value!);
+    tokenCache.set(key, { row, until: now + TOKEN_CACHE_MS });
+  } else tokenCache.delete(key);
   return row;
 }
 

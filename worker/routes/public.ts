@@ -1,8 +1,8 @@
 import { Hono, type Context } from "hono";
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { AppEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
-import { builds, endpoints, functions, tasks } from "../db/schema.js";
+import { endpoints, functions, tasks } from "../db/schema.js";
 import { query } from "../http/validate.js";
 import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
@@ -10,7 +10,8 @@ import { localDay, nextLocalMidnight } from "../public/local-time.js";
 import { counterFor } from "../counters/client.js";
 import { plansFrom } from "../billing/plans.js";
 import { enqueueTasks } from "../dispatch/client.js";
-import { inputFromRequest, issueTask, noSuccessfulBuild } from "../services/tasks.js";
+import { inputFromRequest, issueTask } from "../services/tasks.js";
+import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, resultResponse } from "../services/task-results.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { taskBody } from "./tasks.js";
@@ -18,13 +19,13 @@ import { taskBody } from "./tasks.js";
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
 
-/** The endpoint, its function and the function's runnable build, in one D1 round trip. */
+/** The endpoint, its function and the function's admission (build, quota), in one D1 round trip. */
 async function loadEndpoint(c: Context<AppEnv>, id: string) {
   const [row] = await c.var.db
     .select({
       e: endpoints,
       fn: functions,
-      buildId: sql<string | null>`(select ${builds.id} from ${builds} where ${builds.functionId} = ${functions.id} and ${builds.status} = 'SUCCESS' order by ${builds.id} desc limit 1)`,
+      ...admissionColumns(Date.now()),
     })
     .from(endpoints)
     .innerJoin(functions, eq(functions.id, endpoints.functionId))
@@ -70,13 +71,13 @@ export const publicRoutes = new Hono<AppEnv>()
   })
   .all("/:id", async (c) => {
     const now = Date.now();
-    const { e, fn, buildId } = await loadEndpoint(c, c.req.param("id"));
+    const { e, fn, ...admission } = await loadEndpoint(c, c.req.param("id"));
     const origin = c.req.header("origin") ?? null;
     applyCors(c, corsHeaders(e, origin));
     if (fn.paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
     checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
     const body = await taskBody(c.req.raw);
-    if (!buildId) throw noSuccessfulBuild();
+    if (!admission.buildId) throw noSuccessfulBuild();
     let day: string | undefined;
     if (e.dailyLimit >= 0) {
       const zone = zoneOf(e);
@@ -88,7 +89,9 @@ export const publicRoutes = new Hono<AppEnv>()
       }
     }
     try {
-      const task = await issueTask(c.var.db, c.env.BUCKET, { accountId: e.accountId, fn, build: { id: buildId }, plans: plansFrom(c.env.PLANS), input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
+      // Quota is checked after the daily counter so that a refusal gives the count back below.
+      const buildId = admit(admission, plansFrom(c.env.PLANS), now);
+      const task = await issueTask(c.var.db, c.env.BUCKET, { accountId: e.accountId, fn, buildId, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
       await enqueueTasks(c.env, [task]);
       return c.json({ id: task.id }, 201);
     } catch (err) {

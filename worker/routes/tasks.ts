@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { parseJsonText, query, readTextLimited } from "../http/validate.js";
 import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas/task.js";
-import { getOwnFunction } from "../services/functions.js";
+import { admitFunction } from "../services/admission.js";
 import { enqueueTasks } from "../dispatch/client.js";
 import { plansFrom } from "../billing/plans.js";
 import { describeTask, getOwnTask, inputFromRequest, issueTask, listTasks } from "../services/tasks.js";
@@ -18,9 +18,9 @@ export const taskRoutes = new Hono<AppEnv>()
   .get("/list", async (c) => c.json(await listTasks(c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
   .post("/:functionId", async (c) => {
     const { accountId } = c.var.caller;
-    const fn = await getOwnFunction(c.var.db, accountId, c.req.param("functionId"));
+    const { fn, buildId } = await admitFunction(c.var.db, plansFrom(c.env.PLANS), accountId, c.req.param("functionId"));
     const input = inputFromRequest(c.req.raw, await taskBody(c.req.raw));
-    const task = await issueTask(c.var.db, c.env.BUCKET, { accountId, fn, input, plans: plansFrom(c.env.PLANS) });
+    const task = await issueTask(c.var.db, c.env.BUCKET, { accountId, fn, buildId, input });
     await enqueueTasks(c.env, [task]);
     return c.json({ id: task.id }, 201);
   })

@@ -4,6 +4,7 @@ import { accounts, tokens } from "../db/schema.js";
 import { notFound, validationFailed } from "../errors.js";
 import type { Plan } from "../billing/plans.js";
 import { newId, newToken, sha256Hex } from "../lib/ids.js";
+import { forgetToken } from "../middleware/auth.js";
 
 async function mint(db: Db, kind: "user" | "agent", accountId: string | null, name: string | null) {
   const token = newToken(kind);
@@ -39,6 +40,7 @@ export async function revokeToken(db: Db, tokenId: string) {
     .where(and(eq(tokens.id, tokenId), isNull(tokens.revokedAt)))
     .returning({ id: tokens.id });
   if (!res.length) throw notFound("token");
+  forgetToken(tokenId);
 }
 
 /** Moves an account to another configured plan (it applies to the current period's quota at once). */

@@ -7,9 +7,6 @@ import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { FunctionRow } from "./functions.js";
-import { latestSuccessfulBuild, type BuildRow } from "./builds.js";
-import { assertQuota } from "../billing/usage.js";
-import type { Plan } from "../billing/plans.js";
 
 export type TaskRow = typeof tasks.$inferSelect;
 
@@ -33,23 +30,11 @@ export function inputFromRequest(req: Request, body: string | null): TaskInput {
   return { method: req.method, query, headers, body };
 }
 
-/** The build a new task of the function runs; 409 when it has none. */
-export async function requireRunnableBuild(db: Db, functionId: string): Promise<BuildRow> {
-  const build = await latestSuccessfulBuild(db, functionId);
-  if (!build) throw noSuccessfulBuild();
-  return build;
-}
-
-export const noSuccessfulBuild = () =>
-  new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
-
 export interface IssueOptions {
   accountId: string;
   fn: FunctionRow;
-  /** The plans, for the quota check every new task passes. */
-  plans: Plan[];
-  /** The build to run, when the caller already looked it up. */
-  build?: Pick<BuildRow, "id">;
+  /** The build to run, from admitFunction() or the endpoint's admission columns. */
+  buildId: string;
   input: TaskInput;
   endpointId?: string;
   triggerId?: string;
@@ -57,9 +42,8 @@ export interface IssueOptions {
   hop?: number;
 }
 
-/** Records a pending task of the function's newest successful build; 409 when there is none. */
+/** Records a pending task of an admitted function (see services/admission.ts). */
 export async function issueTask(db: Db, bucket: R2Bucket, o: IssueOptions, now = Date.now()): Promise<TaskRow> {
-  const [build] = await Promise.all([o.build ?? requireRunnableBuild(db, o.fn.id), assertQuota(db, o.plans, o.accountId, now)]);
   const id = newId(now);
   const json = JSON.stringify(o.input);
   let input: string | null = json;
@@ -76,7 +60,7 @@ export async function issueTask(db: Db, bucket: R2Bucket, o: IssueOptions, now =
       accountId: o.accountId,
       functionId: o.fn.id,
       lang: o.fn.lang,
-      buildId: build.id,
+      buildId: o.buildId,
       endpointId: o.endpointId ?? null,
       triggerId: o.triggerId ?? null,
       parentTaskId: o.parentTaskId ?? null,

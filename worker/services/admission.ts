@@ -1,0 +1,46 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { functions } from "../db/schema.js";
+import { ApiError, notFound } from "../errors.js";
+import { periodOf, planOf, type Plan } from "../billing/plans.js";
+
+/**
+ * What decides whether a function may take a new task — its runnable build and its account's
+ * quota — as columns read in the same round trip as the function (or the endpoint) itself: task
+ * creation is the hot path, and each D1 round trip counts there.
+ */
+export const admissionColumns = (now: number) => ({
+  // Written out with aliases: drizzle leaves columns unqualified in single-table selects, and an
+  // unqualified "id" inside a subquery would name the subquery's own table.
+  buildId: sql<string | null>`(select b.id from builds b where b.function_id = "functions"."id" and b.status = 'SUCCESS' order by b.id desc limit 1)`,
+  plan: sql<string>`(select a.plan from accounts a where a.id = "functions"."account_id")`,
+  used: sql<number>`(select count(*) from usage u where u.account_id = "functions"."account_id" and u.period = ${periodOf(now)})`,
+});
+
+export interface Admission {
+  buildId: string | null;
+  plan: string;
+  used: number;
+}
+
+export const noSuccessfulBuild = () =>
+  new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
+
+/** 409 without a successful build, 402 once the period's invocations are used up; else the build to run. */
+export function admit(a: Admission, plans: Plan[], now: number): string {
+  if (!a.buildId) throw noSuccessfulBuild();
+  const plan = planOf(plans, a.plan);
+  if (a.used >= plan.invocations)
+    throw new ApiError("quota_exhausted", `the ${plan.description} plan's invocations for ${periodOf(now)} are used up (${a.used}/${plan.invocations}); new tasks resume next period`);
+  return a.buildId;
+}
+
+/** A function ready to take a task: the caller's own (404 otherwise), with its build and quota checked. */
+export async function admitFunction(db: Db, plans: Plan[], accountId: string, functionId: string, now = Date.now()) {
+  const [row] = await db
+    .select({ fn: functions, ...admissionColumns(now) })
+    .from(functions)
+    .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)));
+  if (!row) throw notFound("function");
+  return { fn: row.fn, buildId: admit(row, plans, now) };
+}
