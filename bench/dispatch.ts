@@ -10,7 +10,7 @@ import { ensureOfflineImages } from "../agent/runtimes/images.js";
 import { sendToShim } from "../agent/runner/shim-client.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
-import { zipSources } from "../test/support/zip-folder.js";
+import { zipSources } from "../test/support/zip.js";
 import { ms, percentile, printTable, timed } from "./stats.js";
 
 const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" }, slots: { type: "string", default: "1" } } });

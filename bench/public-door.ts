@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import { ensureOfflineImages } from "../agent/runtimes/images.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
-import { zipSources } from "../test/support/zip-folder.js";
+import { zipSources } from "../test/support/zip.js";
 import { ms, percentile, printTable, timed } from "./stats.js";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "500" }, clients: { type: "string", default: "1,16" } } });

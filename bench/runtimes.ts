@@ -18,7 +18,7 @@ import { Runner } from "../agent/runner/index.js";
 import { sendToShim } from "../agent/runner/shim-client.js";
 import { ensureOfflineImages } from "../agent/runtimes/images.js";
 import { isLang, LANGS, offlineImages, RUNTIME_DIR, type Lang } from "../agent/runtimes/languages.js";
-import { zipFolder } from "../test/agent/helpers/zip.js";
+import { zipFolder } from "../test/support/zip.js";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "..");

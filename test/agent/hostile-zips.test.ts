@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unzipSafely, DEFAULT_UNZIP_LIMITS } from "../../agent/builder/index.js";
 import { ensureEnvironment } from "./helpers/environment.js";
 import { buildZip, removeTempDirs, tempDir } from "./helpers/functions.js";
-import { lieAboutSizes, markEncrypted, renameEntry, zipItems } from "./helpers/zip.js";
+import { lieAboutSizes, markEncrypted, renameEntry, zipItems } from "../support/zip.js";
 
 const HANDLER = { name: "handler.py", data: "def handle(event, context):\n    return 1\n" };
 

@@ -4,7 +4,7 @@ import { Runner } from "../../agent/runner/index.js";
 import type { Lang } from "../../agent/runtimes/languages.js";
 import { ensureEnvironment } from "./helpers/environment.js";
 import { buildFiles, call, removeTempDirs, tempDir } from "./helpers/functions.js";
-import type { ZipItem } from "./helpers/zip.js";
+import type { ZipItem } from "../support/zip.js";
 
 // The dynamic languages share one rule for what a handler returns (docs/runtimes.md).
 const cases: { lang: Lang; file: string; source: (expr: string) => string; values: Record<string, string>; brokenLoad: string }[] = [

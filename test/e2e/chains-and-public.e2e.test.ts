@@ -1,7 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
-import { zipSources } from "../support/zip-folder.js";
+import { zipSources } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, type Api } from "./harness.js";
 import { deploy, result } from "./deploy.js";
 

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LANGS, RUNTIME_DIR } from "../../agent/runtimes/languages.js";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
-import { zipFolder, zipSources } from "../support/zip-folder.js";
+import { zipFolder, zipSources } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, ROOT, type Api } from "./harness.js";
 import { deploy, invoke, result, waitBuild } from "./deploy.js";
 

@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { zipSources } from "../support/zip-folder.js";
+import { zipSources } from "../support/zip.js";
 import { api, freePort, ROOT } from "./harness.js";
 import { deploy, invoke } from "./deploy.js";
 

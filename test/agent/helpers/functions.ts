@@ -4,7 +4,7 @@ import path from "node:path";
 import { buildFunction, type BuildResult } from "../../../agent/builder/index.js";
 import { RUNTIME_DIR, type Lang } from "../../../agent/runtimes/languages.js";
 import type { FunctionRequest, InvokeRequest } from "../../../agent/runner/index.js";
-import { zipFolder, zipItems, type ZipItem } from "./zip.js";
+import { zipFolder, zipItems, type ZipItem } from "../../support/zip.js";
 
 export const EXAMPLES_DIR = path.resolve(import.meta.dirname, "../../../examples");
 

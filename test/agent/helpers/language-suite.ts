@@ -4,7 +4,7 @@ import { Runner } from "../../../agent/runner/index.js";
 import type { Lang } from "../../../agent/runtimes/languages.js";
 import { ensureEnvironment } from "./environment.js";
 import { buildExample, buildFiles, call, removeTempDirs, tempDir, type Built } from "./functions.js";
-import type { ZipItem } from "./zip.js";
+import type { ZipItem } from "../../support/zip.js";
 
 export interface LanguageSpec {
   lang: Lang;

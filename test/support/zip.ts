@@ -78,3 +78,6 @@ export function markEncrypted(zip: Buffer): Buffer {
   }
   return out;
 }
+
+/** Zips in-memory sources: `{ "handler.py": "..." }`. */
+export const zipSources = (files: Record<string, string>): Promise<Buffer> => zipItems(Object.entries(files).map(([name, data]) => ({ name, data })));
