@@ -131,3 +131,19 @@ function joinNegativeValues(argv: string[], options: OptionSpec): string[] {
 export function defined<T extends Record<string, unknown>>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
+
+/** `<group> delete <id>` for a record type: DELETE /v1/<resource>/<id>, then a one-line confirmation. */
+export function deleteCommand(o: { group: string; resource: string; summary: string; example: string }): Command {
+  return {
+    name: "delete",
+    summary: o.summary,
+    usage: `${o.group} delete <${o.resource}-id>`,
+    examples: [`gcfaas ${o.group} delete ${o.example}`],
+    args: [1, 1],
+    async run(ctx, a) {
+      const id = a.pos(0, `<${o.resource}-id>`);
+      await (await ctx.api()).call("DELETE", `/v1/${o.resource}/${id}`);
+      ctx.out.result({ id, deleted: true }, () => ctx.out.line(`deleted ${o.resource} ${id}`));
+    },
+  };
+}

@@ -1,4 +1,4 @@
-import { defined, type Args, type Command } from "../command.js";
+import { defined, deleteCommand, type Args, type Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
@@ -169,18 +169,7 @@ const editEndpoint: Command = {
   },
 };
 
-const deleteEndpoint: Command = {
-  name: "delete",
-  summary: "delete a public endpoint",
-  usage: "endpoints delete <endpoint-id>",
-  examples: ["gcfaas endpoints delete 01jc9x7k2s"],
-  args: [1, 1],
-  async run(ctx, a) {
-    const id = a.pos(0, "<endpoint-id>");
-    await (await ctx.api()).call("DELETE", `/v1/endpoint/${id}`);
-    ctx.out.result({ id, deleted: true }, () => ctx.out.line(`deleted endpoint ${id}`));
-  },
-};
+const deleteEndpoint = deleteCommand({ group: "endpoints", resource: "endpoint", summary: "delete a public endpoint", example: "01jc9x7k2s" });
 
 const endpointMetrics: Command = {
   name: "metrics",

@@ -1,4 +1,4 @@
-import { defined, type Command } from "../command.js";
+import { defined, deleteCommand, type Command } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 
 interface Tag {
@@ -59,18 +59,7 @@ const editTag: Command = {
   },
 };
 
-const deleteTag: Command = {
-  name: "delete",
-  summary: "delete a tag (it is removed from every function, trigger and endpoint)",
-  usage: "tags delete <tag-id>",
-  examples: ["gcfaas tags delete 01jc9w0q4t"],
-  args: [1, 1],
-  async run(ctx, a) {
-    const id = a.pos(0, "<tag-id>");
-    await (await ctx.api()).call("DELETE", `/v1/tag/${id}`);
-    ctx.out.result({ id, deleted: true }, () => ctx.out.line(`deleted tag ${id}`));
-  },
-};
+const deleteTag = deleteCommand({ group: "tags", resource: "tag", summary: "delete a tag (it is removed from every function, trigger and endpoint)", example: "01jc9w0q4t" });
 
 export const tags: Command = {
   name: "tags",

@@ -1,4 +1,4 @@
-import { defined, type Command } from "../command.js";
+import { defined, deleteCommand, type Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime, yesNo } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
@@ -143,18 +143,7 @@ const editTrigger: Command = {
   },
 };
 
-const deleteTrigger: Command = {
-  name: "delete",
-  summary: "delete a trigger",
-  usage: "triggers delete <trigger-id>",
-  examples: ["gcfaas triggers delete 01jc9x6h1r"],
-  args: [1, 1],
-  async run(ctx, a) {
-    const id = a.pos(0, "<trigger-id>");
-    await (await ctx.api()).call("DELETE", `/v1/trigger/${id}`);
-    ctx.out.result({ id, deleted: true }, () => ctx.out.line(`deleted trigger ${id}`));
-  },
-};
+const deleteTrigger = deleteCommand({ group: "triggers", resource: "trigger", summary: "delete a trigger", example: "01jc9x6h1r" });
 
 export const triggers: Command = {
   name: "triggers",
