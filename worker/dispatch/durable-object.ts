@@ -246,6 +246,9 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** Assigns waiting work to agents with free slots. Storage first, then messages, then D1. */
   private async pump(): Promise<void> {
     const agents = this.agents();
+    // Work held by a node with no open socket goes back first: a close event is not the only way
+    // a socket ends, and work must never wait on an agent that is gone.
+    this.queue.requeueAbsent(agents.map((a) => a.nodeId));
     if (!agents.length) return;
     const busy = new Map(agents.map((a) => [a.nodeId, this.queue.countAssignedTo(a.nodeId)]));
     const assigned: { w: WorkRow; a: AgentState }[] = [];
@@ -275,11 +278,12 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.pump();
   }
 
+  /** Agents behind open sockets that said hello (a socket can linger, closing, before its close event). */
   private agents(): AgentState[] {
     const out: AgentState[] = [];
     for (const ws of this.ctx.getWebSockets()) {
       const att = ws.deserializeAttachment() as Attachment | null;
-      if (att?.hello) out.push(att);
+      if (att?.hello && ws.readyState === WebSocket.OPEN) out.push(att);
     }
     return out;
   }
@@ -287,7 +291,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private sockets(nodeId: string): WebSocket[] {
     return this.ctx.getWebSockets().filter((ws) => {
       const att = ws.deserializeAttachment() as Attachment | null;
-      return att?.hello && att.nodeId === nodeId;
+      return att?.hello && att.nodeId === nodeId && ws.readyState === WebSocket.OPEN;
     });
   }
 

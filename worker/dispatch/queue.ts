@@ -92,6 +92,13 @@ export class WorkQueue {
     return rows;
   }
 
+  /** Puts back the work of every node not in `connected`. */
+  requeueAbsent(connected: string[]): number {
+    const placeholders = connected.map(() => "?").join(", ");
+    const where = connected.length ? `node is not null and node not in (${placeholders})` : "node is not null";
+    return this.sql.exec(`update work set node = null, assigned_at = null, deadline = null where ${where}`, ...connected).rowsWritten;
+  }
+
   requeueOne(id: string): void {
     this.sql.exec("update work set node = null, assigned_at = null, deadline = null where id = ?", id);
   }

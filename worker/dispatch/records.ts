@@ -100,9 +100,15 @@ export async function buildLogged(db: Db, buildId: string, firstSeq: number, lin
   }
 }
 
-/** A line of the dispatcher's own (a failure reason), after every line the agent sent. */
+/**
+ * Lines of the dispatcher's own (a failure reason) are numbered from DISPATCHER_LINES_FROM, apart
+ * from the agent's numbering: an agent batch still being written can never collide with them, and
+ * they sort after every line the agent sent.
+ */
+const DISPATCHER_LINES_FROM = 1_000_000_000;
+
 export async function buildLineAppended(db: Db, buildId: string, line: string) {
   await db.run(
-    sql`insert into ${buildLogs} (build_id, seq, line) select ${buildId}, coalesce(max(seq), -1) + 1, ${line} from ${buildLogs} where build_id = ${buildId}`,
+    sql`insert into ${buildLogs} (build_id, seq, line) select ${buildId}, max(coalesce(max(seq), 0) + 1, ${DISPATCHER_LINES_FROM}), ${line} from ${buildLogs} where build_id = ${buildId}`,
   );
 }
