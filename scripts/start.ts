@@ -6,13 +6,15 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { LANGS } from "../agent/runtimes/languages.js";
+import { LANGS, parseLang } from "../agent/runtimes/languages.js";
 import { assertDockerRunning, ensureOfflineImages } from "../agent/runtimes/images.js";
 import { AgentProcess, LocalWorker, ROOT } from "./lib/local-service.js";
 
 const STATE = path.resolve(process.env.GCFAAS_STATE_DIR ?? path.join(ROOT, ".state"));
 const DEV_FILE = path.join(STATE, "dev.json");
 const PORT = Number(process.env.GCFAAS_PORT ?? 8787);
+/** GCFAAS_LANGS=py,js limits the images built (and the languages the local agent serves). */
+const LANGS_SERVED = process.env.GCFAAS_LANGS ? process.env.GCFAAS_LANGS.split(",").map((l) => parseLang(l.trim())) : [...LANGS];
 
 interface DevState {
   adminToken: string;
@@ -56,13 +58,13 @@ async function main() {
   await fs.mkdir(path.join(STATE, "logs"), { recursive: true });
   await assertDockerRunning();
   say("checking runtime images (missing ones are built offline from Debian packages)");
-  await ensureOfflineImages(LANGS, (line) => say(line));
+  await ensureOfflineImages(LANGS_SERVED, (line) => say(line));
   const state = await readState();
   say(`starting the Worker (wrangler dev) on port ${PORT}`);
   const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log") });
   const creds = await ensureCredentials(worker, state);
   say("starting one agent");
-  const agent = await AgentProcess.start(worker, creds.agentToken, "local-agent", ["--state-dir", path.join(STATE, "agent")], path.join(STATE, "logs/agent.log"));
+  const agent = await AgentProcess.start(worker, creds.agentToken, "local-agent", ["--state-dir", path.join(STATE, "agent"), "--langs", LANGS_SERVED.join(",")], path.join(STATE, "logs/agent.log"));
 
   let stopping = false;
   const stop = async () => {
