@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Writable } from "node:stream";
 import { ApiClient } from "./api-client.js";
-import { Args, GLOBAL_OPTIONS, type Command, type Context } from "./command.js";
+import { Args, type Command, type Context } from "./command.js";
 import { requireConnection, type Env } from "./config-store.js";
 import { CliError, UsageError } from "./errors.js";
 import { Output } from "./output.js";

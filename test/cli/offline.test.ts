@@ -3,7 +3,6 @@ import os from "node:os";
 import path from "node:path";
 import yauzl from "yauzl";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "../e2e/harness.js";
 import { zipFolderContents } from "../../cli/zip.js";
 import { COMMANDS } from "../../cli/main.js";
 import { runCli, show } from "./run-cli.js";

@@ -1,7 +1,6 @@
 import { and, eq, ne, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { accounts, tasks, usage } from "../db/schema.js";
-import { ApiError } from "../errors.js";
 import { periodOf, planOf, type Plan } from "./plans.js";
 
 /** Memory billed for a task that asked for the node's default (memSize 0). */

@@ -1,5 +1,4 @@
 import { and, desc, eq, sql } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
 import { runBatch, type Db } from "../db/client.js";
 import { endpoints, tasks } from "../db/schema.js";
 import { notFound } from "../errors.js";

@@ -1,6 +1,5 @@
 import { and, desc, eq, inArray, isNull, or, sql } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
-import { runBatch, type Db } from "../db/client.js";
+import type { Db } from "../db/client.js";
 import { endpoints, functions, tagLinks, tasks, triggers } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import { newId } from "../lib/ids.js";

@@ -1,7 +1,7 @@
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { functions, tasks } from "../db/schema.js";
-import { ApiError, notFound } from "../errors.js";
+import { notFound } from "../errors.js";
 import { newId } from "../lib/ids.js";
 import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
