@@ -216,8 +216,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     const removed = this.queue.remove(w.id);
     this.wake(w.id);
     if (removed?.node && removed.node !== agent.nodeId) this.sendTo(removed.node, { type: "task.cancel", taskId: w.id });
+    // The freed slot takes new work now (pump assigns synchronously), not after the trigger lookup.
+    const pumped = this.pump();
     if (done) await this.chain(done);
-    await this.pump();
+    await pumped;
   }
 
   private async chain(done: NonNullable<Awaited<ReturnType<typeof taskFinished>>>) {
