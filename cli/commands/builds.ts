@@ -1,14 +1,7 @@
 import { followBuild, FINAL_BUILD_STATUSES, type Build } from "../build-follow.js";
 import type { Command } from "../command.js";
 import { fmtAge, fmtTime } from "../output.js";
-import { resolveFunctionRef } from "../project.js";
-
-interface Page<T> {
-  pageCount: number;
-  pageSize: number;
-  totalCount: number;
-  results: T[];
-}
+import { pagedListCommand } from "../paged-list.js";
 
 interface BuildItem {
   id: string;
@@ -17,37 +10,22 @@ interface BuildItem {
   createdAt: string;
 }
 
-export const builds: Command = {
+export const builds = pagedListCommand<BuildItem>({
   name: "builds",
+  usageName: "builds",
   summary: "list builds, newest first",
-  usage: "builds [--function ID|DIR] [--page N] [--limit N]",
-  help: ["--function ID|DIR   only builds of this function", "--page N            page number (default 1)", "--limit N           builds per page (1 to 100, default 20)"],
-  examples: ["gcfaas builds --function ./hello"],
-  options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
-  args: [0, 0],
-  async run(ctx, a) {
-    const fn = a.str("function");
-    const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, "builds")).id;
-    const page = await (await ctx.api()).get<Page<BuildItem>>("/v1/build/list", { functionId, page: a.int("page") ?? 1, limit: a.int("limit") ?? 20 });
-    ctx.out.result(page, () => {
-      ctx.out.table(
-        page.results,
-        [
-          { title: "ID", value: (b) => b.id },
-          { title: "FUNCTION", value: (b) => b.functionId },
-          { title: "STATUS", value: (b) => b.status },
-          { title: "AGE", value: (b) => fmtAge(b.createdAt) },
-        ],
-        "(no builds)",
-      );
-      pageFooter(ctx.out.note.bind(ctx.out), page, a.int("page") ?? 1, "builds");
-    });
-  },
-};
-
-export function pageFooter(note: (s: string) => void, page: Page<unknown>, current: number, what: string): void {
-  if (page.pageCount > 1) note(`page ${current} of ${page.pageCount} (${page.totalCount} ${what}); more with --page ${Math.min(current + 1, page.pageCount)}`);
-}
+  what: "builds",
+  path: "/v1/build/list",
+  functionHelp: "only builds of this function",
+  limitHelp: "builds per page (1 to 100, default 20)",
+  example: "gcfaas builds --function ./hello",
+  columns: [
+    { title: "ID", value: (b) => b.id },
+    { title: "FUNCTION", value: (b) => b.functionId },
+    { title: "STATUS", value: (b) => b.status },
+    { title: "AGE", value: (b) => fmtAge(b.createdAt) },
+  ],
+});
 
 export const build: Command = {
   name: "build",

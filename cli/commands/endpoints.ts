@@ -2,7 +2,7 @@ import { defined, deleteCommand, type Args, type Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
-import { pageFooter } from "./builds.js";
+import { pagedListCommand } from "../paged-list.js";
 
 interface TimeLimit {
   from: string;
@@ -20,13 +20,6 @@ interface Endpoint {
   ip: string[];
   timeLimit: TimeLimit | null;
   createdAt: string;
-}
-
-interface Page<T> {
-  pageCount: number;
-  pageSize: number;
-  totalCount: number;
-  results: T[];
 }
 
 const FIELD_OPTIONS = {
@@ -78,31 +71,23 @@ function fmtWindow(t: TimeLimit | null): string {
   return t ? `${t.from}–${t.to} ${t.timezone}` : "any time";
 }
 
-const listEndpoints: Command = {
+const listEndpoints = pagedListCommand<Endpoint>({
   name: "list",
+  usageName: "endpoints list",
   summary: "list public endpoints, newest first",
-  usage: "endpoints list [--function ID|DIR] [--page N] [--limit N]",
-  help: ["--function ID|DIR   only endpoints of this function", "--page N            page (default 1)", "--limit N           per page, 3 to 999 (default 20)"],
-  examples: ["gcfaas endpoints list"],
-  options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
-  args: [0, 0],
-  async run(ctx, a) {
-    const fn = a.str("function");
-    const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, "endpoints list")).id;
-    const pageNo = a.int("page") ?? 1;
-    const page = await (await ctx.api()).get<Page<Endpoint>>("/v1/endpoint/list", { functionId, page: pageNo, limit: a.int("limit") ?? 20 });
-    ctx.out.result(page, () => {
-      ctx.out.table(page.results, [
+  what: "public endpoints",
+  path: "/v1/endpoint/list",
+  functionHelp: "only endpoints of this function",
+  limitHelp: "per page, 3 to 999 (default 20)",
+  example: "gcfaas endpoints list",
+  columns: [
         { title: "ID", value: (e) => e.id },
         { title: "FUNCTION", value: (e) => e.functionId ?? "-" },
         { title: "TAGS", value: (e) => fmtTags(e.tags) },
         { title: "AGE", value: (e) => fmtAge(e.createdAt) },
         { title: "DESCRIPTION", value: (e) => e.description || "" },
-      ], "(no public endpoints)");
-      pageFooter(ctx.out.note.bind(ctx.out), page, pageNo, "endpoints");
-    });
-  },
-};
+      ],
+});
 
 const createEndpoint: Command = {
   name: "create",

@@ -2,7 +2,7 @@ import { defined, deleteCommand, type Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime, yesNo } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
-import { pageFooter } from "./builds.js";
+import { pagedListCommand } from "../paged-list.js";
 
 interface Trigger {
   id: string;
@@ -15,28 +15,16 @@ interface Trigger {
   createdAt: string;
 }
 
-interface Page<T> {
-  pageCount: number;
-  pageSize: number;
-  totalCount: number;
-  results: T[];
-}
-
-const listTriggers: Command = {
+const listTriggers = pagedListCommand<Trigger>({
   name: "list",
+  usageName: "triggers list",
   summary: "list triggers, newest first",
-  usage: "triggers list [--function ID|DIR] [--page N] [--limit N]",
-  help: ["--function ID|DIR   only triggers that fire after this function", "--page N            page (default 1)", "--limit N           per page, 3 to 20 (default 20)"],
-  examples: ["gcfaas triggers list --function 01jc9x2k7m"],
-  options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
-  args: [0, 0],
-  async run(ctx, a) {
-    const fn = a.str("function");
-    const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, "triggers list")).id;
-    const pageNo = a.int("page") ?? 1;
-    const page = await (await ctx.api()).get<Page<Trigger>>("/v1/trigger/list", { functionId, page: pageNo, limit: a.int("limit") ?? 20 });
-    ctx.out.result(page, () => {
-      ctx.out.table(page.results, [
+  what: "triggers",
+  path: "/v1/trigger/list",
+  functionHelp: "only triggers that fire after this function",
+  limitHelp: "per page, 3 to 20 (default 20)",
+  example: "gcfaas triggers list --function 01jc9x2k7m",
+  columns: [
         { title: "ID", value: (t) => t.id },
         { title: "FUNCTION", value: (t) => t.functionId },
         { title: "ON STATUS", value: (t) => String(t.status) },
@@ -44,11 +32,8 @@ const listTriggers: Command = {
         { title: "RESULT", value: (t) => (t.includeResult ? "passed" : "-") },
         { title: "TAGS", value: (t) => fmtTags(t.tags) },
         { title: "AGE", value: (t) => fmtAge(t.createdAt) },
-      ], "(no triggers)");
-      pageFooter(ctx.out.note.bind(ctx.out), page, pageNo, "triggers");
-    });
-  },
-};
+      ],
+});
 
 const createTrigger: Command = {
   name: "create",

@@ -1,0 +1,43 @@
+import type { Command } from "./command.js";
+import type { Column } from "./output.js";
+import { resolveFunctionRef } from "./project.js";
+import type { Envelope } from "../shared/schemas/common.js";
+
+/**
+ * A list command over one of the API's paged lists (builds, triggers, endpoints): the same
+ * `--function`, `--page` and `--limit` options, a table, and a footer pointing at the next page.
+ */
+export function pagedListCommand<T>(o: {
+  name: string;
+  /** Command path as typed, e.g. "triggers list". */
+  usageName: string;
+  summary: string;
+  /** Plural noun for messages: "builds". */
+  what: string;
+  path: string;
+  functionHelp: string;
+  limitHelp: string;
+  example: string;
+  columns: Column<T>[];
+}): Command {
+  return {
+    name: o.name,
+    summary: o.summary,
+    usage: `${o.usageName} [--function ID|DIR] [--page N] [--limit N]`,
+    help: [`--function ID|DIR   ${o.functionHelp}`, "--page N            page (default 1)", `--limit N           ${o.limitHelp}`],
+    examples: [o.example],
+    options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
+    args: [0, 0],
+    async run(ctx, a) {
+      const fn = a.str("function");
+      const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, o.usageName)).id;
+      const current = a.int("page") ?? 1;
+      const page = await (await ctx.api()).get<Envelope<T>>(o.path, { functionId, page: current, limit: a.int("limit") ?? 20 });
+      ctx.out.result(page, () => {
+        ctx.out.table(page.results, o.columns, `(no ${o.what})`);
+        if (page.pageCount > 1)
+          ctx.out.note(`page ${current} of ${page.pageCount} (${page.totalCount} ${o.what}); more with --page ${Math.min(current + 1, page.pageCount)}`);
+      });
+    },
+  };
+}
