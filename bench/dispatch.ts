@@ -11,7 +11,7 @@ import { sendToShim } from "../agent/runner/shim-client.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip.js";
-import { ms, percentile, printTable, timed } from "./stats.js";
+import { ms, percentile, printTable, timed, underLoad } from "./stats.js";
 
 const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" }, slots: { type: "string", default: "1" } } });
 const N = Number(values.tasks);
@@ -58,19 +58,8 @@ async function main() {
 
     const rows: (string | number)[][] = [];
     for (const c of CLIENTS) {
-      let next = 0;
-      const t0 = performance.now();
-      const lat: number[] = [];
-      await Promise.all(
-        Array.from({ length: c }, async () => {
-          while (next < N) {
-            const i = next++;
-            lat.push((await timed(() => once(i)))[0]);
-          }
-        }),
-      );
-      const secs = (performance.now() - t0) / 1000;
-      rows.push([c, N, (N / secs).toFixed(1), ms(percentile(lat, 50)), ms(percentile(lat, 95))]);
+      const { lat, rate } = await underLoad(N, c, once);
+      rows.push([c, N, rate.toFixed(1), ms(percentile(lat, 50)), ms(percentile(lat, 95))]);
     }
     printTable(`Throughput through one agent (${values.slots} slot(s))`, ["clients", "tasks", "tasks/s", "p50", "p95"], rows);
   } finally {

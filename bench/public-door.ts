@@ -8,20 +8,10 @@ import { ensureOfflineImages } from "../agent/runtimes/images.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip.js";
-import { ms, percentile, printTable, timed } from "./stats.js";
+import { ms, percentile, printTable, underLoad } from "./stats.js";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "500" }, clients: { type: "string", default: "1,16" } } });
 const N = Number(values.calls);
-
-async function load(clients: number, fn: () => Promise<void>) {
-  let left = N;
-  const lat: number[] = [];
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: clients }, async () => {
-    while (left-- > 0) lat.push((await timed(fn))[0]);
-  }));
-  return { lat, rate: N / ((performance.now() - t0) / 1000) };
-}
 
 async function main() {
   await ensureOfflineImages(["py"]);
@@ -45,8 +35,8 @@ async function main() {
     for (let i = 0; i < 30; i++) await Promise.all([bare(), gc()]);
     const rows: (string | number)[][] = [];
     for (const c of values.clients!.split(",").map(Number)) {
-      const b = await load(c, bare);
-      const g = await load(c, gc);
+      const b = await underLoad(N, c, bare);
+      const g = await underLoad(N, c, gc);
       rows.push([`bare /healthz (baseline)`, c, ms(percentile(b.lat, 50)), ms(percentile(b.lat, 95)), b.rate.toFixed(0)]);
       rows.push([`accepted /gc call`, c, ms(percentile(g.lat, 50)), ms(percentile(g.lat, 95)), g.rate.toFixed(0)]);
     }

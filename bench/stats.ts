@@ -21,3 +21,19 @@ export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const v = await fn();
   return [performance.now() - t0, v];
 }
+
+/** Runs `fn(i)` for i in [0, n) from `clients` concurrent loops; latencies (ms) and the rate per second. */
+export async function underLoad(n: number, clients: number, fn: (i: number) => Promise<unknown>): Promise<{ lat: number[]; rate: number }> {
+  let next = 0;
+  const lat: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < n) {
+        const i = next++;
+        lat.push((await timed(() => fn(i)))[0]);
+      }
+    }),
+  );
+  return { lat, rate: n / ((performance.now() - t0) / 1000) };
+}
