@@ -9,6 +9,7 @@ import { log } from "./log.js";
 import type { Runner } from "./runner/index.js";
 import { runBuild } from "./work/run-build.js";
 import { runTask } from "./work/run-task.js";
+import { ArtifactStore } from "./work/artifact-store.js";
 
 type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
 
@@ -23,12 +24,14 @@ export class Agent {
   private draining = false;
   private idle?: () => void;
   readonly control: ControlPlane;
+  readonly artifacts: ArtifactStore;
 
   constructor(
     readonly config: AgentConfig,
     private readonly runner: Runner,
   ) {
     this.control = new ControlPlane(config.url, config.token);
+    this.artifacts = new ArtifactStore(path.join(config.stateDir, "downloads"), this.control, runner, config.keepArtifacts);
   }
 
   async start(): Promise<void> {

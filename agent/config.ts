@@ -20,6 +20,7 @@ const schema = z.object({
   langs: z.array(z.enum(LANGS)).min(1),
   idleTimeoutMs: z.coerce.number().int().min(1000),
   maxContainers: z.coerce.number().int().min(1),
+  keepArtifacts: z.coerce.number().int().min(1),
   buildImages: z.boolean(),
 });
 export type AgentConfig = z.infer<typeof schema> & { cpus: number; memMiB: number };
@@ -36,6 +37,7 @@ const FLAGS = {
   langs: { type: "string", env: "GCFAAS_LANGS" },
   "idle-timeout": { type: "string", env: "GCFAAS_IDLE_TIMEOUT_MS" },
   "max-containers": { type: "string", env: "GCFAAS_MAX_CONTAINERS" },
+  "keep-artifacts": { type: "string", env: "GCFAAS_KEEP_ARTIFACTS" },
   "no-build-images": { type: "boolean", env: "GCFAAS_NO_BUILD_IMAGES" },
   help: { type: "boolean", env: "" },
 } as const;
@@ -53,6 +55,7 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --langs py,js,...      languages served [all]                 (GCFAAS_LANGS)
   --idle-timeout MS      warm container idle timeout [300000]   (GCFAAS_IDLE_TIMEOUT_MS)
   --max-containers N     containers on this host [16]           (GCFAAS_MAX_CONTAINERS)
+  --keep-artifacts N     builds whose artifacts stay on disk [32] (GCFAAS_KEEP_ARTIFACTS)
   --no-build-images      do not build missing runtime images    (GCFAAS_NO_BUILD_IMAGES=1)
 `;
 
@@ -81,6 +84,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     langs: ((get("langs") as string | undefined) ?? LANGS.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter(Boolean),
     idleTimeoutMs: get("idle-timeout") ?? "300000",
     maxContainers: get("max-containers") ?? "16",
+    keepArtifacts: get("keep-artifacts") ?? "32",
     buildImages: !get("no-build-images"),
   };
   const parsed = schema.safeParse(raw);

@@ -47,9 +47,7 @@ export async function runBuild(agent: Agent, msg: BuildAssign, report: (m: Agent
     }
     const artifact = await fs.readFile(result.artifactPath);
     await agent.control.put(msg.artifactPath, artifact);
-    // Keep a copy where tasks look for artifacts: this node will likely run the function next.
-    await fs.mkdir(path.join(agent.config.stateDir, "downloads"), { recursive: true });
-    await fs.copyFile(result.artifactPath, path.join(agent.config.stateDir, "downloads", `${msg.buildId}.tar`));
+    await agent.artifacts.adopt(msg.buildId, result.artifactPath);
     report({ type: "build.done", buildId: msg.buildId, ok: true, artifactSize: artifact.length });
     log("info", "build finished", { buildId: msg.buildId, lang: msg.lang, ms: result.durationMs, bytes: artifact.length });
   } finally {

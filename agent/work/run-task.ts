@@ -1,5 +1,3 @@
-import fs from "node:fs/promises";
-import path from "node:path";
 import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
 import { taskInput } from "../../shared/protocol/messages.js";
 import type { Agent } from "../agent.js";
@@ -11,42 +9,23 @@ type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
 /** Bodies up to this size travel in the `task.done` frame; larger ones are PUT first. */
 const INLINE_BODY_BYTES = 512 * 1024;
 
-const downloads = new Map<string, Promise<string>>();
-
-/** The build's artifact on this node, downloaded once however many tasks ask at the same time. */
-function artifactFor(agent: Agent, msg: TaskAssign): Promise<string> {
-  const file = path.join(agent.config.stateDir, "downloads", `${msg.buildId}.tar`);
-  let p = downloads.get(file);
-  if (!p) {
-    p = (async () => {
-      try {
-        await fs.access(file);
-      } catch {
-        await fs.mkdir(path.dirname(file), { recursive: true });
-        await agent.control.download(msg.artifactPath, file);
-      }
-      return file;
-    })();
-    p.catch(() => downloads.delete(file));
-    downloads.set(file, p);
-  }
-  return p;
-}
-
 export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void): Promise<void> {
   report({ type: "task.started", taskId: msg.taskId });
-  const [artifactPath, input] = await Promise.all([
-    artifactFor(agent, msg),
-    msg.input ? Promise.resolve(msg.input) : agent.control.getJson<unknown>(msg.inputPath).then((v) => taskInput.parse(v)),
-  ]);
-  const result = await runner.invoke({
-    functionId: msg.functionId,
-    buildId: msg.buildId,
-    lang: msg.lang,
-    artifactPath,
-    capabilities: msg.capabilities,
-    request: { method: input.method, query: input.query, headers: input.headers, body: input.body ?? "" },
-  });
+  const artifact = await agent.artifacts.acquire(msg.buildId, msg.artifactPath);
+  let result: Awaited<ReturnType<Runner["invoke"]>>;
+  try {
+    const input = msg.input ?? taskInput.parse(await agent.control.getJson<unknown>(msg.inputPath));
+    result = await runner.invoke({
+      functionId: msg.functionId,
+      buildId: msg.buildId,
+      lang: msg.lang,
+      artifactPath: artifact.file,
+      capabilities: msg.capabilities,
+      request: { method: input.method, query: input.query, headers: input.headers, body: input.body ?? "" },
+    });
+  } finally {
+    await artifact.release();
+  }
   let body: string | null = result.body.length ? result.body.toString("base64") : null;
   let bodyUploaded = false;
   if (result.body.length > INLINE_BODY_BYTES) {
