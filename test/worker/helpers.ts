@@ -14,7 +14,8 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export async function call(path: string, o: CallOptions = {}): Promise<Response> {
+/** URL, method, headers and body of a test call: token as Bearer, `json` serialised with its type. */
+function requestParts(path: string, o: CallOptions) {
   const headers = new Headers(o.headers);
   if (o.token) headers.set("authorization", `Bearer ${o.token}`);
   let body = o.body;
@@ -22,7 +23,12 @@ export async function call(path: string, o: CallOptions = {}): Promise<Response>
     body = JSON.stringify(o.json);
     if (!headers.has("content-type")) headers.set("content-type", "application/json");
   }
-  return SELF.fetch(`https://api.test${path}`, { method: o.method ?? (body === undefined ? "GET" : "POST"), headers, body });
+  return { url: `https://api.test${path}`, method: o.method ?? (body === undefined ? "GET" : "POST"), headers, body };
+}
+
+export async function call(path: string, o: CallOptions = {}): Promise<Response> {
+  const { url, ...init } = requestParts(path, o);
+  return SELF.fetch(url, init);
 }
 
 /** Calls and parses JSON, asserting the status first (with the body in the failure message). */
@@ -145,15 +151,7 @@ export const RECORD_ID = /^[0-9a-z]{26}$/;
 let app: ReturnType<typeof createApp> | undefined;
 
 export async function callDirect(path: string, o: CallOptions = {}): Promise<Response> {
-  const headers = new Headers(o.headers);
-  if (o.token) headers.set("authorization", `Bearer ${o.token}`);
-  let body = o.body;
-  if (o.json !== undefined) {
-    body = JSON.stringify(o.json);
-    if (!headers.has("content-type")) headers.set("content-type", "application/json");
-  }
-  const url = `https://api.test${path}`;
-  const method = o.method ?? (body === undefined ? "GET" : "POST");
+  const { url, method, headers, body } = requestParts(path, o);
   const request =
     method === "GET" && body !== undefined
       ? ({ url, method, headers, body: new Response(body).body } as unknown as Request)
