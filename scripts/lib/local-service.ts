@@ -8,8 +8,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 /**
  * The service on one machine, for `npm run dev` and the end-to-end suite alike: the Worker under
- * `wrangler dev` (workerd with local D1, R2 and Durable Objects persisted in a folder, so a
- * restart keeps them) and agents as separate `node` processes driving the local Docker Engine.
+ * wrangler's dev server (workerd with local D1, R2 and Durable Objects persisted in a folder, so a
+ * restart keeps them; see serve-worker.ts) and agents as separate `node` processes driving the local Docker Engine.
  */
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "node_modules/.bin");
@@ -79,16 +79,15 @@ export class LocalWorker {
   }
 
   async start(): Promise<void> {
-    const inspector = await freePort();
     this.child = spawn(
-      path.join(BIN, "wrangler"),
-      ["dev", "--ip", "127.0.0.1", "--port", String(this.port), "--inspector-port", String(inspector), "--persist-to", this.stateDir, "--var", `ADMIN_TOKEN:${this.adminToken}`, "--log-level", this.logFile ? "info" : "warn"],
+      process.execPath,
+      ["--import", "tsx", path.join(ROOT, "scripts/lib/serve-worker.ts"), String(this.port), this.stateDir, this.adminToken, this.logFile ? "info" : "warn"],
       // Its own process group: wrangler runs workerd as grandchildren, which a signal to wrangler
       // alone can leave behind.
       { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     if (this.logFile) teeToFile(this.child, this.logFile);
-    await Promise.race([waitForLine(this.child, /Ready on/, 120_000, "wrangler dev"), this.until200()]);
+    await waitForLine(this.child, /Ready on/, 120_000, "the Worker");
     this.startKeepalive();
   }
 
@@ -105,19 +104,6 @@ export class LocalWorker {
       fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.body?.cancel(), () => undefined);
     }, 1000);
     this.keepalive.unref();
-  }
-
-  /** `--log-level warn` hides the ready line, so readiness is also polled over HTTP. */
-  private async until200(): Promise<void> {
-    for (let i = 0; i < 1200; i++) {
-      try {
-        const res = await fetch(`${this.url}/v1/agent/config`);
-        if (res.status === 401) return;
-      } catch {
-        /* not up yet */
-      }
-      await sleep(100);
-    }
   }
 
   async stop(): Promise<void> {
