@@ -1,5 +1,8 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { periodOf } from "../../worker/billing/plans.js";
 import {
+  ADMIN,
   call,
   callJson,
   deployedFunction,
@@ -81,21 +84,92 @@ describe("POST /v1/task/<function_id>", () => {
     await expectError(taskPost(token, fn, { body: stream }), 413, "payload_too_large");
   });
 
-  it("answers 409 no_successful_build for a function without a SUCCESS build", async () => {
-    const { token } = await newAccount();
+  it("answers 409 no_successful_build for a function without a SUCCESS build, and records no task", async () => {
+    const { token, accountId } = await newAccount();
     const fn = await newFunction(token);
     await expectError(taskPost(token, fn), 409, "no_successful_build");
     const pending = await uploadBuild(token, fn);
     await expectError(taskPost(token, fn), 409, "no_successful_build");
     await markBuild(pending.id, "FAILED");
     await expectError(taskPost(token, fn), 409, "no_successful_build");
+    // An input too large for the row is put in R2 before the insert; a refused task leaves nothing there.
+    await expectError(taskPost(token, fn, { body: JSON.stringify("x".repeat(100 * 1024)) }), 409, "no_successful_build");
+    expect(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).toEqual([]);
+    expect((await env.BUCKET.list({ prefix: `acct/${accountId}/tasks/` })).objects).toEqual([]);
     await markBuild((await uploadBuild(token, fn)).id, "SUCCESS");
+    expect((await taskPost(token, fn)).status).toBe(201);
+    expect(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).toHaveLength(1);
+  });
+
+  it("copies the function's lang, capabilities and newest SUCCESS build into the task, paused or not", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await newFunction(token, { lang: "JS" });
+    await callJson(`/v1/function/${fn}/capabilities`, 204, { token, json: { timeout: 75, cpuCount: 0.5, memSize: 640, privileged: true } });
+    const builds: string[] = [];
+    for (const status of ["SUCCESS", "SUCCESS", "FAILED"] as const) {
+      builds.push((await uploadBuild(token, fn)).id);
+      await markBuild(builds.at(-1)!, status);
+    }
+    await uploadBuild(token, fn); // newer still, but pending
+    const copied = await env.DB.prepare("select lang, timeout, cpu_count, mem_size, privileged from functions where id = ?").bind(fn).first();
+    expect(copied).toEqual({ lang: "js", timeout: 75, cpu_count: 0.5, mem_size: 640, privileged: 1 });
+    for (const paused of [false, true]) {
+      if (paused) await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
+      const id = await newTask(token, fn, { paused });
+      expect(await env.DB.prepare("select * from tasks where id = ?").bind(id).first(), `paused: ${paused}`).toEqual({
+        ...copied,
+        id,
+        account_id: accountId,
+        function_id: fn,
+        build_id: builds[1],
+        endpoint_id: null,
+        trigger_id: null,
+        parent_task_id: null,
+        hop: 0,
+        issued_at: expect.closeTo(Date.now(), -4),
+        assigned_at: null,
+        finished_at: null,
+        progress: 0,
+        status: 0,
+        node: null,
+        network_latency: 0,
+        input: expect.stringContaining(`"body":"{\\"paused\\":${paused}}"`),
+        input_key: null,
+        result_status: null,
+        result_headers: null,
+        result_body: null,
+        result_key: null,
+        log: null,
+        duration_ms: null,
+      });
+    }
+  });
+
+  it("answers 402 quota_exhausted once the plan's invocations are used up, and records no task", async () => {
+    const { token, accountId } = await newAccount();
+    await callJson(`/v1/admin/accounts/${accountId}`, 204, { token: ADMIN, method: "PATCH", json: { plan: "TINY" } });
+    const fn = await deployedFunction(token);
+    const meter = (taskId: string, period = periodOf(Date.now())) =>
+      sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, ?, ?, 0, 10, 256)", taskId, accountId, fn, period);
+    await meter("lastmonth1", "2000-01");
+    await meter("lastmonth2", "2000-01");
+    await meter(await newTask(token, fn));
+    await meter(await newTask(token, fn));
+    const err = await expectError(taskPost(token, fn), 402, "quota_exhausted");
+    expect(err.message).toContain("TINY (2 invocations)");
+    expect(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).toHaveLength(2);
+    // A plan no longer configured counts as the first configured one (DEVELOPER, 100000 invocations).
+    await sql("update accounts set plan = 'RETIRED' where id = ?", accountId);
     expect((await taskPost(token, fn)).status).toBe(201);
   });
 
-  it("answers 404 for an unknown function", async () => {
+  it("answers 404 for an unknown function or another account's, and records no task", async () => {
     const { token } = await newAccount();
     await expectError(taskPost(token, "nosuchfunction"), 404, "not_found");
+    const owner = await deployed();
+    await expectError(taskPost(token, owner.fn), 404, "not_found");
+    expect(await callJson("/v1/task/list", 200, { token })).toEqual([]);
+    expect(await callJson("/v1/task/list", 200, { token: owner.token })).toEqual([]);
   });
 });
 

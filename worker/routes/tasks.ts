@@ -2,10 +2,9 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { parseJsonText, query, readTextLimited } from "../http/validate.js";
 import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas/task.js";
-import { admitFunction } from "../services/admission.js";
 import { enqueueTasks } from "../dispatch/client.js";
 import { plansFrom } from "../billing/plans.js";
-import { describeTask, getOwnTask, inputFromRequest, issueTask, listTasks } from "../services/tasks.js";
+import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
 import { awaitFinished, resultResponse } from "../services/task-results.js";
 
 /** A task body is optional, but when present it must be JSON (any JSON value). */
@@ -17,10 +16,10 @@ export async function taskBody(req: Request): Promise<string | null> {
 export const taskRoutes = new Hono<AppEnv>()
   .get("/list", async (c) => c.json(await listTasks(c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
   .post("/:functionId", async (c) => {
-    const { accountId } = c.var.caller;
-    const { fn, buildId } = await admitFunction(c.var.db, plansFrom(c.env.PLANS), accountId, c.req.param("functionId"));
+    // The body is read first: admission and the insert are one statement (issueFunctionTask).
     const input = inputFromRequest(c.req.raw, await taskBody(c.req.raw));
-    const task = await issueTask(c.var.db, c.env.BUCKET, { accountId, fn, buildId, input });
+    const o = { accountId: c.var.caller.accountId, input };
+    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, plansFrom(c.env.PLANS), c.req.param("functionId"), o);
     await enqueueTasks(c.env, [task]);
     return c.json({ id: task.id }, 201);
   })

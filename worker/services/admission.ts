@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { functions } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
@@ -33,6 +33,22 @@ export function admit(a: Admission, plans: Plan[], now: number): string {
   if (a.used >= plan.invocations)
     throw new ApiError("quota_exhausted", `the ${plan.description} plan's invocations for ${periodOf(now)} are used up (${a.used}/${plan.invocations}); new tasks resume next period`);
   return a.buildId;
+}
+
+/**
+ * admit() as a SQL condition on a row of `functions`, for the insert-select that issues a task in
+ * one round trip (issueFunctionTask() in services/tasks.ts). The plan's invocation limit is
+ * configuration, not a D1 row, so the statement carries it: a CASE over the account's plan id with
+ * one WHEN per configured plan and the first plan's limit as ELSE, planOf() line for line. A CASE
+ * rather than a bound JSON map of limits: PLANS holds a handful of plans (two parameters each keeps
+ * the statement far below D1's 100), the SQL reads like planOf(), and no JSON path is built from a
+ * plan id stored in D1. The statement's text changes only when PLANS does.
+ */
+export function admissible(plans: Plan[], now: number): SQL {
+  const { buildId, plan, used } = admissionColumns(now);
+  const whens = plans.map((p) => sql`when ${p.id} then ${p.invocations}`);
+  const limit = sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;
+  return sql`${buildId} is not null and ${used} < ${limit}`;
 }
 
 /** A function ready to take a task: the caller's own (404 otherwise), with its build and quota checked. */

@@ -1,7 +1,10 @@
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, Column, desc, eq, getTableColumns, is, lt, sql, SQL } from "drizzle-orm";
+import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Db } from "../db/client.js";
 import { functions, tasks } from "../db/schema.js";
-import { notFound } from "../errors.js";
+import { ApiError, notFound } from "../errors.js";
+import type { Plan } from "../billing/plans.js";
+import { admissible, admissionColumns, admitFunction } from "./admission.js";
 import { newId } from "../lib/ids.js";
 import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
@@ -30,11 +33,9 @@ export function inputFromRequest(req: Request, body: string | null): TaskInput {
   return { method: req.method, query, headers, body };
 }
 
-export interface IssueOptions {
+/** A new task, but for the function and build it runs. */
+export interface NewTask {
   accountId: string;
-  fn: FunctionRow;
-  /** The build to run, from admitFunction() or the endpoint's admission columns. */
-  buildId: string;
   input: TaskInput;
   endpointId?: string;
   triggerId?: string;
@@ -42,39 +43,115 @@ export interface IssueOptions {
   hop?: number;
 }
 
-/** Records a pending task of an admitted function (see services/admission.ts). */
-export async function issueTask(db: Db, bucket: R2Bucket, o: IssueOptions, now = Date.now()): Promise<TaskRow> {
+export interface IssueOptions extends NewTask {
+  fn: FunctionRow;
+  /** The build to run, from admitFunction() or the endpoint's admission columns. */
+  buildId: string;
+}
+
+/** A new task's id and its input: inline when small, else already put in R2 under `inputKey`. */
+interface StagedInput {
+  id: string;
+  input: string | null;
+  inputKey: string | null;
+}
+
+async function stageInput(bucket: R2Bucket, o: NewTask, now: number): Promise<StagedInput> {
   const id = newId(now);
   const json = JSON.stringify(o.input);
-  let input: string | null = json;
-  let inputKey: string | null = null;
-  if (json.length > INLINE_INPUT_BYTES) {
-    inputKey = taskInputKey(o.accountId, id);
-    await bucket.put(inputKey, json);
-    input = null;
-  }
-  const [row] = await db
-    .insert(tasks)
-    .values({
-      id,
-      accountId: o.accountId,
-      functionId: o.fn.id,
-      lang: o.fn.lang,
-      buildId: o.buildId,
-      endpointId: o.endpointId ?? null,
-      triggerId: o.triggerId ?? null,
-      parentTaskId: o.parentTaskId ?? null,
-      hop: o.hop ?? 0,
-      issuedAt: now,
-      timeout: o.fn.timeout,
-      cpuCount: o.fn.cpuCount,
-      memSize: o.fn.memSize,
-      privileged: o.fn.privileged,
-      input,
-      inputKey,
-    })
-    .returning();
+  if (json.length <= INLINE_INPUT_BYTES) return { id, input: json, inputKey: null };
+  const inputKey = taskInputKey(o.accountId, id);
+  await bucket.put(inputKey, json);
+  return { id, input: null, inputKey };
+}
+
+/** What a task copies from its function when issued: values, or `V` (SQL or columns) for each. */
+type FunctionFields<V> = { [K in keyof TaskFunction]: TaskFunction[K] | V };
+type TaskFunction = Pick<FunctionRow, "id" | "lang" | "timeout" | "cpuCount" | "memSize" | "privileged">;
+
+/**
+ * A new task's row: the one list of what a task is issued with. `fn` and `buildId` are values for a
+ * plain insert (issueTask, `V` never), or the function table's columns and a subquery for the
+ * insert-select that reads them in the same statement (issueFunctionTask, `V` SQL or a column).
+ */
+function taskRow<V = never>(o: NewTask, staged: StagedInput, now: number, fn: FunctionFields<NoInfer<V>>, buildId: string | NoInfer<V>) {
+  return {
+    id: staged.id,
+    accountId: o.accountId,
+    functionId: fn.id,
+    lang: fn.lang,
+    buildId,
+    endpointId: o.endpointId ?? null,
+    triggerId: o.triggerId ?? null,
+    parentTaskId: o.parentTaskId ?? null,
+    hop: o.hop ?? 0,
+    issuedAt: now,
+    timeout: fn.timeout,
+    cpuCount: fn.cpuCount,
+    memSize: fn.memSize,
+    privileged: fn.privileged,
+    input: staged.input,
+    inputKey: staged.inputKey,
+  };
+}
+
+/** Records a pending task of an admitted function (see services/admission.ts). */
+export async function issueTask(db: Db, bucket: R2Bucket, o: IssueOptions, now = Date.now()): Promise<TaskRow> {
+  const staged = await stageInput(bucket, o, now);
+  const [row] = await db.insert(tasks).values(taskRow(o, staged, now, o.fn, o.buildId)).returning();
   return row!;
+}
+
+type TaskColumns = typeof tasks._.columns;
+
+/**
+ * The select list of an insert-select into `tasks`, which must name every column in table order
+ * (drizzle checks both): the row's value where it has one, bound (encoded as the column encodes
+ * it) unless it is already SQL or a column, else the column's default (tasks has no default
+ * functions), else NULL.
+ */
+function everyTaskColumn(row: { [K in keyof TaskColumns]?: unknown }): { [K in keyof TaskColumns]: SQL | AnySQLiteColumn } {
+  const fields = Object.entries(getTableColumns(tasks)).map(([key, col]) => {
+    const value = key in row ? row[key as keyof TaskColumns] : col.default;
+    return [key, is(value, SQL) || is(value, Column) ? value : sql`${sql.param(value ?? null, col)}`];
+  });
+  return Object.fromEntries(fields) as { [K in keyof TaskColumns]: SQL | AnySQLiteColumn };
+}
+
+/**
+ * Issues a task of one of the caller's functions in one D1 round trip: an insert-select from the
+ * function's row that inserts nothing unless the function is the caller's and admissible() (it
+ * has a SUCCESS build, the newest of which it runs, and its account has invocations left). Only
+ * when nothing was inserted does admitFunction() run, to answer why with the usual 404, 409 or
+ * 402; if it admits the function after all (its builds or usage changed in between), the insert
+ * is tried once more, and a second miss answers 409 conflict. An input put in R2 for a task that
+ * was not issued is deleted again.
+ */
+export async function issueFunctionTask(db: Db, bucket: R2Bucket, plans: Plan[], functionId: string, o: NewTask, now = Date.now()): Promise<TaskRow> {
+  const staged = await stageInput(bucket, o, now);
+  const insert = async () => {
+    const [row] = await db
+      .insert(tasks)
+      .select((qb) =>
+        qb
+          .select(everyTaskColumn(taskRow<SQL | AnySQLiteColumn>(o, staged, now, functions, admissionColumns(now).buildId)))
+          .from(functions)
+          .where(and(eq(functions.id, functionId), eq(functions.accountId, o.accountId), admissible(plans, now))),
+      )
+      .returning();
+    return row;
+  };
+  try {
+    const row = await insert();
+    if (row) return row;
+    await admitFunction(db, plans, o.accountId, functionId, now);
+    const retried = await insert();
+    if (retried) return retried;
+    throw new ApiError("conflict", "the function's builds or the account's usage changed while the task was being issued; try again");
+  } catch (err) {
+    if (staged.inputKey) await bucket.delete(staged.inputKey);
+    throw err;
+  }
 }
 
 export async function getOwnTask(db: Db, accountId: string, id: string): Promise<TaskRow> {
