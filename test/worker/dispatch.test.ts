@@ -204,3 +204,54 @@ describe("tasks through the dispatcher", () => {
     await agent.close();
   });
 });
+
+describe("recording outcomes", () => {
+  it("records outcomes reported together, each task once, with its assignment and its metering", async () => {
+    const agent = await FakeAgent.connect("burst", { slots: 12 });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => task(token, fn, { i })));
+    const assigned = new Set<string>();
+    while (assigned.size < ids.length) assigned.add((await agent.next("task.assign")).taskId);
+    // Reported in one burst, each twice: the later reports arrive while the first are being written.
+    for (const id of ids) agent.done(id, `result of ${id}`);
+    for (const id of ids) agent.done(id, "a duplicate", 500);
+    for (const id of ids) {
+      const res = await call(`/v1/task/${id}/result?wait=5`, { token });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe(`result of ${id}`);
+      expect(await taskRecord(token, id)).toMatchObject({ status: 200, progress: 100, node: "burst", assigned: expect.stringMatching(/^\d+$/) });
+    }
+    expect((await callJson("/v1/usage", 200, { token })).invocations).toBe(ids.length);
+    await agent.close();
+  });
+
+  it("writes an outcome left in its storage (evicted before D1 answered) at the next alarm, and wakes the reader", async () => {
+    const agent = await FakeAgent.connect("evicted");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    await agent.next("task.assign");
+    const stub = shardStub(env, 0);
+    // What an accepted report leaves behind when the object goes away before its D1 write.
+    await runInDurableObject(stub, (_o, state) => {
+      const w = state.storage.sql.exec<{ account_id: string; function_id: string; node: string; assigned_at: number }>("delete from work where id = ? returning *", id).one();
+      const outcome = {
+        taskId: id, accountId: w.account_id, functionId: w.function_id, at: Date.now(), node: w.node, assignedAt: w.assigned_at, rttMs: 7,
+        report: { type: "task.done", taskId: id, status: 202, headers: { "content-type": "text/plain" }, body: btoa("kept"), bodyUploaded: false, log: ["kept line"], durationMs: 4 },
+      };
+      const body = JSON.stringify(outcome);
+      state.storage.sql.exec("insert into outcome (task_id, at, size, body) values (?, ?, ?, ?)", id, outcome.at, body.length, body);
+    });
+    expect((await taskRecord(token, id)).finished).toBeNull();
+    const reader = call(`/v1/task/${id}/result?wait=10`, { token });
+    await runDurableObjectAlarm(stub);
+    const res = await reader;
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe("kept");
+    expect(await taskRecord(token, id)).toMatchObject({ status: 202, progress: 100, node: "evicted", capabilities: { networkLatency: 7 } });
+    expect((await callJson(`/v1/task/${id}/log`, 200, { token })).log).toEqual(["kept line"]);
+    expect(await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("select count(*) as n from outcome").one().n)).toBe(0);
+    await agent.close();
+  });
+});

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { functions, triggers } from "../db/schema.js";
 import { ApiError } from "../errors.js";
@@ -23,18 +23,35 @@ export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<string
 }
 
 /**
+ * The triggers of these functions with their next function and its admission columns: one query,
+ * sent in the same D1 batch that records the finished tasks (see records.ts).
+ */
+export function triggerCandidates(db: Db, functionIds: string[], now: number) {
+  // Every result column needs a name of its own: inside a D1 batch drizzle maps rows by their
+  // values' order, and two columns of the same name (the tables' "id"s) would collapse into one.
+  const trigger = {
+    id: sql<string>`${triggers.id}`.as("trigger_id"),
+    functionId: sql<string>`${triggers.functionId}`.as("trigger_function_id"),
+    status: sql<number>`${triggers.status}`.as("trigger_status"),
+    includeResult: sql<number>`${triggers.includeResult}`.as("trigger_include_result"),
+  };
+  return db
+    .select({ trigger, next: functions, ...admissionColumns(now) })
+    .from(triggers)
+    .innerJoin(functions, eq(functions.id, triggers.nextId))
+    .where(inArray(triggers.functionId, functionIds.length ? functionIds : [""]));
+}
+export type TriggerCandidate = Awaited<ReturnType<typeof triggerCandidates>>[number];
+
+/**
  * Issues a task of `nextId` for every trigger of the finished task's function whose status equals
  * the task's final status. Returns the new tasks for the caller to enqueue. A next function with no
  * successful build cannot run: that trigger is skipped (and logged), the others still fire.
  */
-export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow): Promise<TaskRow[]> {
+export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow, candidates: TriggerCandidate[]): Promise<TaskRow[]> {
   if (done.hop >= MAX_HOPS) return [];
   const now = Date.now();
-  const matching = await db
-    .select({ trigger: triggers, next: functions, ...admissionColumns(now) })
-    .from(triggers)
-    .innerJoin(functions, eq(functions.id, triggers.nextId))
-    .where(and(eq(triggers.functionId, done.functionId), eq(triggers.status, done.status)));
+  const matching = candidates.filter((m) => m.trigger.functionId === done.functionId && m.trigger.status === done.status);
   if (!matching.length) return [];
   const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, done) : null;
   const issued: TaskRow[] = [];

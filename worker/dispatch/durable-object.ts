@@ -6,7 +6,9 @@ import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { fireTriggers } from "./chain.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
-import { buildLineAppended, buildLogged, buildMoved, taskAssigned, taskFinished, taskTimedOut } from "./records.js";
+import { buildLineAppended, buildLogged, buildMoved, outcomesWritten, tasksAssigned, type AssignedMark } from "./records.js";
+import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
+import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks } from "./client.js";
 import { plansFrom } from "../billing/plans.js";
 import type { z } from "zod";
@@ -17,6 +19,13 @@ const SILENT_AFTER_MS = 3 * HEARTBEAT_MS;
 const HELLO_WITHIN_MS = 10_000;
 /** Past a task's own timeout, how long the dispatcher waits for the agent's 504 before giving its own. */
 const TASK_GRACE_MS = 30_000;
+/**
+ * "Assigned" marks wait this long before their D1 write: most warm tasks finish sooner, and their
+ * outcome carries the assignment instead, which saves a write per task. Many marks share one batch.
+ */
+const MARK_DELAY_MS = 100;
+/** After a failed D1 write, outcomes are retried this much later (by the alarm). */
+const RETRY_MS = 1_000;
 
 type Hello = z.infer<typeof helloSchema>;
 const log = (level: "info" | "warn" | "error", msg: string, extra: Record<string, unknown> = {}) =>
@@ -28,13 +37,21 @@ const log = (level: "info" | "warn" | "error", msg: string, extra: Record<string
  */
 export class Dispatcher extends DurableObject<Bindings> {
   private readonly queue: WorkQueue;
+  private readonly outcomes: OutcomeLog;
   private readonly db: Db;
-  /** Result readers parked until their task ends (memory only: after an eviction they re-read D1). */
-  private readonly waiters = new Map<string, Set<() => void>>();
+  /** Result readers parked until their task's outcome is in D1 (memory only: after an eviction they re-read D1). */
+  private readonly waiters = new Map<string, Set<(row: TaskRow | null) => void>>();
+  /** Assigned marks not yet written (display only: an eviction loses them, the outcome restores them). */
+  private readonly marks = new Map<string, AssignedMark>();
+  private markTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The D1 write in flight, and whether outcomes arrived during it. */
+  private committing: Promise<void> | undefined;
+  private commitAgain = false;
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
     this.queue = new WorkQueue(ctx.storage.sql);
+    this.outcomes = new OutcomeLog(ctx.storage.sql);
     this.db = openDb(env.DB);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
   }
@@ -55,37 +72,39 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The function was deleted: drop its queued work and stop what runs. */
   async cancelFunction(functionId: string): Promise<void> {
     for (const w of this.queue.removeFunction(functionId)) {
-      this.wake(w.id);
+      this.marks.delete(w.id);
+      this.wake(w.id, null);
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     }
   }
 
   /**
-   * Resolves when the task leaves the queue (finished, expired, cancelled) or after `ms`.
-   * Result reads with ?wait park here instead of polling D1.
+   * Resolves when the task's outcome is in D1, with the row that outcome wrote, so the reader
+   * need not read it back; null when the task is not (or no longer) here, was cancelled, or
+   * after `ms`. Result reads with ?wait park here instead of polling D1.
    */
-  async awaitTask(taskId: string, ms: number): Promise<void> {
-    if (!this.queue.get(taskId)) return;
-    await new Promise<void>((resolve) => {
+  async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
+    if (!this.queue.get(taskId) && !this.outcomes.has(taskId)) return null;
+    return new Promise<TaskRow | null>((resolve) => {
       const set = this.waiters.get(taskId) ?? new Set();
       this.waiters.set(taskId, set);
-      const done = () => {
+      const done = (row: TaskRow | null) => {
         clearTimeout(timer);
         set.delete(done);
         if (!set.size) this.waiters.delete(taskId);
-        resolve();
+        resolve(row);
       };
-      const timer = setTimeout(done, Math.max(0, Math.min(ms, 30_000)));
+      const timer = setTimeout(() => done(null), Math.max(0, Math.min(ms, 30_000)));
       set.add(done);
     });
   }
 
-  private wake(taskId: string) {
-    for (const w of [...(this.waiters.get(taskId) ?? [])]) w();
+  private wake(taskId: string, row: TaskRow | null) {
+    for (const w of [...(this.waiters.get(taskId) ?? [])]) w(row);
   }
 
   async status() {
-    return { ...this.queue.counts(), agents: this.agents().map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
+    return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
   }
 
   // ── WebSockets ────────────────────────────────────────────────────────────────────────────────
@@ -149,6 +168,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
     await this.pump();
+    if (this.outcomes.count()) await this.commit();
     await this.scheduleAlarm();
   }
 
@@ -209,33 +229,76 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
   }
 
-  private async onTaskDone(agent: AgentState, msg: Extract<AgentMessage, { type: "task.done" }>, now: number) {
+  private async onTaskDone(agent: AgentState, msg: TaskDone, now: number) {
     const w = this.queue.get(msg.taskId);
-    if (!w) return; // already recorded (a duplicate or a late report after a requeue)
-    const done = await taskFinished(this.db, this.env.BUCKET, w.account_id, msg, now);
-    const removed = this.queue.remove(w.id);
-    this.wake(w.id);
-    if (removed?.node && removed.node !== agent.nodeId) this.sendTo(removed.node, { type: "task.cancel", taskId: w.id });
-    // The freed slot takes new work now (pump assigns synchronously), not after the trigger lookup.
-    const pumped = this.pump();
-    if (done) await this.chain(done);
-    await pumped;
+    if (!w) return; // already accepted (a duplicate or a late report after a requeue)
+    this.accept(w, msg, now, agent.rttMs);
+    if (w.node && w.node !== agent.nodeId) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
+    // The freed slot takes new work now, before the outcome reaches D1.
+    await this.pump();
+    await this.commit();
   }
 
-  private async chain(done: NonNullable<Awaited<ReturnType<typeof taskFinished>>>) {
-    const next = await fireTriggers(this.db, this.env.BUCKET, plansFrom(this.env.PLANS), done);
-    if (!next.length) return;
-    await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
+  /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
+  private accept(w: WorkRow, report: TaskDone | null, now: number, rttMs: number) {
+    const mark = this.marks.get(w.id);
+    this.marks.delete(w.id);
+    this.queue.remove(w.id);
+    const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report };
+    this.outcomes.add(outcome);
+  }
+
+  /**
+   * Group commit: writes the logged outcomes to D1, in as many batches as it takes. A call made
+   * while a write is in flight returns that write's promise, which then writes once more.
+   */
+  private commit(): Promise<void> {
+    if (this.committing) {
+      this.commitAgain = true;
+      return this.committing;
+    }
+    this.committing = (async () => {
+      try {
+        do {
+          this.commitAgain = false;
+          while (await this.commitBatch());
+        } while (this.commitAgain);
+      } catch (e) {
+        log("error", "recording outcomes failed; retrying", { error: String(e) });
+        await this.scheduleAlarm();
+      } finally {
+        this.committing = undefined;
+      }
+    })();
+    return this.committing;
+  }
+
+  /** Writes one batch of outcomes; false when there was none. */
+  private async commitBatch(): Promise<boolean> {
+    const batch = this.outcomes.next();
+    if (!batch.length) return false;
+    const now = Date.now();
+    const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
+    this.outcomes.remove(batch.map((o) => o.taskId));
+    for (const o of batch) this.wake(o.taskId, finished.get(o.taskId) ?? null);
+    const plans = plansFrom(this.env.PLANS);
+    for (const done of finished.values()) {
+      try {
+        const next = await fireTriggers(this.db, this.env.BUCKET, plans, done, triggers);
+        if (next.length) await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
+      } catch (e) {
+        log("error", "firing triggers failed", { taskId: done.id, error: String(e) });
+      }
+    }
+    return true;
   }
 
   private async expire(w: WorkRow, now: number): Promise<void> {
     if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
-    this.queue.remove(w.id);
     if (w.kind === "task") {
-      const done = await taskTimedOut(this.db, w.id, now);
-      this.wake(w.id);
-      if (done) await this.chain(done);
+      this.accept(w, null, now, 0); // written by the alarm's commit, with any others
     } else {
+      this.queue.remove(w.id);
       await this.logBuildLine(w, "build failed: no result from the agent in time");
       await buildMoved(this.db, w.id, "FAILED", now);
     }
@@ -264,10 +327,21 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     for (const { w, a } of assigned) this.sendTo(a.nodeId, JSON.parse(w.payload) as DispatcherMessage);
     if (assigned.length) await this.scheduleAlarm();
-    // Marking tasks assigned in D1 is for display; the queue is the truth. Callers (task creation
-    // among them) need not wait for it, and a late write cannot undo a finish (it is conditional).
-    const marks = assigned.filter(({ w }) => w.kind === "task").map(({ w, a }) => taskAssigned(this.db, w.id, a.nodeId, a.rttMs, now));
-    if (marks.length) this.ctx.waitUntil(Promise.all(marks).catch((e) => log("error", "marking tasks assigned failed", { error: String(e) })));
+    // Marking tasks assigned in D1 is for display; the queue is the truth. Nobody waits for it, and
+    // a late write cannot undo a finish (it is conditional). See MARK_DELAY_MS.
+    for (const { w, a } of assigned) if (w.kind === "task") this.marks.set(w.id, { taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
+    if (this.marks.size && !this.markTimer) this.markTimer = setTimeout(() => void this.writeMarks(), MARK_DELAY_MS);
+  }
+
+  private async writeMarks(): Promise<void> {
+    this.markTimer = undefined;
+    const marks = [...this.marks.values()];
+    this.marks.clear();
+    try {
+      await tasksAssigned(this.db, marks);
+    } catch (e) {
+      log("error", "marking tasks assigned failed", { error: String(e) });
+    }
   }
 
   private async dropAgent(ws: WebSocket): Promise<void> {
@@ -311,7 +385,7 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** One alarm: the earliest work deadline, or the next liveness round while agents are connected. */
   private async scheduleAlarm(): Promise<void> {
-    const deadline = this.queue.earliestDeadline();
+    const deadline = this.outcomes.count() ? Date.now() + RETRY_MS : this.queue.earliestDeadline();
     const liveness = this.ctx.getWebSockets().length ? Date.now() + HEARTBEAT_MS : null;
     const at = Math.min(deadline ?? Infinity, liveness ?? Infinity);
     if (at === Infinity) return;

@@ -1,75 +1,88 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
-import type { Db } from "../db/client.js";
+import type { BatchItem } from "drizzle-orm/batch";
+import { runBatch, type Db } from "../db/client.js";
 import { buildLogs, builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
 import { taskResultKey } from "../lib/storage-keys.js";
 import { meterTask } from "../billing/usage.js";
+import { triggerCandidates, type TriggerCandidate } from "./chain.js";
+import type { Outcome } from "./outcomes.js";
+import type { TaskRow } from "../services/tasks.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
-import type { AgentMessage } from "../../shared/protocol/messages.js";
 
 /** D1 writes of the dispatcher. Each is conditional, so a late or repeated report changes nothing. */
 
-export async function taskAssigned(db: Db, taskId: string, node: string, rttMs: number, now: number) {
-  await db
-    .update(tasks)
-    .set({ assignedAt: now, node, networkLatency: Math.round(rttMs), progress: 1 })
-    .where(and(eq(tasks.id, taskId), isNull(tasks.finishedAt)));
+export interface AssignedMark {
+  taskId: string;
+  node: string;
+  rttMs: number;
+  at: number;
+}
+
+/** "Assigned" marks for display, many tasks in one batch; a finished task keeps its own values. */
+export async function tasksAssigned(db: Db, marks: AssignedMark[]) {
+  await runBatch(
+    db,
+    marks.map((m) =>
+      db
+        .update(tasks)
+        .set({ assignedAt: m.at, node: m.node, networkLatency: Math.round(m.rttMs), progress: 1 })
+        .where(and(eq(tasks.id, m.taskId), isNull(tasks.finishedAt))),
+    ),
+  );
 }
 
 /** Results up to this size stay in the D1 row as text; larger or binary ones go to R2. */
 const INLINE_RESULT_BYTES = 64 * 1024;
 
-type TaskDone = Extract<AgentMessage, { type: "task.done" }>;
+const TIMED_OUT = {
+  status: 504,
+  resultStatus: 504,
+  resultHeaders: { "content-type": "application/json" },
+  resultBody: JSON.stringify({ error: { code: "timeout", message: "the task ran past its timeout" } }),
+};
 
-/**
- * Records a task's outcome exactly once: the update only matches an unfinished task, so whichever
- * report arrives first wins and the row it returns tells the caller to fire triggers.
- */
-export async function taskFinished(db: Db, bucket: R2Bucket, accountId: string, msg: TaskDone, now: number) {
+/** The columns an outcome sets; a result too large for the row is put in R2 first. */
+async function outcomeColumns(bucket: R2Bucket, o: Outcome) {
+  const assignment = o.node ? { node: o.node, assignedAt: o.assignedAt ?? o.at, networkLatency: Math.round(o.rttMs) } : {};
+  const base = { finishedAt: o.at, progress: 100, ...assignment };
+  const r = o.report;
+  if (!r) return { ...base, ...TIMED_OUT };
   let resultBody: string | null = null;
   let resultKey: string | null = null;
-  if (msg.bodyUploaded) resultKey = taskResultKey(accountId, msg.taskId);
-  else if (msg.body) {
-    const bytes = Uint8Array.from(atob(msg.body), (ch) => ch.charCodeAt(0));
+  if (r.bodyUploaded) resultKey = taskResultKey(o.accountId, o.taskId);
+  else if (r.body) {
+    const bytes = Uint8Array.from(atob(r.body), (ch) => ch.charCodeAt(0));
     const text = bytes.length <= INLINE_RESULT_BYTES ? utf8(bytes) : undefined;
     if (text !== undefined) resultBody = text;
     else {
-      resultKey = taskResultKey(accountId, msg.taskId);
+      resultKey = taskResultKey(o.accountId, o.taskId);
       await bucket.put(resultKey, bytes);
     }
   }
-  const [[row]] = await db.batch([
-    db
-      .update(tasks)
-      .set({
-        finishedAt: now,
-        progress: 100,
-        status: msg.status,
-        resultStatus: msg.status,
-        resultHeaders: msg.headers,
-        resultBody,
-        resultKey,
-        log: msg.log,
-        durationMs: msg.durationMs,
-      })
-      .where(and(eq(tasks.id, msg.taskId), isNull(tasks.finishedAt)))
-      .returning(),
-    meterTask(db, msg.taskId, now),
-  ]);
-  return row;
+  return { ...base, status: r.status, resultStatus: r.status, resultHeaders: r.headers, resultBody, resultKey, log: r.log, durationMs: r.durationMs };
 }
 
-/** The dispatcher's own verdict when no agent answered in time. */
-export async function taskTimedOut(db: Db, taskId: string, now: number) {
-  const [[row]] = await db.batch([
-    db
-      .update(tasks)
-      .set({ finishedAt: now, progress: 100, status: 504, resultStatus: 504, resultHeaders: { "content-type": "application/json" }, resultBody: JSON.stringify({ error: { code: "timeout", message: "the task ran past its timeout" } }) })
-      .where(and(eq(tasks.id, taskId), isNull(tasks.finishedAt)))
-      .returning(),
-    meterTask(db, taskId, now),
+/**
+ * Writes outcomes to D1 in one batch. Each update only matches an unfinished task, so a task is
+ * recorded exactly once; it returns the row it finished, metered in the same batch. The batch ends
+ * with the triggers of the finished tasks' functions, so chaining costs no further round trip.
+ * Returns the rows this write finished (by task id) and those triggers.
+ */
+export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcome[], now: number) {
+  const columns = await Promise.all(outcomes.map((o) => outcomeColumns(bucket, o)));
+  const writes = outcomes.flatMap((o, i) => [
+    db.update(tasks).set(columns[i]!).where(and(eq(tasks.id, o.taskId), isNull(tasks.finishedAt))).returning(),
+    meterTask(db, o.taskId, o.at),
   ]);
-  return row;
+  const statements: BatchItem<"sqlite">[] = [...writes, triggerCandidates(db, [...new Set(outcomes.map((o) => o.functionId))], now)];
+  const results: unknown[] = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+  const finished = new Map<string, TaskRow>();
+  for (let i = 0; i < outcomes.length; i++) {
+    const [row] = results[2 * i] as TaskRow[];
+    if (row) finished.set(row.id, row);
+  }
+  return { finished, triggers: results[results.length - 1] as TriggerCandidate[] };
 }
 
 function utf8(bytes: Uint8Array): string | undefined {

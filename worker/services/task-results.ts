@@ -8,9 +8,10 @@ import { dispatcherFor } from "../dispatch/client.js";
 const POLL_MS = 250;
 
 /**
- * Waits up to `seconds` for the task to finish. The task's dispatcher wakes the wait when the
- * task leaves its queue; the row is then re-read. Should the dispatcher be unreachable, or return
- * early (it was evicted and forgot its waiters), the wait falls back to polling D1.
+ * Waits up to `seconds` for the task to finish. The task's dispatcher answers the wait with the
+ * row its outcome wrote to D1, so nothing needs reading back. Should the dispatcher be
+ * unreachable, or return early without a row (it was evicted and forgot its waiters), the wait
+ * falls back to polling D1.
  */
 export async function awaitFinished(db: Db, env: Bindings, task: TaskRow, seconds: number): Promise<TaskRow> {
   const deadline = Date.now() + seconds * 1000;
@@ -20,7 +21,8 @@ export async function awaitFinished(db: Db, env: Bindings, task: TaskRow, second
     try {
       // Bounded on this side too: a dispatcher that is reset mid-wait must not hold the request.
       const remaining = deadline - before;
-      await Promise.race([dispatcherFor(env, t.functionId).awaitTask(t.id, remaining), new Promise((r) => setTimeout(r, remaining + 500))]);
+      const row = await Promise.race([dispatcherFor(env, t.functionId).awaitTask(t.id, remaining), new Promise<null>((r) => setTimeout(() => r(null), remaining + 500))]);
+      if (row?.finishedAt != null) return row;
     } catch {
       /* fall through to polling */
     }
