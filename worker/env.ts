@@ -1,5 +1,4 @@
-import type { DrizzleD1Database } from "drizzle-orm/d1";
-import type * as schema from "./db/schema.js";
+import type { Db } from "./db/client.js";
 import type { Dispatcher } from "./dispatch/durable-object.js";
 import type { EndpointCounter } from "./counters/durable-object.js";
 
@@ -24,7 +23,7 @@ export interface Caller {
 }
 
 export interface Variables {
-  db: DrizzleD1Database<typeof schema>;
+  db: Db;
   caller: Caller;
   requestId: string;
 }

@@ -1,10 +1,19 @@
+import { getTableColumns, type InferSelectModel, type SQL, type Table } from "drizzle-orm";
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { BatchItem } from "drizzle-orm/batch";
 import * as schema from "./schema.js";
 
-export type Db = DrizzleD1Database<typeof schema>;
+export type Db = DrizzleD1Database<typeof schema> & { $client: D1Database };
 
-export const openDb = (d1: D1Database): Db => drizzle(d1, { schema });
+const opened = new WeakMap<D1Database, Db>();
+
+/** One drizzle instance per binding: building one walks the whole schema, a cost per request otherwise. */
+export function openDb(d1: D1Database): Db {
+  let db = opened.get(d1);
+  if (!db) opened.set(d1, (db = drizzle(d1, { schema })));
+  return db;
+}
 
 /** D1 binds at most 100 parameters a statement: run IN-lists in slices. */
 export function chunks<T>(items: T[], size = 90): T[][] {
@@ -16,4 +25,35 @@ export function chunks<T>(items: T[], size = 90): T[][] {
 /** D1's atomic unit (it has no BEGIN): every statement commits, or none does. */
 export async function runBatch(db: Db, stmts: BatchItem<"sqlite">[]): Promise<void> {
   if (stmts.length) await db.batch(stmts as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+}
+
+/**
+ * A row of `table` as raw SQL returns it (column names, driver values) in drizzle's shape (field
+ * names, JSON and boolean columns decoded), for statements written in SQL rather than built.
+ */
+export function rowOf<T extends Table>(table: T, raw: Record<string, unknown>): InferSelectModel<T> {
+  const out: Record<string, unknown> = {};
+  for (const [field, col] of Object.entries(getTableColumns(table))) {
+    const v = raw[col.name];
+    out[field] = v == null ? null : col.mapFromDriverValue(v);
+  }
+  return out as InferSelectModel<T>;
+}
+
+const dialect = new SQLiteAsyncDialect();
+
+/**
+ * Statements written with drizzle's `sql` template (table and column references, bound values),
+ * sent as one D1 batch: raw rows back, one array a statement. For set-based statements drizzle's
+ * builders cannot express (update … from, insert … select … join), where a batch of builders
+ * would be one statement per row.
+ */
+export async function sqlBatch(db: Db, statements: SQL[]): Promise<Record<string, unknown>[][]> {
+  const d1 = db.$client;
+  const prepared = statements.map((s) => {
+    const q = dialect.sqlToQuery(s);
+    return d1.prepare(q.sql).bind(...q.params);
+  });
+  const results = await d1.batch<Record<string, unknown>>(prepared);
+  return results.map((r) => r.results ?? []);
 }

@@ -1,6 +1,7 @@
-import { eq, inArray, sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
+import { rowOf } from "../db/client.js";
 import type { Db } from "../db/client.js";
-import { functions, triggers } from "../db/schema.js";
+import { functions } from "../db/schema.js";
 import { ApiError } from "../errors.js";
 import { issueTask, type TaskRow } from "../services/tasks.js";
 import { admissionColumns, admit } from "../services/admission.js";
@@ -24,24 +25,28 @@ export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<string
 
 /**
  * The triggers of these functions with their next function and its admission columns: one query,
- * sent in the same D1 batch that records the finished tasks (see records.ts).
+ * sent in the same D1 batch that records the finished tasks (see records.ts), so written in SQL.
  */
-export function triggerCandidates(db: Db, functionIds: string[], now: number) {
-  // Every result column needs a name of its own: inside a D1 batch drizzle maps rows by their
-  // values' order, and two columns of the same name (the tables' "id"s) would collapse into one.
-  const trigger = {
-    id: sql<string>`${triggers.id}`.as("trigger_id"),
-    functionId: sql<string>`${triggers.functionId}`.as("trigger_function_id"),
-    status: sql<number>`${triggers.status}`.as("trigger_status"),
-    includeResult: sql<number>`${triggers.includeResult}`.as("trigger_include_result"),
-  };
-  return db
-    .select({ trigger, next: functions, ...admissionColumns(now) })
-    .from(triggers)
-    .innerJoin(functions, eq(functions.id, triggers.nextId))
-    .where(inArray(triggers.functionId, functionIds.length ? functionIds : [""]));
+export function triggerCandidates(functionIds: string[], now: number): SQL {
+  const { buildId, plan, used } = admissionColumns(now);
+  const ids = sql.join(functionIds.map((id) => sql`${id}`), sql`, `);
+  return sql`select functions.*, t.id as trigger_id, t.function_id as trigger_function_id, t.status as trigger_status,
+      t.include_result as trigger_include_result, ${buildId} as admission_build_id, ${plan} as admission_plan, ${used} as admission_used
+    from triggers t join functions on functions.id = t.next_id
+    where t.function_id in (${ids})`;
 }
-export type TriggerCandidate = Awaited<ReturnType<typeof triggerCandidates>>[number];
+
+/** A row of triggerCandidates(). */
+export function triggerCandidate(raw: Record<string, unknown>) {
+  return {
+    trigger: { id: raw.trigger_id as string, functionId: raw.trigger_function_id as string, status: raw.trigger_status as number, includeResult: Boolean(raw.trigger_include_result) },
+    next: rowOf(functions, raw),
+    buildId: raw.admission_build_id as string | null,
+    plan: raw.admission_plan as string,
+    used: raw.admission_used as number,
+  };
+}
+export type TriggerCandidate = ReturnType<typeof triggerCandidate>;
 
 /**
  * Issues a task of `nextId` for every trigger of the finished task's function whose status equals

@@ -5,7 +5,7 @@ import { agentMessage, hello as helloSchema, parseFrame, type AgentMessage, type
 import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { fireTriggers } from "./chain.js";
-import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
+import { WorkQueue, type NewWork, type WaitingRow, type WorkRow } from "./queue.js";
 import { buildLineAppended, buildLogged, buildMoved, outcomesWritten, tasksAssigned, type AssignedMark } from "./records.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
@@ -47,6 +47,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
+  /** The alarm time this instance set (undefined until read from storage). */
+  private alarmAt: number | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
@@ -84,7 +86,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    * after `ms`. Result reads with ?wait park here instead of polling D1.
    */
   async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
-    if (!this.queue.get(taskId) && !this.outcomes.has(taskId)) return null;
+    if (!this.queue.has(taskId) && !this.outcomes.has(taskId)) return null;
     return new Promise<TaskRow | null>((resolve) => {
       const set = this.waiters.get(taskId) ?? new Set();
       this.waiters.set(taskId, set);
@@ -152,6 +154,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   override async alarm(): Promise<void> {
+    this.alarmAt = null; // this one has fired
     const now = Date.now();
     for (const ws of this.ctx.getWebSockets()) {
       const att = ws.deserializeAttachment() as Attachment;
@@ -207,10 +210,6 @@ export class Dispatcher extends DurableObject<Bindings> {
       case "pong":
       case "hello":
         return this.pump();
-      case "task.started":
-        // Informational: the assignment already set progress 1; a D1 write per start would cost
-        // the hot path a round trip for a progress bump nobody waits on.
-        return;
       case "task.done":
         return this.onTaskDone(agent, msg, now);
       case "build.started":
@@ -310,22 +309,25 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** Assigns waiting work to agents with free slots. Storage first, then messages, then D1. */
   private async pump(): Promise<void> {
-    const agents = this.agents();
+    const connected = this.connected();
+    const agents = connected.map((c) => c.state);
     // Work held by a node with no open socket goes back first: a close event is not the only way
     // a socket ends, and work must never wait on an agent that is gone.
     this.queue.requeueAbsent(agents.map((a) => a.nodeId));
-    if (!agents.length) return;
     const busy = new Map(agents.map((a) => [a.nodeId, this.queue.countAssignedTo(a.nodeId)]));
-    const assigned: { w: WorkRow; a: AgentState }[] = [];
+    // Every agent full (the usual state under load): nothing to assign, no need to read the queue.
+    if (!agents.some((a) => a.slots > busy.get(a.nodeId)!)) return;
+    const assigned: { w: WaitingRow; a: AgentState }[] = [];
     const now = Date.now();
     for (const w of this.queue.waiting()) {
       const a = pickAgent(agents, w, busy);
       if (!a) continue;
       busy.set(a.nodeId, (busy.get(a.nodeId) ?? 0) + 1);
-      this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
+      const payload = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
       assigned.push({ w, a });
+      // The payload is the frame, serialized once when queued.
+      for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
     }
-    for (const { w, a } of assigned) this.sendTo(a.nodeId, JSON.parse(w.payload) as DispatcherMessage);
     if (assigned.length) await this.scheduleAlarm();
     // Marking tasks assigned in D1 is for display; the queue is the truth. Nobody waits for it, and
     // a late write cannot undo a finish (it is conditional). See MARK_DELAY_MS.
@@ -355,13 +357,17 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   /** Agents behind open sockets that said hello (a socket can linger, closing, before its close event). */
-  private agents(): AgentState[] {
-    const out: AgentState[] = [];
+  private connected(): { ws: WebSocket; state: AgentState }[] {
+    const out: { ws: WebSocket; state: AgentState }[] = [];
     for (const ws of this.ctx.getWebSockets()) {
       const att = ws.deserializeAttachment() as Attachment | null;
-      if (att?.hello && ws.readyState === WebSocket.OPEN) out.push(att);
+      if (att?.hello && ws.readyState === WebSocket.OPEN) out.push({ ws, state: att });
     }
     return out;
+  }
+
+  private agents(): AgentState[] {
+    return this.connected().map((c) => c.state);
   }
 
   private sockets(nodeId: string): WebSocket[] {
@@ -376,8 +382,12 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   private send(ws: WebSocket, msg: DispatcherMessage) {
+    this.sendRaw(ws, JSON.stringify(msg));
+  }
+
+  private sendRaw(ws: WebSocket, frame: string) {
     try {
-      ws.send(JSON.stringify(msg));
+      ws.send(frame);
     } catch (e) {
       log("warn", "send failed", { error: String(e) });
     }
@@ -389,8 +399,12 @@ export class Dispatcher extends DurableObject<Bindings> {
     const liveness = this.ctx.getWebSockets().length ? Date.now() + HEARTBEAT_MS : null;
     const at = Math.min(deadline ?? Infinity, liveness ?? Infinity);
     if (at === Infinity) return;
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at || current < Date.now()) await this.ctx.storage.setAlarm(at);
+    // Only this object sets its alarm, so after the first read the time is known in memory.
+    if (this.alarmAt === undefined) this.alarmAt = await this.ctx.storage.getAlarm();
+    if (this.alarmAt === null || this.alarmAt > at || this.alarmAt < Date.now()) {
+      await this.ctx.storage.setAlarm(at);
+      this.alarmAt = at;
+    }
   }
 }
 

@@ -23,6 +23,9 @@ export interface WorkRow {
   [key: string]: SqlStorageValue;
 }
 
+/** What assignment needs to know of waiting work. */
+export type WaitingRow = Pick<WorkRow, "id" | "kind" | "account_id" | "function_id" | "lang" | "privileged" | "cpu" | "mem" | "timeout_s"> & Record<string, SqlStorageValue>;
+
 export interface NewWork {
   id: string;
   kind: WorkKind;
@@ -57,15 +60,22 @@ export class WorkQueue {
     );
   }
 
+  has(id: string): boolean {
+    return this.sql.exec("select 1 from work where id = ?", id).toArray().length > 0;
+  }
+
   get(id: string): WorkRow | undefined {
     return this.sql.exec<WorkRow>("select * from work where id = ?", id).toArray()[0];
   }
 
-  /** Waiting work, oldest first; a paused function's tasks are held back (its builds are not). */
-  waiting(limit = 200): WorkRow[] {
+  /**
+   * Waiting work, oldest first; a paused function's tasks are held back (its builds are not).
+   * Without the payload (a task's input), which only the work that gets assigned needs.
+   */
+  waiting(limit = 200): WaitingRow[] {
     return this.sql
-      .exec<WorkRow>(
-        `select * from work where node is null
+      .exec<WaitingRow>(
+        `select id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s from work where node is null
          and (kind = 'build' or function_id not in (select function_id from paused))
          order by enqueued_at, id limit ?`,
         limit,
@@ -73,8 +83,9 @@ export class WorkQueue {
       .toArray();
   }
 
-  assign(id: string, node: string, now: number, deadline: number): void {
-    this.sql.exec("update work set node = ?, assigned_at = ?, deadline = ? where id = ?", node, now, deadline, id);
+  /** Stores the assignment and returns the payload to send. */
+  assign(id: string, node: string, now: number, deadline: number): string {
+    return this.sql.exec<{ payload: string }>("update work set node = ?, assigned_at = ?, deadline = ? where id = ? returning payload", node, now, deadline, id).one().payload;
   }
 
   assignedTo(node: string): WorkRow[] {
@@ -103,8 +114,8 @@ export class WorkQueue {
     this.sql.exec("update work set node = null, assigned_at = null, deadline = null where id = ?", id);
   }
 
-  remove(id: string): WorkRow | undefined {
-    return this.sql.exec<WorkRow>("delete from work where id = ? returning *", id).toArray()[0];
+  remove(id: string): void {
+    this.sql.exec("delete from work where id = ?", id);
   }
 
   removeFunction(functionId: string): WorkRow[] {

@@ -1,11 +1,11 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
-import { runBatch, type Db } from "../db/client.js";
+import { rowOf, runBatch, sqlBatch, type Db } from "../db/client.js";
 import { buildLogs, builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
 import { taskResultKey } from "../lib/storage-keys.js";
-import { meterTask } from "../billing/usage.js";
-import { triggerCandidates, type TriggerCandidate } from "./chain.js";
+import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
+import { periodOf } from "../billing/plans.js";
+import { triggerCandidate, triggerCandidates } from "./chain.js";
 import type { Outcome } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
@@ -37,52 +37,73 @@ const INLINE_RESULT_BYTES = 64 * 1024;
 
 const TIMED_OUT = {
   status: 504,
-  resultStatus: 504,
-  resultHeaders: { "content-type": "application/json" },
-  resultBody: JSON.stringify({ error: { code: "timeout", message: "the task ran past its timeout" } }),
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({ error: { code: "timeout", message: "the task ran past its timeout" } }),
 };
 
-/** The columns an outcome sets; a result too large for the row is put in R2 first. */
-async function outcomeColumns(bucket: R2Bucket, o: Outcome) {
-  const assignment = o.node ? { node: o.node, assignedAt: o.assignedAt ?? o.at, networkLatency: Math.round(o.rttMs) } : {};
-  const base = { finishedAt: o.at, progress: 100, ...assignment };
+/** One outcome as the JSON element the statements below read; a result too large for the row is put in R2 first. */
+async function outcomeElement(bucket: R2Bucket, o: Outcome) {
+  const common = { id: o.taskId, at: o.at, period: periodOf(o.at), node: o.node, assignedAt: o.node ? (o.assignedAt ?? o.at) : null, rtt: o.node ? Math.round(o.rttMs) : null };
   const r = o.report;
-  if (!r) return { ...base, ...TIMED_OUT };
-  let resultBody: string | null = null;
-  let resultKey: string | null = null;
-  if (r.bodyUploaded) resultKey = taskResultKey(o.accountId, o.taskId);
+  if (!r) return { ...common, ...TIMED_OUT, key: null, log: null, durationMs: null };
+  let body: string | null = null;
+  let key: string | null = null;
+  if (r.bodyUploaded) key = taskResultKey(o.accountId, o.taskId);
   else if (r.body) {
     const bytes = Uint8Array.from(atob(r.body), (ch) => ch.charCodeAt(0));
     const text = bytes.length <= INLINE_RESULT_BYTES ? utf8(bytes) : undefined;
-    if (text !== undefined) resultBody = text;
+    if (text !== undefined) body = text;
     else {
-      resultKey = taskResultKey(o.accountId, o.taskId);
-      await bucket.put(resultKey, bytes);
+      key = taskResultKey(o.accountId, o.taskId);
+      await bucket.put(key, bytes);
     }
   }
-  return { ...base, status: r.status, resultStatus: r.status, resultHeaders: r.headers, resultBody, resultKey, log: r.log, durationMs: r.durationMs };
+  return { ...common, status: r.status, headers: r.headers, body, key, log: r.log, durationMs: r.durationMs };
 }
 
+/** The outcomes of one batch as rows: one JSON parameter, whatever their number. */
+const outcomeRows = (json: string) => sql`(select
+  json_extract(value, '$.id') as id, json_extract(value, '$.at') as at, json_extract(value, '$.period') as period,
+  json_extract(value, '$.status') as status, json_extract(value, '$.headers') as headers,
+  json_extract(value, '$.body') as body, json_extract(value, '$.key') as result_key, json_extract(value, '$.log') as log,
+  json_extract(value, '$.durationMs') as duration_ms, json_extract(value, '$.node') as node,
+  json_extract(value, '$.assignedAt') as assigned_at, json_extract(value, '$.rtt') as rtt
+  from json_each(${json}))`;
+
 /**
- * Writes outcomes to D1 in one batch. Each update only matches an unfinished task, so a task is
- * recorded exactly once; it returns the row it finished, metered in the same batch. The batch ends
- * with the triggers of the finished tasks' functions, so chaining costs no further round trip.
+ * Writes outcomes to D1 in one batch of three statements, however many outcomes there are (their
+ * text never changes, so nothing is rebuilt per task):
+ * - one update finishes every task still unfinished, so each is recorded exactly once, and
+ *   returns the rows it finished; an outcome of an unassigned-looking row brings its assignment;
+ * - one insert meters exactly those (a row finished at this outcome's time, not cancelled);
+ * - one query reads the triggers of their functions, so chaining costs no further round trip.
  * Returns the rows this write finished (by task id) and those triggers.
  */
 export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcome[], now: number) {
-  const columns = await Promise.all(outcomes.map((o) => outcomeColumns(bucket, o)));
-  const writes = outcomes.flatMap((o, i) => [
-    db.update(tasks).set(columns[i]!).where(and(eq(tasks.id, o.taskId), isNull(tasks.finishedAt))).returning(),
-    meterTask(db, o.taskId, o.at),
+  const json = JSON.stringify(await Promise.all(outcomes.map((o) => outcomeElement(bucket, o))));
+  const [rows, , triggers] = await sqlBatch(db, [
+    sql`update tasks set
+      finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
+      result_body = o.body, result_key = o.result_key, log = o.log, duration_ms = o.duration_ms,
+      node = coalesce(o.node, tasks.node), assigned_at = coalesce(o.assigned_at, tasks.assigned_at),
+      network_latency = coalesce(o.rtt, tasks.network_latency)
+      from ${outcomeRows(json)} as o
+      where tasks.id = o.id and tasks.finished_at is null
+      returning *`,
+    sql`insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib)
+      select t.id, t.account_id, t.function_id, o.period, t.finished_at, coalesce(t.duration_ms, 0),
+        case when t.mem_size > 0 then t.mem_size else ${DEFAULT_BILLED_MEM_MIB} end
+      from tasks t join ${outcomeRows(json)} as o on t.id = o.id and t.finished_at = o.at
+      where t.status <> 410
+      on conflict do nothing`,
+    triggerCandidates([...new Set(outcomes.map((o) => o.functionId))], now),
   ]);
-  const statements: BatchItem<"sqlite">[] = [...writes, triggerCandidates(db, [...new Set(outcomes.map((o) => o.functionId))], now)];
-  const results: unknown[] = await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
   const finished = new Map<string, TaskRow>();
-  for (let i = 0; i < outcomes.length; i++) {
-    const [row] = results[2 * i] as TaskRow[];
-    if (row) finished.set(row.id, row);
+  for (const raw of rows!) {
+    const row = rowOf(tasks, raw);
+    finished.set(row.id, row);
   }
-  return { finished, triggers: results[results.length - 1] as TriggerCandidate[] };
+  return { finished, triggers: triggers!.map(triggerCandidate) };
 }
 
 function utf8(bytes: Uint8Array): string | undefined {
