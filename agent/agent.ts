@@ -23,6 +23,8 @@ export class Agent {
   private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean }>();
   private draining = false;
   private idle?: () => void;
+  /** The warm functions the last heartbeat after a task reported. */
+  private warmSent = "";
   readonly control: ControlPlane;
   readonly artifacts: ArtifactStore;
 
@@ -122,7 +124,13 @@ export class Agent {
       else report({ type: "task.done", taskId: id, status: 500, headers: { "content-type": "application/json" }, body: Buffer.from(JSON.stringify({ error: { code: "agent_error", message: (e as Error).message } })).toString("base64"), bodyUploaded: false, log: [`[runtime] agent error: ${(e as Error).message}`], durationMs: 0 });
     } finally {
       this.running.delete(id);
-      conn.sendHeartbeat();
+      // A new warm container is news for placement; a finished task alone is not (the dispatcher
+      // counts slots itself), and a heartbeat per task would double the frames of the hot path.
+      const warm = this.warm().map((w) => w.functionId).sort().join();
+      if (warm !== this.warmSent) {
+        this.warmSent = warm;
+        for (const c of this.connections) c.sendHeartbeat();
+      }
       if (this.draining && this.running.size === 0) this.idle?.();
     }
   }

@@ -10,7 +10,6 @@ type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
 const INLINE_BODY_BYTES = 512 * 1024;
 
 export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void): Promise<void> {
-  report({ type: "task.started", taskId: msg.taskId });
   const artifact = await agent.artifacts.acquire(msg.buildId, msg.artifactPath);
   let result: Awaited<ReturnType<Runner["invoke"]>>;
   try {

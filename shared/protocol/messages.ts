@@ -62,7 +62,6 @@ export const buildDone = z.object({
   reason: z.string().max(4096).optional(),
 });
 
-export const taskStarted = z.object({ type: z.literal("task.started"), taskId: id });
 export const taskDone = z.object({
   type: z.literal("task.done"),
   taskId: id,
@@ -75,7 +74,7 @@ export const taskDone = z.object({
   durationMs: z.int().min(0),
 });
 
-export const agentMessage = z.discriminatedUnion("type", [hello, heartbeat, pong, buildStarted, buildLog, buildDone, taskStarted, taskDone]);
+export const agentMessage = z.discriminatedUnion("type", [hello, heartbeat, pong, buildStarted, buildLog, buildDone, taskDone]);
 export type AgentMessage = z.infer<typeof agentMessage>;
 
 // ── dispatcher → agent ─────────────────────────────────────────────────────────────────────────

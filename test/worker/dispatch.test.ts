@@ -91,7 +91,6 @@ describe("tasks through the dispatcher", () => {
     expect(running).toMatchObject({ node: "node-a", status: 0 });
     expect(running.progress).toBeGreaterThan(0);
     expect(running.progress).toBeLessThan(100);
-    agent.send({ type: "task.started", taskId: id });
     agent.done(id, "hi there", 201);
     const res = await call(`/v1/task/${id}/result?wait=5`, { token });
     expect(res.status).toBe(201);
