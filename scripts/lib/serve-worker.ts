@@ -1,35 +1,65 @@
 /**
- * Serves the Worker locally through wrangler's programmatic dev server: the same workerd, local D1,
- * R2 and Durable Objects (persisted under the given folder) as `wrangler dev`, with the DevTools
- * inspector off. `wrangler dev` cannot switch it off, and with it on every subrequest (each D1
- * query, each Durable Object call) becomes a DevTools event that wrangler formats and appends to
- * its debug log: more CPU per task than the service itself spends, and hundreds of MB of log.
+ * Serves the Worker locally on workerd through Miniflare's programmatic API: the bundle
+ * `wrangler deploy` would upload (built with `--dry-run`), the bindings of wrangler.toml, and local
+ * D1, R2 and Durable Objects persisted under `<state dir>/v3` — the layout `wrangler dev
+ * --persist-to` and `wrangler d1 migrations apply --local --persist-to` use, so either tool sees the
+ * same data.
+ *
+ * Not `wrangler dev`: it puts a second workerd in front (a proxy worker that buffers requests
+ * across reloads) and a DevTools inspector that turns every subrequest — each D1 query, each
+ * Durable Object call — into an event wrangler formats and appends to its debug log. Together
+ * they cost more CPU and latency per task than the service itself. Production has neither.
  *
  * Usage: node --import tsx scripts/lib/serve-worker.ts <port> <state dir> <admin token> [info|warn]
  */
-import { unstable_startWorker } from "wrangler";
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
+const ROOT = path.resolve(import.meta.dirname, "../..");
 const [port, stateDir, adminToken, logLevel = "warn"] = process.argv.slice(2);
 if (!port || !stateDir || !adminToken) {
   console.error("usage: serve-worker.ts <port> <state dir> <admin token> [info|warn]");
   process.exit(2);
 }
 
-const worker = await unstable_startWorker({
-  config: "wrangler.toml",
-  bindings: { ADMIN_TOKEN: { type: "plain_text", value: adminToken } },
-  dev: {
-    inspector: false,
-    watch: false,
-    server: { hostname: "127.0.0.1", port: Number(port) },
-    persist: stateDir,
-    logLevel: logLevel === "info" ? "info" : "warn",
-  },
+function bundle(outdir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(path.join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outdir], {
+      cwd: ROOT,
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    c.stdout.on("data", (d) => (out += d));
+    c.stderr.on("data", (d) => (out += d));
+    c.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`bundling the Worker failed:\n${out}`))));
+  });
+}
+
+const outdir = path.join(stateDir, "bundle");
+await bundle(outdir);
+const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
+const mf = new Miniflare({
+  ...workerOptions,
+  name: "gc-faas",
+  modules: true,
+  scriptPath: path.join(outdir, "index.js"),
+  modulesRoot: outdir,
+  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken },
+  host: "127.0.0.1",
+  port: Number(port),
+  defaultPersistRoot: path.join(stateDir, "v3"),
+  // The request.cf object would be fetched from Cloudflare; there is no network here.
+  cf: false,
+  log: new Log(logLevel === "info" ? LogLevel.INFO : LogLevel.WARN),
+  logRequests: false,
 });
-await worker.ready;
-console.log(`Ready on ${(await worker.url).origin}`);
+const url = await mf.ready;
+console.log(`Ready on ${url.origin}`);
 
 for (const signal of ["SIGTERM", "SIGINT"] as const)
   process.once(signal, () => {
-    void worker.dispose().finally(() => process.exit(0));
+    void mf.dispose().finally(() => process.exit(0));
   });
