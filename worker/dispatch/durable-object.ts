@@ -137,7 +137,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       att.draining = msg.draining;
     }
     ws.serializeAttachment(att);
-    await this.onReport(att, msg, now);
+    await this.onReport(att, msg, now, typeof data === "string" ? data : undefined);
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
@@ -171,6 +171,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
     await this.pump();
+    if (!this.committing) this.outcomes.reload();
     if (this.outcomes.count()) await this.commit();
     await this.scheduleAlarm();
   }
@@ -204,14 +205,14 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.scheduleAlarm();
   }
 
-  private async onReport(agent: AgentState, msg: AgentMessage, now: number): Promise<void> {
+  private async onReport(agent: AgentState, msg: AgentMessage, now: number, frame?: string): Promise<void> {
     switch (msg.type) {
       case "heartbeat":
       case "pong":
       case "hello":
         return this.pump();
       case "task.done":
-        return this.onTaskDone(agent, msg, now);
+        return this.onTaskDone(agent, msg, now, frame);
       case "build.started":
         return buildMoved(this.db, msg.buildId, "BUILDING", now);
       case "build.log":
@@ -228,10 +229,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
   }
 
-  private async onTaskDone(agent: AgentState, msg: TaskDone, now: number) {
+  private async onTaskDone(agent: AgentState, msg: TaskDone, now: number, frame?: string) {
     const w = this.queue.get(msg.taskId);
     if (!w) return; // already accepted (a duplicate or a late report after a requeue)
-    this.accept(w, msg, now, agent.rttMs);
+    this.accept(w, msg, now, agent.rttMs, frame);
     if (w.node && w.node !== agent.nodeId) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
@@ -239,12 +240,12 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
-  private accept(w: WorkRow, report: TaskDone | null, now: number, rttMs: number) {
+  private accept(w: WorkRow, report: TaskDone | null, now: number, rttMs: number, frame?: string) {
     const mark = this.marks.get(w.id);
     this.marks.delete(w.id);
     this.queue.remove(w.id);
     const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report };
-    this.outcomes.add(outcome);
+    this.outcomes.add(outcome, frame);
   }
 
   /**
@@ -317,14 +318,18 @@ export class Dispatcher extends DurableObject<Bindings> {
     const busy = new Map(agents.map((a) => [a.nodeId, this.queue.countAssignedTo(a.nodeId)]));
     // Every agent full (the usual state under load): nothing to assign, no need to read the queue.
     if (!agents.some((a) => a.slots > busy.get(a.nodeId)!)) return;
+    let free = agents.reduce((n, a) => n + Math.max(0, a.slots - busy.get(a.nodeId)!), 0);
     const assigned: { w: WaitingRow; a: AgentState }[] = [];
-    const now = Date.now();
     for (const w of this.queue.waiting()) {
       const a = pickAgent(agents, w, busy);
       if (!a) continue;
       busy.set(a.nodeId, (busy.get(a.nodeId) ?? 0) + 1);
-      const payload = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
       assigned.push({ w, a });
+      if (--free === 0) break; // the rest of the queue waits; no need to read it
+    }
+    const now = Date.now();
+    for (const { w, a } of assigned) {
+      const payload = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
       // The payload is the frame, serialized once when queued.
       for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
     }

@@ -8,6 +8,9 @@ import type { AgentMessage } from "../../shared/protocol/messages.js";
  * finds nothing to accept. Writing to D1 happens after, in group commits: while one D1 batch is in
  * flight, the outcomes that arrive meanwhile wait and go together in the next. A failed write
  * keeps the rows here, and the dispatcher's alarm retries them; nothing is lost to an eviction.
+ *
+ * Storage is for durability only: the log is mirrored in memory (loaded once when the object
+ * starts), so writing a batch reads and parses nothing back.
  */
 export type TaskDone = Extract<AgentMessage, { type: "task.done" }>;
 
@@ -27,41 +30,61 @@ export interface Outcome {
 
 /** One D1 batch carries at most this many outcomes, and about this many bytes of them. */
 const MAX_ROWS = 64;
-const MAX_BYTES = 1_500_000;
+const MAX_BYTES = 1_000_000;
 
 export class OutcomeLog {
+  /** Accepted outcomes in acceptance order, with their stored size. */
+  private readonly pending = new Map<string, { outcome: Outcome; size: number }>();
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`create table if not exists outcome (
       task_id text primary key, at integer not null, size integer not null, body text not null)`);
+    this.reload();
   }
 
-  /** Idempotent: the first outcome of a task is the one kept. */
-  add(o: Outcome): void {
-    const body = JSON.stringify(o);
+  /** Reads the log from storage again (the alarm does, so memory can never hide a stored row for long). */
+  reload(): void {
+    this.pending.clear();
+    for (const r of this.sql.exec<{ task_id: string; size: number; body: string }>("select task_id, size, body from outcome order by at, task_id"))
+      this.pending.set(r.task_id, { outcome: JSON.parse(r.body) as Outcome, size: r.size });
+  }
+
+  /**
+   * Idempotent: the first outcome of a task is the one kept. `reportJson` is the agent's frame as
+   * it arrived (already validated as `o.report`): stored as is rather than serialized again.
+   */
+  add(o: Outcome, reportJson?: string): void {
+    if (this.pending.has(o.taskId)) return;
+    const { report, ...meta } = o;
+    const body = reportJson && report ? `${JSON.stringify(meta).slice(0, -1)},"report":${reportJson}}` : JSON.stringify(o);
     this.sql.exec("insert or ignore into outcome (task_id, at, size, body) values (?, ?, ?, ?)", o.taskId, o.at, body.length, body);
+    this.pending.set(o.taskId, { outcome: o, size: body.length });
   }
 
   has(taskId: string): boolean {
-    return this.sql.exec("select 1 from outcome where task_id = ?", taskId).toArray().length > 0;
+    return this.pending.has(taskId);
   }
 
   /** The oldest outcomes, as many as one D1 batch should carry (always at least one). */
   next(): Outcome[] {
     const out: Outcome[] = [];
     let bytes = 0;
-    for (const r of this.sql.exec<{ size: number; body: string }>("select size, body from outcome order by at, task_id limit ?", MAX_ROWS)) {
-      if (out.length && bytes + r.size > MAX_BYTES) break;
-      bytes += r.size;
-      out.push(JSON.parse(r.body) as Outcome);
+    for (const { outcome, size } of this.pending.values()) {
+      if (out.length >= MAX_ROWS || (out.length && bytes + size > MAX_BYTES)) break;
+      bytes += size;
+      out.push(outcome);
     }
     return out;
   }
 
   remove(taskIds: string[]): void {
-    for (const id of taskIds) this.sql.exec("delete from outcome where task_id = ?", id);
+    for (const id of taskIds) {
+      this.sql.exec("delete from outcome where task_id = ?", id);
+      this.pending.delete(id);
+    }
   }
 
   count(): number {
-    return this.sql.exec<{ n: number }>("select count(*) as n from outcome").one().n;
+    return this.pending.size;
   }
 }

@@ -72,15 +72,14 @@ export class WorkQueue {
    * Waiting work, oldest first; a paused function's tasks are held back (its builds are not).
    * Without the payload (a task's input), which only the work that gets assigned needs.
    */
-  waiting(limit = 200): WaitingRow[] {
-    return this.sql
-      .exec<WaitingRow>(
-        `select id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s from work where node is null
-         and (kind = 'build' or function_id not in (select function_id from paused))
-         order by enqueued_at, id limit ?`,
-        limit,
-      )
-      .toArray();
+  waiting(limit = 200): Iterable<WaitingRow> {
+    // A cursor, not an array: the caller stops reading once every free slot is taken.
+    return this.sql.exec<WaitingRow>(
+      `select id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s from work where node is null
+       and (kind = 'build' or function_id not in (select function_id from paused))
+       order by enqueued_at, id limit ?`,
+      limit,
+    );
   }
 
   /** Stores the assignment and returns the payload to send. */
