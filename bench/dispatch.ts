@@ -11,7 +11,7 @@ import { sendToShim } from "../agent/runner/shim-client.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip.js";
-import { ms, percentile, printTable, timed, underLoad } from "./stats.js";
+import { ms, percentile, printTable, timed, treeCpuMs, underLoad } from "./stats.js";
 
 const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" }, slots: { type: "string", default: "1" } } });
 const N = Number(values.tasks);
@@ -48,9 +48,15 @@ async function main() {
     for (let i = 0; i < N; i++)
       bare.push((await timed(() => sendToShim(socket, { method: "POST", query: {}, headers: { "content-type": "application/json" }, body: JSON.stringify({ i }) }, `bench-${i}`, 1 << 20)))[0]);
 
+    // The Worker host's CPU per task (workerd, D1, Durable Objects, HTTP): what bounds throughput
+    // here, where one workerd thread serves them all.
+    const hostCpu = () => treeCpuMs(worker.child!.pid!);
     const full: number[] = [];
+    const cpu0 = hostCpu();
     for (let i = 0; i < N; i++) full.push((await timed(() => once(i)))[0]);
+    const seqCpu = (hostCpu() - cpu0) / N;
 
+    console.log(`\nWorker host CPU per task, sequential: ${ms(seqCpu)}`);
     printTable("Warm call latency, sequential", ["path", "n", "p50", "p95", "added at p50"], [
       ["bare HTTP to the warm container (baseline)", N, ms(percentile(bare, 50)), ms(percentile(bare, 95)), "-"],
       ["task create → result (API, DO, agent)", N, ms(percentile(full, 50)), ms(percentile(full, 95)), ms(percentile(full, 50) - percentile(bare, 50))],
@@ -58,10 +64,11 @@ async function main() {
 
     const rows: (string | number)[][] = [];
     for (const c of CLIENTS) {
+      const before = hostCpu();
       const { lat, rate } = await underLoad(N, c, once);
-      rows.push([c, N, rate.toFixed(1), ms(percentile(lat, 50)), ms(percentile(lat, 95))]);
+      rows.push([c, N, rate.toFixed(1), ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms((hostCpu() - before) / N)]);
     }
-    printTable(`Throughput through one agent (${values.slots} slot(s))`, ["clients", "tasks", "tasks/s", "p50", "p95"], rows);
+    printTable(`Throughput through one agent (${values.slots} slot(s))`, ["clients", "tasks", "tasks/s", "p50", "p95", "host CPU/task"], rows);
   } finally {
     await agent.stop();
     await worker.dispose();

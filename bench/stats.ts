@@ -37,3 +37,28 @@ export async function underLoad(n: number, clients: number, fn: (i: number) => P
   );
   return { lat, rate: n / ((performance.now() - t0) / 1000) };
 }
+
+/**
+ * CPU time (ms, user + system) used so far by a process and its descendants, from /proc (Linux):
+ * what the local Worker host (workerd and its helpers) spends, read before and after a run.
+ */
+export function treeCpuMs(rootPid: number): number {
+  const fs = process.getBuiltinModule("node:fs");
+  const parent = new Map<number, number>();
+  const ticks = new Map<number, number>();
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      parent.set(Number(name), Number(f[1]));
+      ticks.set(Number(name), Number(f[11]) + Number(f[12]));
+    } catch {
+      /* the process ended meanwhile */
+    }
+  }
+  const inTree = (pid: number): boolean => pid === rootPid || (parent.has(pid) && pid > 1 && inTree(parent.get(pid)!));
+  let total = 0;
+  for (const [pid, t] of ticks) if (inTree(pid)) total += t;
+  return (total * 1000) / 100; // USER_HZ is 100 on Linux
+}

@@ -2,7 +2,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
-import { shardStub } from "../../worker/dispatch/client.js";
+import { newTaskId, shardOf, shardOfTask, shardStub } from "../../worker/dispatch/client.js";
 
 const task = (token: string, fnId: string, json: unknown = { n: 1 }) =>
   callJson<{ id: string }>(`/v1/task/${fnId}?x=1`, 201, { token, json }).then((r) => r.id);
@@ -251,6 +251,35 @@ describe("recording outcomes", () => {
     expect(await taskRecord(token, id)).toMatchObject({ status: 202, progress: 100, node: "evicted", capabilities: { networkLatency: 7 } });
     expect((await callJson(`/v1/task/${id}/log`, 200, { token })).log).toEqual(["kept line"]);
     expect(await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("select count(*) as n from outcome").one().n)).toBe(0);
+    await agent.close();
+  });
+});
+
+describe("result reads through the dispatcher", () => {
+  it("draws task ids that hash to their function's shard, so a read finds the dispatcher from the id", () => {
+    const sharded = { ...env, DISPATCH_SHARDS: "7" };
+    for (const fn of ["01aaaaaaaaaaaaaaaaaaaaaaaa", "01bbbbbbbbbbbbbbbbbbbbbbbb", "01cccccccccccccccccccccccc"]) {
+      const ids = Array.from({ length: 20 }, () => newTaskId(sharded, fn));
+      for (const id of ids) expect(shardOfTask(sharded, id)).toBe(shardOf(sharded, fn));
+      expect([...ids].sort()).toEqual(ids); // still in creation order
+      expect(new Set(ids).size).toBe(ids.length);
+    }
+  });
+
+  it("answers 404 at once for another account's running task, and waits for the owner", async () => {
+    const agent = await FakeAgent.connect("reads");
+    const { token } = await newAccount();
+    const other = await newAccount("other");
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    await agent.next("task.assign");
+    const started = Date.now();
+    await expectError(call(`/v1/task/${id}/result?wait=5`, { token: other.token }), 404, "not_found");
+    expect(Date.now() - started).toBeLessThan(2000);
+    const waiting = call(`/v1/task/${id}/result?wait=1`, { token });
+    expect([(await waiting).status, await (await waiting).json()]).toEqual([202, { status: 0, progress: 1 }]);
+    agent.done(id, "mine");
+    expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("mine");
     await agent.close();
   });
 });

@@ -123,13 +123,22 @@ export async function uploadBuild(token: string, functionId: string, zip: Uint8A
  */
 export async function markBuild(buildId: string, status: "SUCCESS" | "FAILED" = "SUCCESS") {
   await env.DB.prepare("update builds set status = ? where id = ?").bind(status, buildId).run();
-  await runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec("delete from work where id = ?", buildId));
+  await dropWork(buildId);
+}
+
+/**
+ * Takes work off the dispatcher's queue behind its back (all of it without an id), then has it
+ * re-read its storage, which it otherwise mirrors in memory.
+ */
+async function dropWork(id?: string) {
+  await runInDurableObject(shardStub(env, 0), (_o, state) =>
+    id ? state.storage.sql.exec("delete from work where id = ?", id) : state.storage.sql.exec("delete from work"),
+  );
+  await shardStub(env, 0).resync();
 }
 
 /** Empties the dispatcher's queue: storage lives as long as a test file, and tests must not share work. */
-export async function clearQueue() {
-  await runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec("delete from work"));
-}
+export const clearQueue = () => dropWork();
 
 export async function deployedFunction(token: string, body: Record<string, unknown> = {}) {
   const id = await newFunction(token, body);
@@ -199,10 +208,12 @@ export async function newTask(token: string, functionId: string, json: unknown =
 export const sql = (query: string, ...binds: unknown[]) => env.DB.prepare(query).bind(...binds).run();
 
 /** Finishes a task as the dispatcher records it: status, response, log. */
+/** Records a task as finished, as an agent's report would: it leaves its dispatcher, D1 gets the outcome. */
 export async function finishTask(
   taskId: string,
   o: { status?: number; body?: string; contentType?: string; log?: string[]; finishedAt?: number } = {},
 ) {
+  await dropWork(taskId);
   const status = o.status ?? 200;
   const finishedAt = o.finishedAt ?? Date.now();
   await sql(

@@ -53,7 +53,7 @@ export type TriggerCandidate = ReturnType<typeof triggerCandidate>;
  * the task's final status. Returns the new tasks for the caller to enqueue. A next function with no
  * successful build cannot run: that trigger is skipped (and logged), the others still fire.
  */
-export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow, candidates: TriggerCandidate[]): Promise<TaskRow[]> {
+export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow, candidates: TriggerCandidate[], newTaskId: (functionId: string) => string): Promise<TaskRow[]> {
   if (done.hop >= MAX_HOPS) return [];
   const now = Date.now();
   const matching = candidates.filter((m) => m.trigger.functionId === done.functionId && m.trigger.status === done.status);
@@ -69,7 +69,7 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done
     };
     try {
       issued.push(
-        await issueTask(db, bucket, { accountId: done.accountId, fn: next, buildId: admit(admission, plans, now), input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }, now),
+        await issueTask(db, bucket, { id: newTaskId(next.id), accountId: done.accountId, fn: next, buildId: admit(admission, plans, now), input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }, now),
       );
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;

@@ -4,6 +4,7 @@ import type { BuildRow } from "../services/builds.js";
 import type { Dispatcher } from "./durable-object.js";
 import type { NewWork } from "./queue.js";
 import { buildWork, taskWork } from "./work.js";
+import { newId } from "../lib/ids.js";
 
 /**
  * Dispatch is sharded by function: every build and task of one function goes to one shard (so a
@@ -15,11 +16,29 @@ export function shardCount(env: Bindings): number {
   return Number.isInteger(n) && n >= 1 && n <= 256 ? n : 1;
 }
 
-export function shardOf(env: Bindings, functionId: string): number {
+function fnv1a(s: string): number {
   let h = 2166136261;
-  for (let i = 0; i < functionId.length; i++) h = Math.imul(h ^ functionId.charCodeAt(i), 16777619);
-  return (h >>> 0) % shardCount(env);
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
 }
+
+export const shardOf = (env: Bindings, functionId: string): number => fnv1a(functionId) % shardCount(env);
+
+/**
+ * A new task's id, drawn so that it hashes to its function's shard: a result read then finds the
+ * task's dispatcher from the id alone, and can wait there before (usually instead of) reading D1.
+ * Ids are monotonic, so each draw is the previous one plus one; about DISPATCH_SHARDS draws a task.
+ */
+export function newTaskId(env: Bindings, functionId: string, now = Date.now()): string {
+  const shard = shardOf(env, functionId);
+  for (;;) {
+    const id = newId(now);
+    if (shardOfTask(env, id) === shard) return id;
+  }
+}
+
+/** The shard of a task whose id came from newTaskId() (older ids may belong elsewhere). */
+export const shardOfTask = (env: Bindings, taskId: string): number => fnv1a(taskId) % shardCount(env);
 
 export const shardStub = (env: Bindings, shard: number): DurableObjectStub<Dispatcher> =>
   env.DISPATCHER.get(env.DISPATCHER.idFromName(`shard-${shard}`));

@@ -9,7 +9,7 @@ import { WorkQueue, type NewWork, type WaitingRow, type WorkRow } from "./queue.
 import { buildLineAppended, buildLogged, buildMoved, outcomesWritten, tasksAssigned, type AssignedMark } from "./records.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
-import { enqueueTasks } from "./client.js";
+import { enqueueTasks, newTaskId } from "./client.js";
 import { plansFrom } from "../billing/plans.js";
 import type { z } from "zod";
 
@@ -101,6 +101,36 @@ export class Dispatcher extends DurableObject<Bindings> {
     });
   }
 
+  /**
+   * A result read's wait, found by task id alone (the id names its shard, see newTaskId): the
+   * finished row; after `ms`, the progress of a task still queued or running; or null when the
+   * task is not here (recorded earlier, another account's, or an id from before ids named
+   * shards) and D1 must answer.
+   */
+  async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
+    const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId);
+    if (owner !== accountId) return null;
+    const row = await this.awaitTask(taskId, ms);
+    if (row) return { row };
+    const w = this.queue.get(taskId);
+    return w ? { progress: w.node ? 1 : 0 } : null;
+  }
+
+  /**
+   * Reads the queue and the outcome log from storage again. Memory mirrors storage (every write goes
+   * to both), so this changes nothing in normal operation; the alarm does it so that memory can
+   * never hide stored work for long, and tests that edit storage directly call it.
+   */
+  async resync(): Promise<void> {
+    this.resyncNow();
+    await this.pump();
+  }
+
+  private resyncNow() {
+    this.queue.reload();
+    if (!this.committing) this.outcomes.reload();
+  }
+
   private wake(taskId: string, row: TaskRow | null) {
     for (const w of [...(this.waiters.get(taskId) ?? [])]) w(row);
   }
@@ -155,6 +185,7 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   override async alarm(): Promise<void> {
     this.alarmAt = null; // this one has fired
+    this.resyncNow();
     const now = Date.now();
     for (const ws of this.ctx.getWebSockets()) {
       const att = ws.deserializeAttachment() as Attachment;
@@ -171,7 +202,6 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
     await this.pump();
-    if (!this.committing) this.outcomes.reload();
     if (this.outcomes.count()) await this.commit();
     await this.scheduleAlarm();
   }
@@ -284,7 +314,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const plans = plansFrom(this.env.PLANS);
     for (const done of finished.values()) {
       try {
-        const next = await fireTriggers(this.db, this.env.BUCKET, plans, done, triggers);
+        const next = await fireTriggers(this.db, this.env.BUCKET, plans, done, triggers, (fn) => newTaskId(this.env, fn));
         if (next.length) await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
       } catch (e) {
         log("error", "firing triggers failed", { taskId: done.id, error: String(e) });
@@ -331,7 +361,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     for (const { w, a } of assigned) {
       const payload = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
       // The payload is the frame, serialized once when queued.
-      for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
+      if (payload !== undefined) for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
     }
     if (assigned.length) await this.scheduleAlarm();
     // Marking tasks assigned in D1 is for display; the queue is the truth. Nobody waits for it, and

@@ -65,6 +65,10 @@ export class OutcomeLog {
     return this.pending.has(taskId);
   }
 
+  accountOf(taskId: string): string | undefined {
+    return this.pending.get(taskId)?.outcome.accountId;
+  }
+
   /** The oldest outcomes, as many as one D1 batch should carry (always at least one). */
   next(): Outcome[] {
     const out: Outcome[] = [];

@@ -1,10 +1,16 @@
 /**
  * The dispatcher's queue in its own SQLite storage: every pending or running build and task lives
- * here until it ends, so an evicted or restarted dispatcher loses nothing. All calls are
+ * there until it ends, so an evicted or restarted dispatcher loses nothing. All calls are
  * synchronous, so a sequence of them with no await between commits together.
+ *
+ * Storage is written, not read: the queue is mirrored in memory (loaded when the object starts,
+ * and again by reload()), because each storage statement costs far more than a map lookup and
+ * the hot path asks the queue a dozen questions per task. Payloads (a task's input, up to 64 KiB)
+ * stay in storage only and are read back by the assignment that sends them.
  */
 export type WorkKind = "task" | "build";
 
+/** A queue row without its payload. */
 export interface WorkRow {
   id: string;
   kind: WorkKind;
@@ -15,16 +21,14 @@ export interface WorkRow {
   cpu: number;
   mem: number;
   timeout_s: number;
-  payload: string;
   enqueued_at: number;
   node: string | null;
   assigned_at: number | null;
   deadline: number | null;
-  [key: string]: SqlStorageValue;
 }
 
 /** What assignment needs to know of waiting work. */
-export type WaitingRow = Pick<WorkRow, "id" | "kind" | "account_id" | "function_id" | "lang" | "privileged" | "cpu" | "mem" | "timeout_s"> & Record<string, SqlStorageValue>;
+export type WaitingRow = WorkRow;
 
 export interface NewWork {
   id: string;
@@ -39,7 +43,13 @@ export interface NewWork {
   payload: unknown;
 }
 
+const COLUMNS = "id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline";
+
 export class WorkQueue {
+  /** In enqueue order (a Map keeps insertion order; a requeued row keeps its place). */
+  private rows = new Map<string, WorkRow>();
+  private paused = new Set<string>();
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`create table if not exists work (
       id text primary key, kind text not null, account_id text not null, function_id text not null,
@@ -49,97 +59,139 @@ export class WorkQueue {
     sql.exec("create index if not exists work_node on work(node)");
     sql.exec("create index if not exists work_function on work(function_id)");
     sql.exec("create table if not exists paused (function_id text primary key)");
+    this.reload();
+  }
+
+  /** Reads the queue from storage again. */
+  reload(): void {
+    this.rows = new Map();
+    for (const r of this.sql.exec<WorkRow & Record<string, SqlStorageValue>>(`select ${COLUMNS} from work order by enqueued_at, id`)) this.rows.set(r.id, { ...r });
+    this.paused = new Set(this.sql.exec<{ function_id: string }>("select function_id from paused").toArray().map((r) => r.function_id));
   }
 
   /** Idempotent: enqueuing the same id twice keeps the first. */
   add(w: NewWork, now: number): void {
+    if (this.rows.has(w.id)) return;
+    const privileged = w.privileged ? 1 : 0;
     this.sql.exec(
       `insert or ignore into work (id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, payload, enqueued_at)
        values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      w.id, w.kind, w.accountId, w.functionId, w.lang, w.privileged ? 1 : 0, w.cpu, w.mem, w.timeoutS, JSON.stringify(w.payload), now,
+      w.id, w.kind, w.accountId, w.functionId, w.lang, privileged, w.cpu, w.mem, w.timeoutS, JSON.stringify(w.payload), now,
     );
-  }
-
-  has(id: string): boolean {
-    return this.sql.exec("select 1 from work where id = ?", id).toArray().length > 0;
+    this.rows.set(w.id, {
+      id: w.id, kind: w.kind, account_id: w.accountId, function_id: w.functionId, lang: w.lang, privileged, cpu: w.cpu, mem: w.mem,
+      timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null,
+    });
   }
 
   get(id: string): WorkRow | undefined {
-    return this.sql.exec<WorkRow>("select * from work where id = ?", id).toArray()[0];
+    return this.rows.get(id);
+  }
+
+  has(id: string): boolean {
+    return this.rows.has(id);
+  }
+
+  /** Waiting work, oldest first; a paused function's tasks are held back (its builds are not). */
+  *waiting(limit = 200): Iterable<WaitingRow> {
+    let n = 0;
+    for (const w of this.rows.values()) {
+      if (n >= limit) return;
+      if (w.node !== null || (w.kind === "task" && this.paused.has(w.function_id))) continue;
+      n++;
+      yield w;
+    }
   }
 
   /**
-   * Waiting work, oldest first; a paused function's tasks are held back (its builds are not).
-   * Without the payload (a task's input), which only the work that gets assigned needs.
+   * Stores the assignment and returns the payload to send; undefined (and the row forgotten) should
+   * storage no longer hold it, which only an edit behind the queue's back can cause.
    */
-  waiting(limit = 200): Iterable<WaitingRow> {
-    // A cursor, not an array: the caller stops reading once every free slot is taken.
-    return this.sql.exec<WaitingRow>(
-      `select id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s from work where node is null
-       and (kind = 'build' or function_id not in (select function_id from paused))
-       order by enqueued_at, id limit ?`,
-      limit,
-    );
-  }
-
-  /** Stores the assignment and returns the payload to send. */
-  assign(id: string, node: string, now: number, deadline: number): string {
-    return this.sql.exec<{ payload: string }>("update work set node = ?, assigned_at = ?, deadline = ? where id = ? returning payload", node, now, deadline, id).one().payload;
+  assign(id: string, node: string, now: number, deadline: number): string | undefined {
+    const [stored] = this.sql.exec<{ payload: string }>("update work set node = ?, assigned_at = ?, deadline = ? where id = ? returning payload", node, now, deadline, id).toArray();
+    const w = this.rows.get(id);
+    if (!stored) this.rows.delete(id);
+    else if (w) Object.assign(w, { node, assigned_at: now, deadline });
+    return stored?.payload;
   }
 
   assignedTo(node: string): WorkRow[] {
-    return this.sql.exec<WorkRow>("select * from work where node = ?", node).toArray();
+    return [...this.rows.values()].filter((w) => w.node === node);
   }
 
   countAssignedTo(node: string): number {
-    return this.sql.exec<{ n: number }>("select count(*) as n from work where node = ?", node).one().n;
+    let n = 0;
+    for (const w of this.rows.values()) if (w.node === node) n++;
+    return n;
   }
 
   /** Puts an agent's work back in the queue (it disconnected or fell silent). */
   requeueNode(node: string): WorkRow[] {
     const rows = this.assignedTo(node);
-    this.sql.exec("update work set node = null, assigned_at = null, deadline = null where node = ?", node);
-    return rows;
+    const before = rows.map((w) => ({ ...w }));
+    if (rows.length) this.sql.exec("update work set node = null, assigned_at = null, deadline = null where node = ?", node);
+    for (const w of rows) this.unassign(w);
+    return before;
   }
 
-  /** Puts back the work of every node not in `connected`. */
+  /** Puts back the work of every node not in `connected`; storage is touched only when there is some. */
   requeueAbsent(connected: string[]): number {
-    const placeholders = connected.map(() => "?").join(", ");
-    const where = connected.length ? `node is not null and node not in (${placeholders})` : "node is not null";
-    return this.sql.exec(`update work set node = null, assigned_at = null, deadline = null where ${where}`, ...connected).rowsWritten;
+    const gone = new Set<string>();
+    for (const w of this.rows.values()) if (w.node !== null && !connected.includes(w.node)) gone.add(w.node);
+    let n = 0;
+    for (const node of gone) n += this.requeueNode(node).length;
+    return n;
   }
 
   requeueOne(id: string): void {
     this.sql.exec("update work set node = null, assigned_at = null, deadline = null where id = ?", id);
+    const w = this.rows.get(id);
+    if (w) this.unassign(w);
+  }
+
+  private unassign(w: WorkRow) {
+    w.node = null;
+    w.assigned_at = null;
+    w.deadline = null;
   }
 
   remove(id: string): void {
     this.sql.exec("delete from work where id = ?", id);
+    this.rows.delete(id);
   }
 
   removeFunction(functionId: string): WorkRow[] {
-    this.sql.exec("delete from paused where function_id = ?", functionId);
-    return this.sql.exec<WorkRow>("delete from work where function_id = ? returning *", functionId).toArray();
+    this.setPaused(functionId, false);
+    const gone = [...this.rows.values()].filter((w) => w.function_id === functionId);
+    if (gone.length) this.sql.exec("delete from work where function_id = ?", functionId);
+    for (const w of gone) this.rows.delete(w.id);
+    return gone;
   }
 
   setPaused(functionId: string, paused: boolean): void {
-    if (paused) this.sql.exec("insert or ignore into paused (function_id) values (?)", functionId);
-    else this.sql.exec("delete from paused where function_id = ?", functionId);
+    if (paused === this.paused.has(functionId)) return;
+    if (paused) {
+      this.sql.exec("insert or ignore into paused (function_id) values (?)", functionId);
+      this.paused.add(functionId);
+    } else {
+      this.sql.exec("delete from paused where function_id = ?", functionId);
+      this.paused.delete(functionId);
+    }
   }
 
   overdue(now: number): WorkRow[] {
-    return this.sql.exec<WorkRow>("select * from work where deadline is not null and deadline <= ?", now).toArray();
+    return [...this.rows.values()].filter((w) => w.deadline !== null && w.deadline <= now);
   }
 
   earliestDeadline(): number | null {
-    return this.sql.exec<{ d: number | null }>("select min(deadline) as d from work").one().d;
+    let min: number | null = null;
+    for (const w of this.rows.values()) if (w.deadline !== null && (min === null || w.deadline < min)) min = w.deadline;
+    return min;
   }
 
   counts(): { waiting: number; running: number } {
-    return this.sql
-      .exec<{ waiting: number; running: number }>(
-        "select coalesce(sum(node is null), 0) as waiting, coalesce(sum(node is not null), 0) as running from work",
-      )
-      .one();
+    let waiting = 0;
+    for (const w of this.rows.values()) if (w.node === null) waiting++;
+    return { waiting, running: this.rows.size - waiting };
   }
 }

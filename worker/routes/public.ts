@@ -9,7 +9,7 @@ import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
 import { localDay, nextLocalMidnight } from "../public/local-time.js";
 import { counterFor } from "../counters/client.js";
 import { plansFrom } from "../billing/plans.js";
-import { enqueueTasks } from "../dispatch/client.js";
+import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { inputFromRequest, issueTask } from "../services/tasks.js";
 import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, resultResponse } from "../services/task-results.js";
@@ -91,7 +91,7 @@ export const publicRoutes = new Hono<AppEnv>()
     try {
       // Quota is checked after the daily counter so that a refusal gives the count back below.
       const buildId = admit(admission, plansFrom(c.env.PLANS), now);
-      const task = await issueTask(c.var.db, c.env.BUCKET, { accountId: e.accountId, fn, buildId, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
+      const task = await issueTask(c.var.db, c.env.BUCKET, { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, fn, buildId, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
       await enqueueTasks(c.env, [task]);
       return c.json({ id: task.id }, 201);
     } catch (err) {

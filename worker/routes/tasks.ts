@@ -2,10 +2,10 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { parseJsonText, query, readTextLimited } from "../http/validate.js";
 import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas/task.js";
-import { enqueueTasks } from "../dispatch/client.js";
+import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { plansFrom } from "../billing/plans.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
-import { awaitFinished, resultResponse } from "../services/task-results.js";
+import { readResult } from "../services/task-results.js";
 
 /** A task body is optional, but when present it must be JSON (any JSON value). */
 export async function taskBody(req: Request): Promise<string | null> {
@@ -18,16 +18,16 @@ export const taskRoutes = new Hono<AppEnv>()
   .post("/:functionId", async (c) => {
     // The body is read first: admission and the insert are one statement (issueFunctionTask).
     const input = inputFromRequest(c.req.raw, await taskBody(c.req.raw));
-    const o = { accountId: c.var.caller.accountId, input };
-    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, plansFrom(c.env.PLANS), c.req.param("functionId"), o);
+    const functionId = c.req.param("functionId");
+    const o = { id: newTaskId(c.env, functionId), accountId: c.var.caller.accountId, input };
+    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, plansFrom(c.env.PLANS), functionId, o);
     await enqueueTasks(c.env, [task]);
     return c.json({ id: task.id }, 201);
   })
   .get("/:id", async (c) => c.json(describeTask(await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id")))))
   .get("/:id/result", async (c) => {
     const { wait } = query(c, resultQuery);
-    const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
-    return resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, c.env, task, wait));
+    return readResult(c.var.db, c.env, c.var.caller.accountId, c.req.param("id"), wait);
   })
   .get("/:id/log", async (c) => {
     const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));

@@ -5,7 +5,6 @@ import { functions, tasks } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
 import type { Plan } from "../billing/plans.js";
 import { admissible, admissionColumns, admitFunction } from "./admission.js";
-import { newId } from "../lib/ids.js";
 import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
@@ -35,6 +34,8 @@ export function inputFromRequest(req: Request, body: string | null): TaskInput {
 
 /** A new task, but for the function and build it runs. */
 export interface NewTask {
+  /** From newTaskId() (dispatch/client.ts), which puts the id on its function's shard. */
+  id: string;
   accountId: string;
   input: TaskInput;
   endpointId?: string;
@@ -57,7 +58,7 @@ interface StagedInput {
 }
 
 async function stageInput(bucket: R2Bucket, o: NewTask, now: number): Promise<StagedInput> {
-  const id = newId(now);
+  const id = o.id;
   const json = JSON.stringify(o.input);
   if (json.length <= INLINE_INPUT_BYTES) return { id, input: json, inputKey: null };
   const inputKey = taskInputKey(o.accountId, id);
