@@ -1,6 +1,6 @@
 /**
  * /gc benchmark: latency of an accepted public call (until its 201) and calls per second, next
- * to a bare route of the same Worker (/healthz) measured in the same run under wrangler dev.
+ * to a bare route of the same Worker (/healthz) measured in the same run on local workerd.
  * Run: npx tsx bench/public-door.ts [--calls 500] [--clients 1,16]
  */
 import { parseArgs } from "node:util";
@@ -40,7 +40,7 @@ async function main() {
       rows.push([`bare /healthz (baseline)`, c, ms(percentile(b.lat, 50)), ms(percentile(b.lat, 95)), b.rate.toFixed(0)]);
       rows.push([`accepted /gc call`, c, ms(percentile(g.lat, 50)), ms(percentile(g.lat, 95)), g.rate.toFixed(0)]);
     }
-    printTable(`Public door under wrangler dev (${N} calls per row)`, ["route", "clients", "p50", "p95", "calls/s"], rows);
+    printTable(`Public door on local workerd (${N} calls per row)`, ["route", "clients", "p50", "p95", "calls/s"], rows);
   } finally {
     await agent.stop();
     await worker.dispose();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts the whole service locally: Docker (installed and started if missing), npm packages,
-# runtime images, the Worker under wrangler dev and one agent. Ctrl-C stops it all.
+# runtime images, the Worker on local workerd and one agent. Ctrl-C stops it all.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/images/ensure-docker.sh

@@ -1,6 +1,6 @@
 /**
  * `npm run dev`: the whole service on this machine. Builds missing runtime images, starts the
- * Worker under wrangler dev with state in .state/ (kept across restarts), creates a development
+ * Worker on local workerd (scripts/lib/serve-worker.ts) with state in .state/ (kept across restarts), creates a development
  * account once, starts one agent, prints the URL and token, and stops everything on Ctrl-C.
  */
 import { randomBytes } from "node:crypto";
@@ -60,7 +60,7 @@ async function main() {
   say("checking runtime images (missing ones are built offline from Debian packages)");
   await ensureOfflineImages(LANGS_SERVED, (line) => say(line));
   const state = await readState();
-  say(`starting the Worker (wrangler dev) on port ${PORT}`);
+  say(`starting the Worker (local workerd) on port ${PORT}`);
   const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log") });
   const creds = await ensureCredentials(worker, state);
   say("starting one agent");

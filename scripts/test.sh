@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: type checks, the Worker suite in workerd, the agent suite against real Docker,
-# the end-to-end and CLI suites against wrangler dev with real agents. Installs what it needs first
+# the end-to-end and CLI suites against the Worker on local workerd with real agents. Installs what it needs first
 # (Docker, mmdebstrap, npm packages) and builds missing runtime images, so a fresh Debian machine
 # needs nothing else. The four vitest projects run one after another: on two cores, Docker-heavy
 # suites running side by side starve each other. Prints "N passed, N failed" last.

@@ -6,7 +6,7 @@ import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../e2e/harness.js";
 import { runCli, show, type CliOptions } from "./run-cli.js";
 
-// One Worker under `wrangler dev` and one agent for the file; the CLI runs as a child process
+// One Worker on local workerd and one agent for the file; the CLI runs as a child process
 // against them, configured only through its own config file (written by `gcfaas login`).
 let worker: LocalWorker;
 let agent: AgentProcess;

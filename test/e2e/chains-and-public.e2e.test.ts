@@ -70,7 +70,7 @@ describe("trigger chains with real agents", () => {
   });
 });
 
-describe("the public door under wrangler dev", () => {
+describe("the public door on local workerd", () => {
   it("refuses a caller from 127.0.0.9 against an ip list, and serves 127.0.0.1 with a public result", async () => {
     const fn = await deploy(user, "py", await zipSources(step("public")), "pub");
     const { id: ep } = await user.json("POST", `/v1/endpoint/${fn.functionId}`, 201, { json: { ip: ["127.0.0.1"] } });

@@ -7,7 +7,7 @@ import { zipFolder, zipSources } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, ROOT, type Api } from "./harness.js";
 import { deploy, invoke, result, waitBuild } from "./deploy.js";
 
-// One Worker under wrangler dev and two agents for the whole file: A allows privileged work.
+// One Worker on local workerd and two agents for the whole file: A allows privileged work.
 let worker: LocalWorker;
 let admin: Api;
 let user: Api;
