@@ -6,7 +6,9 @@ import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { fireTriggers } from "./chain.js";
 import { WorkQueue, type NewWork, type WaitingRow, type WorkRow } from "./queue.js";
-import { buildLineAppended, buildLogged, buildMoved, outcomesWritten, tasksAssigned, type AssignedMark } from "./records.js";
+import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./records.js";
+import { AssignedMarks } from "./assigned-marks.js";
+import { Waiters } from "./waiters.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks, newTaskId } from "./client.js";
@@ -19,11 +21,6 @@ const SILENT_AFTER_MS = 3 * HEARTBEAT_MS;
 const HELLO_WITHIN_MS = 10_000;
 /** Past a task's own timeout, how long the dispatcher waits for the agent's 504 before giving its own. */
 const TASK_GRACE_MS = 30_000;
-/**
- * "Assigned" marks wait this long before their D1 write: most warm tasks finish sooner, and their
- * outcome carries the assignment instead, which saves a write per task. Many marks share one batch.
- */
-const MARK_DELAY_MS = 100;
 /** After a failed D1 write, outcomes are retried this much later (by the alarm). */
 const RETRY_MS = 1_000;
 
@@ -39,11 +36,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly queue: WorkQueue;
   private readonly outcomes: OutcomeLog;
   private readonly db: Db;
-  /** Result readers parked until their task's outcome is in D1 (memory only: after an eviction they re-read D1). */
-  private readonly waiters = new Map<string, Set<(row: TaskRow | null) => void>>();
-  /** Assigned marks not yet written (display only: an eviction loses them, the outcome restores them). */
-  private readonly marks = new Map<string, AssignedMark>();
-  private markTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly waiters = new Waiters();
+  private readonly marks: AssignedMarks;
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
@@ -55,6 +49,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.queue = new WorkQueue(ctx.storage.sql);
     this.outcomes = new OutcomeLog(ctx.storage.sql);
     this.db = openDb(env.DB);
+    this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
   }
 
@@ -74,8 +69,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The function was deleted: drop its queued work and stop what runs. */
   async cancelFunction(functionId: string): Promise<void> {
     for (const w of this.queue.removeFunction(functionId)) {
-      this.marks.delete(w.id);
-      this.wake(w.id, null);
+      this.marks.take(w.id);
+      this.waiters.wake(w.id, null);
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     }
   }
@@ -87,18 +82,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    */
   async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
     if (!this.queue.has(taskId) && !this.outcomes.has(taskId)) return null;
-    return new Promise<TaskRow | null>((resolve) => {
-      const set = this.waiters.get(taskId) ?? new Set();
-      this.waiters.set(taskId, set);
-      const done = (row: TaskRow | null) => {
-        clearTimeout(timer);
-        set.delete(done);
-        if (!set.size) this.waiters.delete(taskId);
-        resolve(row);
-      };
-      const timer = setTimeout(() => done(null), Math.max(0, Math.min(ms, 30_000)));
-      set.add(done);
-    });
+    return this.waiters.wait(taskId, ms);
   }
 
   /**
@@ -129,10 +113,6 @@ export class Dispatcher extends DurableObject<Bindings> {
   private resyncNow() {
     this.queue.reload();
     if (!this.committing) this.outcomes.reload();
-  }
-
-  private wake(taskId: string, row: TaskRow | null) {
-    for (const w of [...(this.waiters.get(taskId) ?? [])]) w(row);
   }
 
   async status() {
@@ -271,8 +251,7 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
   private accept(w: WorkRow, report: TaskDone | null, now: number, rttMs: number, frame?: string) {
-    const mark = this.marks.get(w.id);
-    this.marks.delete(w.id);
+    const mark = this.marks.take(w.id);
     this.queue.remove(w.id);
     const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report };
     this.outcomes.add(outcome, frame);
@@ -310,7 +289,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const now = Date.now();
     const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
     this.outcomes.remove(batch.map((o) => o.taskId));
-    for (const o of batch) this.wake(o.taskId, finished.get(o.taskId) ?? null);
+    for (const o of batch) this.waiters.wake(o.taskId, finished.get(o.taskId) ?? null);
     const plans = plansFrom(this.env.PLANS);
     for (const done of finished.values()) {
       try {
@@ -364,21 +343,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       if (payload !== undefined) for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
     }
     if (assigned.length) await this.scheduleAlarm();
-    // Marking tasks assigned in D1 is for display; the queue is the truth. Nobody waits for it, and
-    // a late write cannot undo a finish (it is conditional). See MARK_DELAY_MS.
-    for (const { w, a } of assigned) if (w.kind === "task") this.marks.set(w.id, { taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
-    if (this.marks.size && !this.markTimer) this.markTimer = setTimeout(() => void this.writeMarks(), MARK_DELAY_MS);
-  }
-
-  private async writeMarks(): Promise<void> {
-    this.markTimer = undefined;
-    const marks = [...this.marks.values()];
-    this.marks.clear();
-    try {
-      await tasksAssigned(this.db, marks);
-    } catch (e) {
-      log("error", "marking tasks assigned failed", { error: String(e) });
-    }
+    for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
   }
 
   private async dropAgent(ws: WebSocket): Promise<void> {
