@@ -62,6 +62,9 @@ async function main() {
       ["task create → result (API, DO, agent)", N, ms(percentile(full, 50)), ms(percentile(full, 95)), ms(percentile(full, 50) - percentile(bare, 50))],
     ]);
 
+    // "Warm" under load too: as many containers as the agent has slots are started before measuring
+    // (otherwise the first row pays for up to --slots cold starts).
+    await underLoad(Number(values.slots) * 8, Math.max(...CLIENTS), once);
     const rows: (string | number)[][] = [];
     for (const c of CLIENTS) {
       const before = hostCpu();
