@@ -20,7 +20,7 @@ type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" 
  */
 export class Agent {
   private readonly connections: DispatcherConnection[] = [];
-  private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean }>();
+  private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean; abort: AbortController }>();
   private draining = false;
   private idle?: () => void;
   /** The warm functions the last heartbeat after a task reported. */
@@ -99,8 +99,13 @@ export class Agent {
 
   private onMessage(msg: DispatcherMessage, conn: DispatcherConnection): void {
     if (msg.type === "task.cancel") {
+      // The dispatcher recorded an outcome already (a timeout, a deleted function, another
+      // agent's report): the invocation stops now and its report is dropped.
       const r = this.running.get(msg.taskId);
-      if (r) r.cancelled = true;
+      if (r) {
+        r.cancelled = true;
+        r.abort.abort();
+      }
       return;
     }
     if (msg.type === "build.assign" || msg.type === "task.assign") void this.run(msg, conn);
@@ -109,7 +114,7 @@ export class Agent {
   private async run(msg: Assign, conn: DispatcherConnection): Promise<void> {
     const id = msg.type === "build.assign" ? msg.buildId : msg.taskId;
     if (this.running.has(id)) return; // a re-sent assignment of work already under way
-    const entry = { kind: msg.type === "build.assign" ? ("build" as const) : ("task" as const), conn, cancelled: false };
+    const entry = { kind: msg.type === "build.assign" ? ("build" as const) : ("task" as const), conn, cancelled: false, abort: new AbortController() };
     this.running.set(id, entry);
     const report = (m: AgentMessage) => {
       // A cancelled task's outcome is dropped: the dispatcher already recorded one.
@@ -117,7 +122,7 @@ export class Agent {
     };
     try {
       if (msg.type === "build.assign") await runBuild(this, msg, report);
-      else await runTask(this, this.runner, msg, report);
+      else await runTask(this, this.runner, msg, report, entry.abort.signal);
     } catch (e) {
       log("error", "work failed unexpectedly", { id, error: (e as Error).stack ?? String(e) });
       if (msg.type === "build.assign") report({ type: "build.done", buildId: id, ok: false, reason: `agent error: ${(e as Error).message}` });

@@ -86,6 +86,7 @@ export class Runner {
     const key = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
     const finish = (r: Omit<InvokeResult, "durationMs">): InvokeResult => ({ ...r, durationMs: Date.now() - started });
 
+    if (call.signal?.aborted) return finish(cancelledResult([], "cold", ""));
     let slot = this.takeIdle(key);
     const kind: "cold" | "warm" = slot ? "warm" : "cold";
     if (!slot) {
@@ -124,14 +125,22 @@ export class Runner {
     const container = slot.container;
     const remaining = Math.max(0, deadline - Date.now());
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), remaining)));
-    const outcome = await Promise.race([container.exchange(call.request, this.settings.maxResponseBytes), timedOut]);
+    const cancelled = new Promise<"cancelled">((resolve) => {
+      onAbort = () => resolve("cancelled");
+      if (call.signal?.aborted) onAbort();
+      else call.signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    const outcome = await Promise.race([container.exchange(call.request, this.settings.maxResponseBytes), timedOut, cancelled]);
     clearTimeout(timer);
+    call.signal?.removeEventListener("abort", onAbort!);
 
-    if (outcome === "timeout") {
+    if (outcome === "timeout" || outcome === "cancelled") {
+      // The function is still running in there: the container goes, whatever state it is in.
       const log = container.unfinishedLog();
       await this.discard(slot);
-      return finish(timeoutResult(caps.timeout, log, kind, container.id));
+      return finish(outcome === "timeout" ? timeoutResult(caps.timeout, log, kind, container.id) : cancelledResult(log, kind, container.id));
     }
     const result = toResult(outcome, this.settings.maxResponseBytes, limits.memoryMiB);
     if (outcome.kind === "response" && !container.hasExited) this.release(slot);
@@ -222,6 +231,17 @@ function timeoutResult(seconds: number, log: string[], container: "cold" | "warm
     headers: JSON_HEADERS,
     body: Buffer.from(JSON.stringify({ error: `function timed out after ${seconds} s` })),
     log: [...log, `[runtime] timed out after ${seconds} s; the container was killed`],
+    container,
+    containerId,
+  };
+}
+
+function cancelledResult(log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs"> {
+  return {
+    status: 410,
+    headers: JSON_HEADERS,
+    body: Buffer.from(JSON.stringify({ error: "the task was cancelled" })),
+    log: [...log, "[runtime] cancelled; the container was killed"],
     container,
     containerId,
   };

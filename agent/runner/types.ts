@@ -28,6 +28,8 @@ export interface InvokeRequest {
   artifactPath: string;
   capabilities: Capabilities;
   request: FunctionRequest;
+  /** Aborting stops the call at once: its container is killed and the call answers 410. */
+  signal?: AbortSignal;
 }
 
 export interface InvokeResult {

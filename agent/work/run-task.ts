@@ -9,7 +9,7 @@ type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
 /** Bodies up to this size travel in the `task.done` frame; larger ones are PUT first. */
 const INLINE_BODY_BYTES = 512 * 1024;
 
-export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void): Promise<void> {
+export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void, signal?: AbortSignal): Promise<void> {
   const artifact = await agent.artifacts.acquire(msg.buildId, msg.artifactPath);
   let result: Awaited<ReturnType<Runner["invoke"]>>;
   try {
@@ -21,6 +21,7 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
       artifactPath: artifact.file,
       capabilities: msg.capabilities,
       request: { method: input.method, query: input.query, headers: input.headers, body: input.body ?? "" },
+      signal,
     });
   } finally {
     await artifact.release();

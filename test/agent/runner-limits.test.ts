@@ -50,6 +50,33 @@ describe("timeout", () => {
   });
 });
 
+describe("cancellation", () => {
+  it("stops a running call at once when its signal aborts: 410, and the container is gone", async () => {
+    const built = await python("import time\n\ndef handle(event, context):\n    print('started')\n    time.sleep(60)\n");
+    const abort = new AbortController();
+    const pending = runner.invoke({ ...call(built, "py", {}, { timeout: 60 }), signal: abort.signal });
+    // Cancel once the function is surely running (its container is busy).
+    while (!runner.containers().some((c) => c.functionId === `fn-${built.buildId}` && c.busy)) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 300));
+    abort.abort();
+    const res = await pending;
+    expect(res.status).toBe(410);
+    expect(res.durationMs).toBeLessThan(20_000);
+    expect(res.log.at(-1)).toMatch(/cancelled; the container was killed/);
+    expect(await containerExists(res.containerId)).toBe(false);
+    expect(runner.containers().some((c) => c.id === res.containerId)).toBe(false);
+  });
+
+  it("does not start a call whose signal aborted already", async () => {
+    const built = await python("def handle(event, context):\n    return 'never'\n");
+    const abort = new AbortController();
+    abort.abort();
+    const res = await runner.invoke({ ...call(built, "py", {}), signal: abort.signal });
+    expect(res.status).toBe(410);
+    expect(runner.containers().some((c) => c.functionId === `fn-${built.buildId}`)).toBe(false);
+  });
+});
+
 describe("memory limit", () => {
   it("kills a function that allocates past memSize and answers 500", async () => {
     const built = await python("def handle(event, context):\n    hog = bytearray(400 * 1024 * 1024)\n    return len(hog)\n");

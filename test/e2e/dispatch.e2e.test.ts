@@ -6,6 +6,10 @@ import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipFolder, zipSources } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, ROOT, type Api } from "./harness.js";
 import { deploy, invoke, result, waitBuild } from "./deploy.js";
+import Docker from "dockerode";
+import { LABEL_FUNCTION } from "../../agent/docker/client.js";
+
+const docker = new Docker();
 
 // One Worker on local workerd and two agents for the whole file: A allows privileged work.
 let worker: LocalWorker;
@@ -105,6 +109,21 @@ describe("an agent killed in the middle of a task", () => {
     const fn = await user.json("GET", `/v1/function/${functionId}`, 200);
     expect(fn.metrics).toMatchObject({ completedTasks: 1, pendingTasks: 0, todaysTasks: 1 });
     await agents["agent-a"]!.spawn();
+  });
+});
+
+describe("deleting a function while its task runs", () => {
+  it("stops the invocation on the agent: its container is killed, not left to its timeout", async () => {
+    const { functionId } = await deploy(user, "py", await zipSources(ECHO_PY), "deletedmidtask");
+    const { id } = await user.json("POST", `/v1/task/${functionId}?sleep=25`, 201, { json: { k: 2 } });
+    const running = async () => (await docker.listContainers({ filters: { label: [`${LABEL_FUNCTION}=${functionId}`] } })).length;
+    for (let i = 0; i < 200 && !(await running()); i++) await sleep(100);
+    expect(await running()).toBe(1);
+    await sleep(500); // inside the handler's sleep
+    await user("DELETE", `/v1/function/${functionId}`);
+    for (let i = 0; i < 100 && (await running()); i++) await sleep(100);
+    expect(await running()).toBe(0); // within 10 s, not the 25 s the handler sleeps
+    expect((await user.json("GET", `/v1/task/${id}`, 200)).status).toBe(410);
   });
 });
 
