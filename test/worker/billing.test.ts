@@ -1,10 +1,11 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import worker from "../../worker/index.js";
 import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
+afterEach(() => FakeAgent.closeAll());
 
 async function runTasks(agent: FakeAgent, token: string, fn: string, n: number, durationMs: number) {
   for (let i = 0; i < n; i++) {

@@ -1,5 +1,5 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { newTaskId, shardOf, shardOfTask, shardStub } from "../../worker/dispatch/client.js";
@@ -7,6 +7,7 @@ import { newTaskId, shardOf, shardOfTask, shardStub } from "../../worker/dispatc
 const task = (token: string, fnId: string, json: unknown = { n: 1 }) =>
   callJson<{ id: string }>(`/v1/task/${fnId}?x=1`, 201, { token, json }).then((r) => r.id);
 beforeEach(clearQueue);
+afterEach(() => FakeAgent.closeAll());
 
 const taskRecord = (token: string, id: string) => callJson(`/v1/task/${id}`, 200, { token });
 

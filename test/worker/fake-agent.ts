@@ -6,6 +6,8 @@ type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { typ
 
 /** An agent that speaks the wire protocol from inside the test, to drive the dispatcher directly. */
 export class FakeAgent {
+  /** Agents still connected: a test that failed halfway must not leave one to take the next test's work. */
+  private static open = new Set<FakeAgent>();
   private inbox: DispatcherMessage[] = [];
   private waiters: (() => void)[] = [];
   closed = false;
@@ -31,6 +33,7 @@ export class FakeAgent {
     if (!res.webSocket) throw new Error(`no websocket: ${res.status} ${await res.text()}`);
     res.webSocket.accept();
     const agent = new FakeAgent(res.webSocket, nodeId);
+    FakeAgent.open.add(agent);
     agent.send({
       type: "hello", version: 1, nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
@@ -75,7 +78,13 @@ export class FakeAgent {
   }
 
   /** Closes and waits until the dispatcher has let go of this agent (its work is requeued). */
+  /** Closes whatever agents the last test left connected. */
+  static async closeAll() {
+    for (const a of [...FakeAgent.open]) await a.close();
+  }
+
   async close() {
+    FakeAgent.open.delete(this);
     this.ws.close(1000, "bye");
     const token = await FakeAgent.token();
     await eventually(async () => {

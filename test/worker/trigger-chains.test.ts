@@ -1,8 +1,9 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, deployedFunction, newAccount, newTrigger } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
+afterEach(() => FakeAgent.closeAll());
 
 const record = (token: string, id: string) => callJson(`/v1/task/${id}`, 200, { token });
 

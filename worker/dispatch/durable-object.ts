@@ -41,6 +41,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
+  /** The last record write of each build still being written (see inOrder). */
+  private readonly buildWrites = new Map<string, Promise<void>>();
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -107,7 +109,9 @@ export class Dispatcher extends DurableObject<Bindings> {
    */
   async resync(): Promise<void> {
     this.resyncNow();
+    this.alarmAt = undefined; // read from storage again too
     await this.pump();
+    await this.scheduleAlarm();
   }
 
   private resyncNow() {
@@ -224,19 +228,34 @@ export class Dispatcher extends DurableObject<Bindings> {
       case "task.done":
         return this.onTaskDone(agent, msg, now, frame);
       case "build.started":
-        return buildMoved(this.db, msg.buildId, "BUILDING", now);
+        return this.inOrder(msg.buildId, () => buildMoved(this.db, msg.buildId, "BUILDING", now));
       case "build.log":
-        if (this.queue.get(msg.buildId)) await buildLogged(this.db, msg.buildId, msg.first, msg.lines);
-        return;
-      case "build.done": {
-        const w = this.queue.get(msg.buildId);
-        if (!w) return;
-        if (!msg.ok) await this.logBuildLine(w, `build failed: ${msg.reason ?? "no reason given"}`);
-        await buildMoved(this.db, w.id, msg.ok ? "SUCCESS" : "FAILED", now, msg.ok ? artifactKey(w.account_id, w.function_id, w.id) : undefined);
-        this.queue.remove(w.id);
-        return this.pump();
-      }
+        return this.inOrder(msg.buildId, async () => {
+          if (this.queue.get(msg.buildId)) await buildLogged(this.db, msg.buildId, msg.first, msg.lines);
+        });
+      case "build.done":
+        return this.inOrder(msg.buildId, async () => {
+          const w = this.queue.get(msg.buildId);
+          if (!w) return;
+          if (!msg.ok) await this.logBuildLine(w, `build failed: ${msg.reason ?? "no reason given"}`);
+          await buildMoved(this.db, w.id, msg.ok ? "SUCCESS" : "FAILED", now, msg.ok ? artifactKey(w.account_id, w.function_id, w.id) : undefined);
+          this.queue.remove(w.id);
+          await this.pump();
+        });
     }
+  }
+
+  /**
+   * Runs one build's record writes in the order its reports arrived. Frames are handled
+   * concurrently (each awaits D1), and a build's end must not overtake its last log lines.
+   */
+  private inOrder(buildId: string, write: () => Promise<void>): Promise<void> {
+    const next = (this.buildWrites.get(buildId) ?? Promise.resolve()).catch(() => undefined).then(write);
+    this.buildWrites.set(buildId, next);
+    void next.finally(() => {
+      if (this.buildWrites.get(buildId) === next) this.buildWrites.delete(buildId);
+    }).catch(() => undefined);
+    return next;
   }
 
   private async onTaskDone(agent: AgentState, msg: TaskDone, now: number, frame?: string) {
@@ -308,8 +327,10 @@ export class Dispatcher extends DurableObject<Bindings> {
       this.accept(w, null, now, 0); // written by the alarm's commit, with any others
     } else {
       this.queue.remove(w.id);
-      await this.logBuildLine(w, "build failed: no result from the agent in time");
-      await buildMoved(this.db, w.id, "FAILED", now);
+      await this.inOrder(w.id, async () => {
+        await this.logBuildLine(w, "build failed: no result from the agent in time");
+        await buildMoved(this.db, w.id, "FAILED", now);
+      });
     }
   }
 

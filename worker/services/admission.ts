@@ -9,12 +9,12 @@ import { periodOf, planOf, type Plan } from "../billing/plans.js";
  * quota — as columns read in the same round trip as the function (or the endpoint) itself: task
  * creation is the hot path, and each D1 round trip counts there.
  */
-export const admissionColumns = (now: number) => ({
+export const admissionColumns = (now: number, period: unknown = periodOf(now)) => ({
   // Written out with aliases: drizzle leaves columns unqualified in single-table selects, and an
   // unqualified "id" inside a subquery would name the subquery's own table.
   buildId: sql<string | null>`(select b.id from builds b where b.function_id = "functions"."id" and b.status = 'SUCCESS' order by b.id desc limit 1)`,
   plan: sql<string>`(select a.plan from accounts a where a.id = "functions"."account_id")`,
-  used: sql<number>`(select count(*) from usage u where u.account_id = "functions"."account_id" and u.period = ${periodOf(now)})`,
+  used: sql<number>`(select count(*) from usage u where u.account_id = "functions"."account_id" and u.period = ${period})`,
 });
 
 export interface Admission {
@@ -44,8 +44,8 @@ export function admit(a: Admission, plans: Plan[], now: number): string {
  * the statement far below D1's 100), the SQL reads like planOf(), and no JSON path is built from a
  * plan id stored in D1. The statement's text changes only when PLANS does.
  */
-export function admissible(plans: Plan[], now: number): SQL {
-  const { buildId, plan, used } = admissionColumns(now);
+export function admissible(plans: Plan[], now: number, period?: unknown): SQL {
+  const { buildId, plan, used } = admissionColumns(now, period);
   const whens = plans.map((p) => sql`when ${p.id} then ${p.invocations}`);
   const limit = sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;
   return sql`${buildId} is not null and ${used} < ${limit}`;

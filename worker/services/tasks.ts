@@ -1,9 +1,9 @@
-import { and, Column, desc, eq, getTableColumns, is, lt, sql, SQL } from "drizzle-orm";
+import { and, Column, desc, eq, fillPlaceholders, getTableColumns, is, lt, sql, SQL } from "drizzle-orm";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
-import type { Db } from "../db/client.js";
+import { rowOf, type Db } from "../db/client.js";
 import { functions, tasks } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
-import type { Plan } from "../billing/plans.js";
+import { periodOf, type Plan } from "../billing/plans.js";
 import { admissible, admissionColumns, admitFunction } from "./admission.js";
 import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
@@ -119,6 +119,34 @@ function everyTaskColumn(row: { [K in keyof TaskColumns]?: unknown }): { [K in k
   return Object.fromEntries(fields) as { [K in keyof TaskColumns]: SQL | AnySQLiteColumn };
 }
 
+const issueStatements = new WeakMap<Plan[], { sql: string; params: unknown[] }>();
+
+/**
+ * The insert-select of issueFunctionTask(), built once per plan configuration with placeholders
+ * for what varies per task: building it walks every column and subquery, a cost per request
+ * otherwise. (Endpoint, trigger and parent are those of a task created through the API: none.)
+ */
+function issueStatement(db: Db, plans: Plan[]): { sql: string; params: unknown[] } {
+  let statement = issueStatements.get(plans);
+  if (statement) return statement;
+  const p = <T>(name: string) => sql.placeholder(name) as unknown as T;
+  const period = p<string>("period");
+  const o: NewTask = { id: p("id"), accountId: p("accountId"), input: p("input") };
+  const staged: StagedInput = { id: p("id"), input: p("input"), inputKey: p("inputKey") };
+  statement = db
+    .insert(tasks)
+    .select((qb) =>
+      qb
+        .select(everyTaskColumn(taskRow<SQL | AnySQLiteColumn>(o, staged, p("now"), functions, admissionColumns(0, period).buildId)))
+        .from(functions)
+        .where(and(eq(functions.id, p("functionId")), eq(functions.accountId, p("accountId")), admissible(plans, 0, period))),
+    )
+    .returning()
+    .toSQL();
+  issueStatements.set(plans, statement);
+  return statement;
+}
+
 /**
  * Issues a task of one of the caller's functions in one D1 round trip: an insert-select from the
  * function's row that inserts nothing unless the function is the caller's and admissible() (it
@@ -130,17 +158,11 @@ function everyTaskColumn(row: { [K in keyof TaskColumns]?: unknown }): { [K in k
  */
 export async function issueFunctionTask(db: Db, bucket: R2Bucket, plans: Plan[], functionId: string, o: NewTask, now = Date.now()): Promise<TaskRow> {
   const staged = await stageInput(bucket, o, now);
+  const statement = issueStatement(db, plans);
+  const values = { id: staged.id, accountId: o.accountId, functionId, now, period: periodOf(now), input: staged.input, inputKey: staged.inputKey };
   const insert = async () => {
-    const [row] = await db
-      .insert(tasks)
-      .select((qb) =>
-        qb
-          .select(everyTaskColumn(taskRow<SQL | AnySQLiteColumn>(o, staged, now, functions, admissionColumns(now).buildId)))
-          .from(functions)
-          .where(and(eq(functions.id, functionId), eq(functions.accountId, o.accountId), admissible(plans, now))),
-      )
-      .returning();
-    return row;
+    const { results } = await db.$client.prepare(statement.sql).bind(...fillPlaceholders(statement.params, values)).all<Record<string, unknown>>();
+    return results[0] ? rowOf(tasks, results[0]) : undefined;
   };
   try {
     const row = await insert();
