@@ -103,20 +103,16 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   /**
-   * Reads the queue and the outcome log from storage again. Memory mirrors storage (every write goes
-   * to both), so this changes nothing in normal operation; the alarm does it so that memory can
-   * never hide stored work for long, and tests that edit storage directly call it.
+   * Reads the queue, the outcome log and the alarm from storage again, as a fresh instance does.
+   * Memory mirrors storage (every write goes to both), so in operation this is never needed; tests
+   * that edit storage directly, or stand in for an eviction, call it.
    */
   async resync(): Promise<void> {
-    this.resyncNow();
-    this.alarmAt = undefined; // read from storage again too
-    await this.pump();
-    await this.scheduleAlarm();
-  }
-
-  private resyncNow() {
     this.queue.reload();
     if (!this.committing) this.outcomes.reload();
+    this.alarmAt = undefined;
+    await this.pump();
+    await this.scheduleAlarm();
   }
 
   async status() {
@@ -169,7 +165,6 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   override async alarm(): Promise<void> {
     this.alarmAt = null; // this one has fired
-    this.resyncNow();
     const now = Date.now();
     for (const ws of this.ctx.getWebSockets()) {
       const att = ws.deserializeAttachment() as Attachment;

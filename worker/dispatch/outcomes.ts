@@ -42,7 +42,7 @@ export class OutcomeLog {
     this.reload();
   }
 
-  /** Reads the log from storage again (the alarm does, so memory can never hide a stored row for long). */
+  /** Reads the log from storage again (see Dispatcher.resync). */
   reload(): void {
     this.pending.clear();
     for (const r of this.sql.exec<{ task_id: string; size: number; body: string }>("select task_id, size, body from outcome order by at, task_id"))

@@ -8,6 +8,18 @@ import { getOwnTask } from "./tasks.js";
 
 const POLL_MS = 250;
 
+type OwnTaskWait = { row: TaskRow } | { progress: number } | null;
+
+/**
+ * A dispatcher's answer, or null after `ms` or if the call fails: a dispatcher reset mid-wait must
+ * not hold the request, and a call that loses the race must not leave a rejection unhandled.
+ */
+function within<T>(call: PromiseLike<T>, ms: number): Promise<T | null> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  return Promise.race([Promise.resolve(call).catch(() => null), timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Waits up to `seconds` for the task to finish. The task's dispatcher answers the wait with the
  * row its outcome wrote to D1, so nothing needs reading back. Should the dispatcher be
@@ -22,7 +34,8 @@ export async function awaitFinished(db: Db, env: Bindings, task: TaskRow, second
     try {
       // Bounded on this side too: a dispatcher that is reset mid-wait must not hold the request.
       const remaining = deadline - before;
-      const row = await Promise.race([dispatcherFor(env, t.functionId).awaitTask(t.id, remaining), new Promise<null>((r) => setTimeout(() => r(null), remaining + 500))]);
+      const answer: PromiseLike<TaskRow | null> = dispatcherFor(env, t.functionId).awaitTask(t.id, remaining);
+      const row = await within(answer, remaining + 500);
       if (row?.finishedAt != null) return row;
     } catch {
       /* fall through to polling */
@@ -47,7 +60,8 @@ export async function readResult(db: Db, env: Bindings, accountId: string, taskI
   if (wait > 0) {
     try {
       const ms = wait * 1000;
-      const here = await Promise.race([shardStub(env, shardOfTask(env, taskId)).awaitOwnTask(taskId, accountId, ms), new Promise<null>((r) => setTimeout(() => r(null), ms + 500))]);
+      const answer: PromiseLike<OwnTaskWait> = shardStub(env, shardOfTask(env, taskId)).awaitOwnTask(taskId, accountId, ms);
+      const here = await within(answer, ms + 500);
       if (here && "row" in here) return resultResponse(env.BUCKET, here.row);
       if (here) return pendingResponse(here.progress);
     } catch {
