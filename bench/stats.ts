@@ -1,3 +1,5 @@
+import fs from "node:fs";
+
 /** Percentile of a sample (nearest rank), in the sample's unit. */
 export function percentile(sample: number[], p: number): number {
   if (!sample.length) return NaN;
@@ -43,7 +45,6 @@ export async function underLoad(n: number, clients: number, fn: (i: number) => P
  * what the local Worker host (workerd and its helpers) spends, read before and after a run.
  */
 export function treeCpuMs(rootPid: number): number {
-  const fs = process.getBuiltinModule("node:fs");
   const parent = new Map<number, number>();
   const ticks = new Map<number, number>();
   for (const name of fs.readdirSync("/proc")) {

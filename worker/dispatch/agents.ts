@@ -1,4 +1,4 @@
-import type { WaitingRow } from "./queue.js";
+import type { WorkRow } from "./queue.js";
 
 /** What the dispatcher remembers of one connected agent, kept in its WebSocket attachment. */
 export interface AgentState {
@@ -19,7 +19,7 @@ export type Attachment = { hello: false; connectedAt: number } | ({ hello: true 
 
 export const MAX_WARM_REMEMBERED = 200;
 
-export function fits(a: AgentState, w: WaitingRow): boolean {
+export function fits(a: AgentState, w: WorkRow): boolean {
   if (a.draining || !a.langs.includes(w.lang)) return false;
   if (w.privileged && !a.privileged) return false;
   // 0 means "the node's default", which any node can give.
@@ -31,7 +31,7 @@ export function fits(a: AgentState, w: WaitingRow): boolean {
  * warm container of the function first, then the one with the most free slots (spreading load),
  * then the nearest.
  */
-export function pickAgent(agents: AgentState[], w: WaitingRow, busy: Map<string, number>): AgentState | undefined {
+export function pickAgent(agents: AgentState[], w: WorkRow, busy: Map<string, number>): AgentState | undefined {
   let best: AgentState | undefined;
   let bestScore = -Infinity;
   for (const a of agents) {

@@ -6,7 +6,7 @@ import { ApiError } from "../errors.js";
 import { issueTask, type TaskRow } from "../services/tasks.js";
 import { admissionColumns, admit } from "../services/admission.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
-import type { Plan } from "../billing/plans.js";
+import { periodOf, type Plan } from "../billing/plans.js";
 
 /** A chain stops after 10 hops from its first task (a self-trigger included). */
 export const MAX_HOPS = 10;
@@ -28,7 +28,7 @@ export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<string
  * sent in the same D1 batch that records the finished tasks (see records.ts), so written in SQL.
  */
 export function triggerCandidates(functionIds: string[], now: number): SQL {
-  const { buildId, plan, used } = admissionColumns(now);
+  const { buildId, plan, used } = admissionColumns(periodOf(now));
   const ids = sql.join(functionIds.map((id) => sql`${id}`), sql`, `);
   return sql`select functions.*, t.id as trigger_id, t.function_id as trigger_function_id, t.status as trigger_status,
       t.include_result as trigger_include_result, ${buildId} as admission_build_id, ${plan} as admission_plan, ${used} as admission_used

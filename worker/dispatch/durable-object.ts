@@ -5,7 +5,7 @@ import { agentMessage, hello as helloSchema, parseFrame, type AgentMessage, type
 import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { fireTriggers } from "./chain.js";
-import { WorkQueue, type NewWork, type WaitingRow, type WorkRow } from "./queue.js";
+import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./records.js";
 import { AssignedMarks } from "./assigned-marks.js";
 import { Waiters } from "./waiters.js";
@@ -344,7 +344,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     // Every agent full (the usual state under load): nothing to assign, no need to read the queue.
     if (!agents.some((a) => a.slots > busy.get(a.nodeId)!)) return;
     let free = agents.reduce((n, a) => n + Math.max(0, a.slots - busy.get(a.nodeId)!), 0);
-    const assigned: { w: WaitingRow; a: AgentState }[] = [];
+    const assigned: { w: WorkRow; a: AgentState }[] = [];
     for (const w of this.queue.waiting()) {
       const a = pickAgent(agents, w, busy);
       if (!a) continue;

@@ -27,9 +27,6 @@ export interface WorkRow {
   deadline: number | null;
 }
 
-/** What assignment needs to know of waiting work. */
-export type WaitingRow = WorkRow;
-
 export interface NewWork {
   id: string;
   kind: WorkKind;
@@ -93,7 +90,7 @@ export class WorkQueue {
   }
 
   /** Waiting work, oldest first; a paused function's tasks are held back (its builds are not). */
-  *waiting(limit = 200): Iterable<WaitingRow> {
+  *waiting(limit = 200): Iterable<WorkRow> {
     let n = 0;
     for (const w of this.rows.values()) {
       if (n >= limit) return;

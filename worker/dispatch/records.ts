@@ -1,5 +1,5 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
-import { rowOf, runBatch, sqlBatch, type Db } from "../db/client.js";
+import { and, eq, sql } from "drizzle-orm";
+import { rowOf, sqlBatch, type Db } from "../db/client.js";
 import { buildLogs, builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
 import { taskResultKey } from "../lib/storage-keys.js";
@@ -19,17 +19,15 @@ export interface AssignedMark {
   at: number;
 }
 
-/** "Assigned" marks for display, many tasks in one batch; a finished task keeps its own values. */
+/** "Assigned" marks for display, any number in one statement; a finished task keeps its own values. */
 export async function tasksAssigned(db: Db, marks: AssignedMark[]) {
-  await runBatch(
-    db,
-    marks.map((m) =>
-      db
-        .update(tasks)
-        .set({ assignedAt: m.at, node: m.node, networkLatency: Math.round(m.rttMs), progress: 1 })
-        .where(and(eq(tasks.id, m.taskId), isNull(tasks.finishedAt))),
-    ),
-  );
+  if (!marks.length) return;
+  const json = JSON.stringify(marks.map((m) => ({ id: m.taskId, node: m.node, assignedAt: m.at, rtt: Math.round(m.rttMs) })));
+  await sqlBatch(db, [
+    sql`update tasks set assigned_at = o.assigned_at, node = o.node, network_latency = o.rtt, progress = 1
+      from ${outcomeRows(json)} as o
+      where tasks.id = o.id and tasks.finished_at is null`,
+  ]);
 }
 
 /** Results up to this size stay in the D1 row as text; larger or binary ones go to R2. */
@@ -61,7 +59,7 @@ async function outcomeElement(bucket: R2Bucket, o: Outcome) {
   return { ...common, status: r.status, headers: r.headers, body, key, log: r.log, durationMs: r.durationMs };
 }
 
-/** The outcomes of one batch as rows: one JSON parameter, whatever their number. */
+/** Outcomes (or assigned marks) as rows: one JSON parameter, whatever their number; absent keys read NULL. */
 const outcomeRows = (json: string) => sql`(select
   json_extract(value, '$.id') as id, json_extract(value, '$.at') as at, json_extract(value, '$.period') as period,
   json_extract(value, '$.status') as status, json_extract(value, '$.headers') as headers,
@@ -80,7 +78,10 @@ const outcomeRows = (json: string) => sql`(select
  * Returns the rows this write finished (by task id) and those triggers.
  */
 export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcome[], now: number) {
-  const json = JSON.stringify(await Promise.all(outcomes.map((o) => outcomeElement(bucket, o))));
+  const elements = await Promise.all(outcomes.map((o) => outcomeElement(bucket, o)));
+  const json = JSON.stringify(elements);
+  // Metering needs no results or logs: its copy of the batch leaves them out.
+  const metered = JSON.stringify(elements.map(({ id, at, period }) => ({ id, at, period })));
   const [rows, , triggers] = await sqlBatch(db, [
     sql`update tasks set
       finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
@@ -93,7 +94,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
     sql`insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib)
       select t.id, t.account_id, t.function_id, o.period, t.finished_at, coalesce(t.duration_ms, 0),
         case when t.mem_size > 0 then t.mem_size else ${DEFAULT_BILLED_MEM_MIB} end
-      from tasks t join ${outcomeRows(json)} as o on t.id = o.id and t.finished_at = o.at
+      from tasks t join ${outcomeRows(metered)} as o on t.id = o.id and t.finished_at = o.at
       where t.status <> 410
       on conflict do nothing`,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))], now),

@@ -8,7 +8,7 @@ import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
 import { localDay, nextLocalMidnight } from "../public/local-time.js";
 import { counterFor } from "../counters/client.js";
-import { plansFrom } from "../billing/plans.js";
+import { periodOf, plansFrom } from "../billing/plans.js";
 import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { inputFromRequest, issueTask } from "../services/tasks.js";
 import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
@@ -25,7 +25,7 @@ async function loadEndpoint(c: Context<AppEnv>, id: string) {
     .select({
       e: endpoints,
       fn: functions,
-      ...admissionColumns(Date.now()),
+      ...admissionColumns(periodOf(Date.now())),
     })
     .from(endpoints)
     .innerJoin(functions, eq(functions.id, endpoints.functionId))

@@ -7,9 +7,10 @@ import { periodOf, planOf, type Plan } from "../billing/plans.js";
 /**
  * What decides whether a function may take a new task — its runnable build and its account's
  * quota — as columns read in the same round trip as the function (or the endpoint) itself: task
- * creation is the hot path, and each D1 round trip counts there.
+ * creation is the hot path, and each D1 round trip counts there. `period` is the billing period
+ * whose usage counts (periodOf(now)), or a placeholder for a statement built once.
  */
-export const admissionColumns = (now: number, period: unknown = periodOf(now)) => ({
+export const admissionColumns = (period: unknown) => ({
   // Written out with aliases: drizzle leaves columns unqualified in single-table selects, and an
   // unqualified "id" inside a subquery would name the subquery's own table.
   buildId: sql<string | null>`(select b.id from builds b where b.function_id = "functions"."id" and b.status = 'SUCCESS' order by b.id desc limit 1)`,
@@ -44,8 +45,8 @@ export function admit(a: Admission, plans: Plan[], now: number): string {
  * the statement far below D1's 100), the SQL reads like planOf(), and no JSON path is built from a
  * plan id stored in D1. The statement's text changes only when PLANS does.
  */
-export function admissible(plans: Plan[], now: number, period?: unknown): SQL {
-  const { buildId, plan, used } = admissionColumns(now, period);
+export function admissible(plans: Plan[], period: unknown): SQL {
+  const { buildId, plan, used } = admissionColumns(period);
   const whens = plans.map((p) => sql`when ${p.id} then ${p.invocations}`);
   const limit = sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;
   return sql`${buildId} is not null and ${used} < ${limit}`;
@@ -54,7 +55,7 @@ export function admissible(plans: Plan[], now: number, period?: unknown): SQL {
 /** A function ready to take a task: the caller's own (404 otherwise), with its build and quota checked. */
 export async function admitFunction(db: Db, plans: Plan[], accountId: string, functionId: string, now = Date.now()) {
   const [row] = await db
-    .select({ fn: functions, ...admissionColumns(now) })
+    .select({ fn: functions, ...admissionColumns(periodOf(now)) })
     .from(functions)
     .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)));
   if (!row) throw notFound("function");

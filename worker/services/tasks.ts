@@ -137,9 +137,9 @@ function issueStatement(db: Db, plans: Plan[]): { sql: string; params: unknown[]
     .insert(tasks)
     .select((qb) =>
       qb
-        .select(everyTaskColumn(taskRow<SQL | AnySQLiteColumn>(o, staged, p("now"), functions, admissionColumns(0, period).buildId)))
+        .select(everyTaskColumn(taskRow<SQL | AnySQLiteColumn>(o, staged, p("now"), functions, admissionColumns(period).buildId)))
         .from(functions)
-        .where(and(eq(functions.id, p("functionId")), eq(functions.accountId, p("accountId")), admissible(plans, 0, period))),
+        .where(and(eq(functions.id, p("functionId")), eq(functions.accountId, p("accountId")), admissible(plans, period))),
     )
     .returning()
     .toSQL();
