@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { RUNTIME_DIR, type Lang } from "./languages.js";
+import { offlineImageTag, RUNTIME_DIR, type Lang } from "./languages.js";
 
 const run = promisify(execFile);
 const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
@@ -51,7 +51,7 @@ export async function assertDockerRunning(): Promise<void> {
 export async function ensureOfflineImages(langs: readonly Lang[], onLog: (line: string) => void = () => undefined): Promise<void> {
   const stale: Lang[] = [];
   for (const lang of langs) {
-    if ((await imageShimHash(`gcfaas/${RUNTIME_DIR[lang]}:offline`)) !== (await shimHash(lang))) stale.push(lang);
+    if ((await imageShimHash(offlineImageTag(lang))) !== (await shimHash(lang))) stale.push(lang);
   }
   if (stale.length === 0) return;
   await new Promise<void>((resolve, reject) => {

@@ -32,13 +32,22 @@ export interface RuntimeImage {
 export type RuntimeImages = Record<Lang, RuntimeImage>;
 
 /**
+ * The tag of a language's offline image. GCFAAS_IMAGE_TAG (default "offline") lets a checkout that
+ * changes a shim build and test its own images beside the ones other checkouts on the same Docker
+ * Engine use; scripts/images/build-offline.sh reads the same variable.
+ */
+export function offlineImageTag(lang: Lang): string {
+  return `gcfaas/${RUNTIME_DIR[lang]}:${process.env.GCFAAS_IMAGE_TAG || "offline"}`;
+}
+
+/**
  * The offline images built by scripts/images/build-offline.sh carry the toolchain and the shim in one
  * image; production may split them (see docs/runtimes.md) by passing its own table.
  */
 export function offlineImages(): RuntimeImages {
   const table = {} as RuntimeImages;
   for (const lang of LANGS) {
-    const tag = `gcfaas/${RUNTIME_DIR[lang]}:offline`;
+    const tag = offlineImageTag(lang);
     table[lang] = { build: tag, run: tag };
   }
   return table;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the offline runtime images (no container registry needed): a Debian bookworm root
+# Builds the offline runtime images (no container registry needed): a Debian root
 # filesystem from mmdebstrap, imported as gcfaas/<lang>-base:offline, then the language's shim
-# layered on top from agent/runtimes/<lang>/Dockerfile.offline as gcfaas/<lang>:offline.
+# layered on top from agent/runtimes/<lang>/Dockerfile.offline as gcfaas/<lang>:offline (or the tag in
+# GCFAAS_IMAGE_TAG, so that a checkout with a changed shim can test its images beside others').
 #
 #   scripts/images/build-offline.sh [--force] [--force-base] [lang ...]
 #
@@ -27,42 +28,48 @@ for arg in "$@"; do
 done
 [ ${#langs[@]} -eq 0 ] && langs=("${ALL_LANGS[@]}")
 
-# Debian packages per language. Build tools live in the same image as the runtime: the builder
-# and the runner may be configured with different images in production (see docs/runtimes.md).
-packages_for() {
-  case "$1" in
-    python) echo "python3,python3-pip" ;;
-    node) echo "nodejs,npm" ;;
-    go) echo "golang-go,ca-certificates" ;;
-    ruby) echo "ruby,ruby-bundler" ;;
-    rust) echo "rustc-web,cargo-web,gcc,libc6-dev" ;;
-    csharp) echo "mono-mcs,mono-runtime,libmono-system-web-extensions4.0-cil,libmono-system-runtime-serialization4.0-cil" ;;
-    *) echo "unknown language: $1" >&2; return 1 ;;
-  esac
-}
+# Each language's base comes from agent/runtimes/<lang>/offline-base.sh: SUITE (the Debian suite of
+# the root filesystem), EXTRA_SOURCES (more suites, e.g. bookworm-backports for Go 1.21) and
+# PACKAGES. The suites are chosen for the specification's runtime versions (docs/runtimes.md).
+# Build tools live in the same image as the runtime: the builder and the runner may be configured
+# with different images in production (see docs/runtimes.md).
+base_spec() { echo "$ROOT/agent/runtimes/$1/offline-base.sh"; }
 
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
 build_base() {
-  local lang="$1" tag="gcfaas/$1-base:offline"
-  if image_exists "$tag" && [ "$force_base" -eq 0 ]; then
+  local lang="$1" tag="gcfaas/$1-base:offline" spec
+  spec="$(base_spec "$lang")"
+  [ -f "$spec" ] || { echo "unknown language: $lang" >&2; return 1; }
+  local spec_hash
+  spec_hash="$(sha256sum "$spec" | cut -c1-16)"
+  if image_exists "$tag" && [ "$force_base" -eq 0 ] \
+    && [ "$(docker image inspect -f '{{ index .Config.Labels "gcfaas.base-spec" }}' "$tag" 2>/dev/null)" = "$spec_hash" ]; then
     echo "[$lang] base image $tag present, skipping mmdebstrap"
     return
   fi
-  echo "[$lang] mmdebstrap bookworm with $(packages_for "$lang")"
-  mmdebstrap --quiet --variant=minbase --include="$(packages_for "$lang")" \
+  local SUITE="" EXTRA_SOURCES="" PACKAGES=""
+  # shellcheck disable=SC1090
+  . "$spec"
+  local sources=("deb $MIRROR $SUITE main")
+  case "$SUITE" in
+    trixie|bookworm|bullseye)
+      sources+=("deb $MIRROR $SUITE-updates main" "deb $SECURITY_MIRROR $SUITE-security main") ;;
+  esac
+  for extra in $EXTRA_SOURCES; do sources+=("deb $MIRROR $extra main"); done
+  echo "[$lang] mmdebstrap $SUITE ${EXTRA_SOURCES:+(+ $EXTRA_SOURCES) }with $PACKAGES"
+  mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
     --aptopt='APT::Install-Recommends "false"' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
-    bookworm - \
-    "deb $MIRROR bookworm main" "deb $MIRROR bookworm-updates main" \
-    "deb $SECURITY_MIRROR bookworm-security main" \
-    | docker import --message "gcfaas $lang base from Debian bookworm" - "$tag" >/dev/null
+    "$SUITE" - "${sources[@]}" \
+    | docker import --change "LABEL gcfaas.base-spec=$spec_hash" \
+        --message "gcfaas $lang base from Debian $SUITE" - "$tag" >/dev/null
   echo "[$lang] imported $tag"
 }
 
 build_shim() {
-  local lang="$1" tag="gcfaas/$1:offline" dir="$ROOT/agent/runtimes/$1"
+  local lang="$1" tag="gcfaas/$1:${GCFAAS_IMAGE_TAG:-offline}" dir="$ROOT/agent/runtimes/$1"
   local hash
   hash="$(bash "$ROOT/scripts/images/shim-hash.sh" "$lang")"
   if image_exists "$tag" && [ "$force" -eq 0 ] \
@@ -81,7 +88,6 @@ build_shim() {
 }
 
 for lang in "${langs[@]}"; do
-  packages_for "$lang" >/dev/null
   build_base "$lang"
   build_shim "$lang"
 done
