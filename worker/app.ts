@@ -6,6 +6,8 @@ import { openDb } from "./db/client.js";
 import { openApiDocument } from "./openapi/document.js";
 import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js";
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
+import { drainBody } from "./middleware/drain-body.js";
+import { withoutTrailingSlash } from "./http/path.js";
 import { adminRoutes } from "./routes/admin.js";
 import { billingWebhookRoutes, usageRoutes } from "./routes/billing.js";
 import { agentRoutes } from "./routes/agent.js";
@@ -19,8 +21,11 @@ import { taskRoutes } from "./routes/tasks.js";
 import { triggerRoutes } from "./routes/triggers.js";
 
 export function createApp() {
-  const app = new Hono<AppEnv>();
+  // `/gc/<id>/?email=…` is what real clients send: every path matches with or without one
+  // trailing slash, without a redirect (a redirected POST would lose its body).
+  const app = new Hono<AppEnv>({ getPath: withoutTrailingSlash });
 
+  app.use(drainBody);
   app.use(requestId());
   app.use(async (c, next) => {
     c.set("db", openDb(c.env.DB));

@@ -37,6 +37,14 @@ describe("ANY /gc/<endpoint_id>", () => {
     expect(await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token })).toEqual({ todayTasks: 1, pendingTasks: 1, weekTasks: 1 });
   });
 
+  it("takes /gc/<id>/ with a trailing slash and a query, as third-party upload apps send it", async () => {
+    const { ep } = await setup();
+    const res = await gc(`${ep}/?email=a%40b.example&filename=x.bin`, { headers: { "content-type": "application/json" }, body: '{"x":1}' });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    expect(await inputOf(id)).toMatchObject({ query: { email: "a@b.example", filename: "x.bin" }, endpointId: ep });
+  });
+
   it("counts a browser refresh (GET) as one more call", async () => {
     const { ep, token } = await setup();
     expect((await gc(ep, { method: "GET" })).status).toBe(201);
@@ -194,12 +202,30 @@ describe("GET /gc/<task_id>/result", () => {
     expect(await (await call(`/v1/task/${id}/result`, { token })).text()).toBe("public answer");
   });
 
-  it("answers 202 while the task runs, and ?wait holds the request", async () => {
+  it("answers 404 result_not_ready with Retry-After and X-Task-Status until the task finishes, after ?wait", async () => {
     const { ep } = await setup();
     const { id } = (await (await gc(ep)).json()) as { id: string };
     const res = await call(`/gc/${id}/result?wait=1`);
-    expect(res.status).toBe(202);
-    expect(await res.json()).toEqual({ status: 0, progress: 0 });
+    expect(res.status).toBe(404);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(res.headers.get("x-task-status")).toBe("pending");
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("result_not_ready");
+  });
+
+  it("says running once an agent has the task, and the owner's /v1 result keeps its 202", async () => {
+    const { ep, token } = await setup();
+    const { id } = (await (await gc(ep)).json()) as { id: string };
+    await env.DB.prepare("update tasks set assigned_at = ?, progress = 1 where id = ?").bind(Date.now(), id).run();
+    const res = await call(`/gc/${id}/result`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get("x-task-status")).toBe("running");
+    expect((await call(`/v1/task/${id}/result`, { token })).status).toBe(202);
+  });
+
+  it("matches with one trailing slash, as real clients send it", async () => {
+    const { id } = await finishedPublicTask();
+    setNow("2026-11-21T12:01:00Z");
+    expect(await (await call(`/gc/${id}/result/`)).text()).toBe("public answer");
   });
 
   it("does not serve tasks that were not issued through a public endpoint", async () => {

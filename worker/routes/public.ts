@@ -12,7 +12,7 @@ import { periodOf, plansFrom } from "../billing/plans.js";
 import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { inputFromRequest, issueTask } from "../services/tasks.js";
 import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
-import { awaitFinished, resultResponse } from "../services/task-results.js";
+import { awaitFinished, resultNotReady, resultResponse } from "../services/task-results.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { taskBody } from "./tasks.js";
 
@@ -54,7 +54,9 @@ export const publicRoutes = new Hono<AppEnv>()
       if (accountId !== t.accountId) throw notFound("public result");
     }
     const [e] = await c.var.db.select({ origin: endpoints.origin }).from(endpoints).where(eq(endpoints.id, t.endpointId));
-    const res = await resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, c.env, t, wait));
+    const done = await awaitFinished(c.var.db, c.env, t, wait);
+    if (done.finishedAt == null) throw resultNotReady(done);
+    const res = await resultResponse(c.env.BUCKET, done);
     for (const [k, v] of Object.entries(e ? corsHeaders(e, c.req.header("origin") ?? null) : {})) res.headers.set(k, v);
     return res;
   })

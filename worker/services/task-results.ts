@@ -5,6 +5,7 @@ import type { TaskRow } from "./tasks.js";
 import type { Bindings } from "../env.js";
 import { dispatcherFor, shardOfTask, shardStub } from "../dispatch/client.js";
 import { getOwnTask } from "./tasks.js";
+import { ApiError } from "../errors.js";
 
 const POLL_MS = 250;
 
@@ -70,6 +71,15 @@ export async function readResult(db: Db, env: Bindings, accountId: string, taskI
   }
   const task = await getOwnTask(db, accountId, taskId);
   return resultResponse(env.BUCKET, await awaitFinished(db, env, task, Math.max(0, deadline - Date.now()) / 1000));
+}
+
+/**
+ * A public result that is not there yet answers 404, as the original service does: apps written
+ * for it poll until the 404 goes away and treat any status but 200, 408 and 500 as an error.
+ */
+export function resultNotReady(t: TaskRow): ApiError {
+  const status = t.assignedAt != null || t.progress > 0 ? "running" : "pending";
+  return new ApiError("result_not_ready", `the task is ${status}; ask again in a moment`, undefined, { "Retry-After": "1", "X-Task-Status": status });
 }
 
 const pendingResponse = (progress: number) => Response.json({ status: 0, progress }, { status: 202 });
