@@ -16,6 +16,7 @@ import { buildRoutes } from "./routes/builds.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { functionRoutes } from "./routes/functions.js";
 import { invoiceRoutes } from "./routes/invoices.js";
+import { metricsRoutes } from "./routes/metrics.js";
 import { tagRoutes } from "./routes/tags.js";
 import { taskRoutes } from "./routes/tasks.js";
 import { triggerRoutes } from "./routes/triggers.js";
@@ -53,6 +54,7 @@ export function createApp() {
   v1.route("/task", taskRoutes);
   v1.route("/invoice", invoiceRoutes);
   v1.route("/usage", usageRoutes);
+  v1.route("/metrics", metricsRoutes);
   app.route("/v1", v1);
   app.route("/gc", publicRoutes);
 

@@ -48,6 +48,18 @@ export const endpointGet = z.object({
   createdAt: isoTime,
 });
 export const endpointList = envelope(z.object({ id: z.string(), functionId: z.string(), description: z.string(), tags: z.array(tagOut), createdAt: isoTime }));
+/** GET /v1/metrics: the caller's tasks and builds, the fleet's nodes (all integers). */
+export const platformMetrics = z.object({
+  pendingTasks: z.int(),
+  pendingBuilds: z.int(),
+  activeNodes: z.int(),
+  freeNodes: z.int(),
+  busyNodes: z.int(),
+  todayTasks: z.int(),
+  completedTasks: z.int(),
+});
+export type PlatformMetrics = z.infer<typeof platformMetrics>;
+
 export const endpointMetrics = z.object({ todayTasks: z.int(), pendingTasks: z.int(), weekTasks: z.int() });
 
 export const buildGet = z.object({

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { callJson, deployedFunction, finishTask, newAccount, newEndpoint, newTask, sql } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, newFunction, newTask, sql, uploadBuild } from "./helpers.js";
+import { FakeAgent } from "./fake-agent.js";
+import { fleetCounts } from "../../worker/services/platform-metrics.js";
 
 const DAY = 86_400_000;
 const startOfUtcDay = (t: number) => t - (t % DAY);
@@ -58,5 +60,48 @@ describe("GET /v1/endpoint/<endpoint_id>/metrics", () => {
 
     expect(await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token })).toEqual({ todayTasks: 2, pendingTasks: 4, weekTasks: 5 });
     expect(await callJson(`/v1/endpoint/${otherEp}/metrics`, 200, { token })).toEqual({ todayTasks: 1, pendingTasks: 0, weekTasks: 1 });
+  });
+});
+
+describe("GET /v1/metrics", () => {
+  it("counts the caller's pending and completed tasks, today's tasks and pending builds; nodes of the fleet", async () => {
+    await clearQueue();
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await agedTasks(token, fn);
+    await uploadBuild(token, fn); // PENDING
+    const stranger = await newAccount("stranger");
+    await newTask(stranger.token, await deployedFunction(stranger.token));
+    await uploadBuild(stranger.token, await newFunction(stranger.token));
+
+    const none = await callJson("/v1/metrics", 200, { token });
+    expect(none).toEqual({ pendingTasks: 4, pendingBuilds: 1, activeNodes: 0, freeNodes: 0, busyNodes: 0, todayTasks: 3, completedTasks: 4 });
+
+    // One agent with one slot takes a task and is busy; one with four slots is free.
+    const full = await FakeAgent.connect("metrics-full", { slots: 1 });
+    await full.next("task.assign");
+    const roomy = await FakeAgent.connect("metrics-roomy", { slots: 16 });
+    try {
+      const m = await callJson("/v1/metrics", 200, { token });
+      expect({ active: m.activeNodes, busy: m.busyNodes, free: m.freeNodes }).toEqual({ active: 2, busy: 1, free: 1 });
+    } finally {
+      await full.close();
+      await roomy.close();
+    }
+  });
+
+  it("needs a token", async () => {
+    await expectError(call("/v1/metrics"), 401, "unauthorized");
+  });
+});
+
+describe("fleetCounts", () => {
+  it("counts a node once across shards, busy when its work across shards fills its slots", () => {
+    expect(
+      fleetCounts([
+        { agents: [{ nodeId: "a", slots: 2, busy: 1 }, { nodeId: "b", slots: 1, busy: 0 }] },
+        { agents: [{ nodeId: "a", slots: 2, busy: 1 }, { nodeId: "c", slots: 4, busy: 4 }] },
+      ]),
+    ).toEqual({ activeNodes: 3, busyNodes: 2, freeNodes: 1 });
   });
 });
