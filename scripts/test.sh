@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: type checks, the Worker suite in workerd, the agent suite against real Docker,
 # the end-to-end and CLI suites against the Worker on local workerd with real agents. Installs what it needs first
-# (Docker, mmdebstrap, npm packages) and builds missing runtime images, so a fresh Debian machine
+# (Docker, mmdebstrap, Chromium for the browser tests, npm packages) and builds missing runtime images, so a fresh Debian machine
 # needs nothing else. The four vitest projects run one after another: on two cores, Docker-heavy
 # suites running side by side starve each other. Prints "N passed, N failed" last.
 #
@@ -17,6 +17,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do projects+=("$1"); shift; done
 [ ${#projects[@]} -eq 0 ] && projects=(worker agent e2e cli)
 
 bash scripts/images/ensure-docker.sh
+bash scripts/ensure-chromium.sh
 if [ ! -x node_modules/.bin/vitest ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi

@@ -4,6 +4,9 @@ import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, 
 import { counterFor } from "../../worker/counters/client.js";
 
 beforeEach(clearQueue);
+
+/** What Chromium sends when a person opens a link. */
+const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
 afterEach(() => vi.useRealTimers());
 
 /** Moves the Worker's clock (same isolate as the test); storage timers are not involved. */
@@ -43,6 +46,22 @@ describe("ANY /gc/<endpoint_id>", () => {
     expect(res.status).toBe(201);
     const { id } = (await res.json()) as { id: string };
     expect(await inputOf(id)).toMatchObject({ query: { email: "a@b.example", filename: "x.bin" }, endpointId: ep });
+  });
+
+  it("answers a browser (Accept prefers text/html) with a page linking the result, and JSON to everyone else", async () => {
+    const { ep } = await setup();
+    const res = await gc(ep, { method: "GET", headers: { accept: BROWSER_ACCEPT } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const page = await res.text();
+    const link = /href="(\/gc\/([0-9a-z]+)\/result)"/.exec(page);
+    expect(link, page).not.toBeNull();
+    expect((await inputOf(link![2]!)).endpointId).toBe(ep);
+    for (const accept of ["*/*", "application/json", "application/json, text/html;q=0.5"]) {
+      const other = await gc(ep, { method: "GET", headers: { accept } });
+      expect(await other.json()).toEqual({ id: expect.stringMatching(/^[0-9a-z]+$/) });
+    }
   });
 
   it("counts a browser refresh (GET) as one more call", async () => {
@@ -220,6 +239,18 @@ describe("GET /gc/<task_id>/result", () => {
     expect(res.status).toBe(404);
     expect(res.headers.get("x-task-status")).toBe("running");
     expect((await call(`/v1/task/${id}/result`, { token })).status).toBe(202);
+  });
+
+  it("shows a browser a page that refreshes itself while the task is not finished", async () => {
+    const { ep } = await setup();
+    const { id } = (await (await gc(ep)).json()) as { id: string };
+    const res = await call(`/gc/${id}/result`, { headers: { accept: BROWSER_ACCEPT } });
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(res.headers.get("x-task-status")).toBe("pending");
+    const page = await res.text();
+    expect(page).toContain('<meta http-equiv="refresh" content="1">');
+    expect(page).toContain(id);
   });
 
   it("matches with one trailing slash, as real clients send it", async () => {

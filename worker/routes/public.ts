@@ -7,12 +7,13 @@ import { query } from "../http/validate.js";
 import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
 import { localDay, nextLocalMidnight } from "../public/local-time.js";
+import { callPage, PAGE_HEADERS, pendingPage, prefersHtml } from "../public/pages.js";
 import { counterFor } from "../counters/client.js";
 import { periodOf, plansFrom } from "../billing/plans.js";
 import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { inputFromRequest, issueTask } from "../services/tasks.js";
 import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
-import { awaitFinished, resultNotReady, resultResponse } from "../services/task-results.js";
+import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { taskBody } from "./tasks.js";
 
@@ -55,7 +56,11 @@ export const publicRoutes = new Hono<AppEnv>()
     }
     const [e] = await c.var.db.select({ origin: endpoints.origin }).from(endpoints).where(eq(endpoints.id, t.endpointId));
     const done = await awaitFinished(c.var.db, c.env, t, wait);
-    if (done.finishedAt == null) throw resultNotReady(done);
+    if (done.finishedAt == null) {
+      const notReady = resultNotReady(done);
+      if (!prefersHtml(c)) throw notReady;
+      return c.html(pendingPage(done.id, openState(done), 1), 404, { ...notReady.headers, ...PAGE_HEADERS });
+    }
     const res = await resultResponse(c.env.BUCKET, done);
     for (const [k, v] of Object.entries(e ? corsHeaders(e, c.req.header("origin") ?? null) : {})) res.headers.set(k, v);
     return res;
@@ -95,6 +100,7 @@ export const publicRoutes = new Hono<AppEnv>()
       const buildId = admit(admission, plansFrom(c.env.PLANS), now);
       const task = await issueTask(c.var.db, c.env.BUCKET, { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, fn, buildId, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
       await enqueueTasks(c.env, [task]);
+      if (prefersHtml(c)) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, PAGE_HEADERS);
       return c.json({ id: task.id }, 201);
     } catch (err) {
       if (day && e.dailyLimit > 0) await counterFor(c.env, e.id).release(day);

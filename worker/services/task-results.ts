@@ -73,12 +73,15 @@ export async function readResult(db: Db, env: Bindings, accountId: string, taskI
   return resultResponse(env.BUCKET, await awaitFinished(db, env, task, Math.max(0, deadline - Date.now()) / 1000));
 }
 
+/** An unfinished task as X-Task-Status names it: running once an agent has it. */
+export const openState = (t: TaskRow): "pending" | "running" => (t.assignedAt != null || t.progress > 0 ? "running" : "pending");
+
 /**
  * A public result that is not there yet answers 404, as the original service does: apps written
  * for it poll until the 404 goes away and treat any status but 200, 408 and 500 as an error.
  */
 export function resultNotReady(t: TaskRow): ApiError {
-  const status = t.assignedAt != null || t.progress > 0 ? "running" : "pending";
+  const status = openState(t);
   return new ApiError("result_not_ready", `the task is ${status}; ask again in a moment`, undefined, { "Retry-After": "1", "X-Task-Status": status });
 }
 
