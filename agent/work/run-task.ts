@@ -20,7 +20,7 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
       lang: msg.lang,
       artifactPath: artifact.file,
       capabilities: msg.capabilities,
-      request: { method: input.method, query: input.query, headers: input.headers, body: input.body ?? "" },
+      request: { method: input.method, query: input.query, headers: input.headers, body: input.bodyEncoding === "base64" ? Buffer.from(input.body ?? "", "base64") : (input.body ?? "") },
       signal,
     });
   } finally {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { taskInput as taskInputSchema } from "../schemas/task.js";
 
 /**
  * The agent ↔ dispatcher wire protocol: JSON text frames over one WebSocket, each a member of a
@@ -92,12 +93,7 @@ export const buildAssign = z.object({
   artifactPath: z.string(),
 });
 
-export const taskInput = z.object({
-  method: z.string(),
-  query: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
-  headers: z.record(z.string(), z.string()),
-  body: z.string().nullable(),
-});
+export { taskInput } from "../schemas/task.js";
 
 export const taskAssign = z.object({
   type: z.literal("task.assign"),
@@ -108,7 +104,7 @@ export const taskAssign = z.object({
   capabilities,
   artifactPath: z.string(),
   /** Inline input, or null when it must be fetched from `inputPath`. */
-  input: taskInput.nullable(),
+  input: taskInputSchema.nullable(),
   inputPath: z.string(),
   resultPath: z.string(),
 });

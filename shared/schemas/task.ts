@@ -2,6 +2,8 @@ import { z } from "zod";
 import { intParam, recordId } from "./common.js";
 
 export const MAX_JSON_BYTES = 10 * 1024 * 1024;
+/** A task's body, of any Content-Type (task creation, /gc calls, schedule payloads). */
+export const MAX_TASK_BODY_BYTES = 10 * 1024 * 1024;
 
 /** Final statuses besides the function's own HTTP status. */
 export const TASK_STATUS = {
@@ -28,5 +30,7 @@ export const taskInput = z.object({
   query: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
   headers: z.record(z.string(), z.string()),
   body: z.string().nullable(),
+  /** "base64" when the body is not UTF-8 text; the function gets the decoded bytes. */
+  bodyEncoding: z.literal("base64").optional(),
 });
 export type TaskInput = z.infer<typeof taskInput>;

@@ -32,7 +32,7 @@ interface RawResponse {
 
 /** Sends raw requests one after another on one connection and parses each response. */
 class Connection {
-  private buffer = Buffer.alloc(0);
+  private buffer: Buffer = Buffer.alloc(0);
   private waiting?: () => void;
   closed = false;
   private constructor(private readonly socket: net.Socket) {

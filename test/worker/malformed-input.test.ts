@@ -161,10 +161,10 @@ describe("malformed input never answers 500", { timeout: 60_000 }, () => {
       expect((await call(`/v1/task/${o.fn}`, { token: o.token, json: { a: 1 } })).status).toBe(201);
     });
 
-    it("refuses a body that is not JSON or not UTF-8, whatever its Content-Type", async () => {
+    it("refuses a body that says JSON but is not JSON or not UTF-8", async () => {
       for (const body of [...NOT_JSON, ...INVALID_UTF8])
-        for (const ct of ["application/json", "text/plain", null]) {
-          const headers: Record<string, string> = ct ? { "content-type": ct } : {};
+        for (const ct of ["application/json", "application/problem+json"]) {
+          const headers = { "content-type": ct };
           await expect4xx(await call(`/v1/task/${o.fn}`, { token: o.token, method: "POST", body, headers }), `task body ${String(body).slice(0, 40)} as ${ct}`);
         }
     });

@@ -64,6 +64,17 @@ describe("ANY /gc/<endpoint_id>", () => {
     }
   });
 
+  it("takes a file upload as application/octet-stream byte for byte, as the original service's apps send it", async () => {
+    const { ep } = await setup();
+    const file = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff]);
+    const res = await call(`/gc/${ep}/?email=a%40b.example&filename=x.png`, { method: "POST", body: file, headers: { "content-type": "application/octet-stream" } });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    const input = await inputOf(id);
+    expect(input).toMatchObject({ body: btoa(String.fromCharCode(...file)), bodyEncoding: "base64", query: { filename: "x.png" } });
+    expect(input.headers["content-type"]).toBe("application/octet-stream");
+  });
+
   it("counts a browser refresh (GET) as one more call", async () => {
     const { ep, token } = await setup();
     expect((await gc(ep, { method: "GET" })).status).toBe(201);
@@ -129,9 +140,9 @@ describe("ANY /gc/<endpoint_id>", () => {
     await expectError(gc(ep, { headers: { "cf-connecting-ip": "10.0.0.1", origin: "https://a.example" } }), 429, "daily_limit_reached");
   });
 
-  it("refuses a body that is not JSON without counting it", async () => {
+  it("refuses a body that says JSON but is not, without counting it", async () => {
     const { ep, token } = await setup({ dailyLimit: 1 });
-    await expectError(gc(ep, { body: "{nope" }), 400, "invalid_json");
+    await expectError(gc(ep, { body: "{nope", headers: { "content-type": "application/json" } }), 400, "invalid_json");
     expect((await gc(ep)).status).toBe(201);
     expect((await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token })).todayTasks).toBe(1);
   });

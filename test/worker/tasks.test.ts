@@ -26,6 +26,12 @@ async function deployed(body: Record<string, unknown> = {}) {
 const taskPost = (token: string, fn: string, o: { body?: BodyInit; headers?: Record<string, string>; query?: string } = {}) =>
   call(`/v1/task/${fn}${o.query ?? ""}`, { token, method: "POST", ...(o.body === undefined ? {} : { body: o.body }), headers: o.headers ?? {} });
 
+/** The input a task hands its function, as stored with the task. */
+async function inputOf(id: string) {
+  const row = await env.DB.prepare("select input from tasks where id = ?").bind(id).first<{ input: string }>();
+  return JSON.parse(row!.input);
+}
+
 describe("POST /v1/task/<function_id>", () => {
   it("answers 201 with the task id", async () => {
     const { token, fn } = await deployed();
@@ -45,28 +51,42 @@ describe("POST /v1/task/<function_id>", () => {
   it("hands the query parameters, headers and body to the function, without the caller's token", async () => {
     const { token, fn } = await deployed();
     const { id } = await callJson(`/v1/task/${fn}?a=1&b=2&b=3`, 201, { token, json: { x: [1] }, headers: { "x-trace": "t1" } });
-    const row = await import("cloudflare:test").then(({ env }) => env.DB.prepare("select input from tasks where id = ?").bind(id).first<{ input: string }>());
-    const input = JSON.parse(row!.input);
+    const input = await inputOf(id);
     expect(input).toMatchObject({ method: "POST", query: { a: "1", b: ["2", "3"] }, body: '{"x":[1]}' });
     expect(input.headers["x-trace"]).toBe("t1");
     expect(input.headers.authorization).toBeUndefined();
   });
 
-  it("refuses a body that is not valid JSON (400)", async () => {
+  it("refuses a body whose Content-Type says JSON but is not valid JSON or UTF-8 (400)", async () => {
     const { token, fn } = await deployed();
-    for (const body of ["{", "hello", "{'a':1}", "[1,]", "NaN"])
-      await expectError(taskPost(token, fn, { body, headers: { "content-type": "application/json" } }), 400, "invalid_json");
-    await expectError(taskPost(token, fn, { body: new Uint8Array([0x22, 0xff, 0xfe, 0x22]) }), 400, "invalid_json");
+    for (const ct of ["application/json", "application/json; charset=utf-8", "application/vnd.api+json"])
+      for (const body of ["{", "hello", "{'a':1}", "[1,]", "NaN"])
+        await expectError(taskPost(token, fn, { body, headers: { "content-type": ct } }), 400, "invalid_json");
+    await expectError(taskPost(token, fn, { body: new Uint8Array([0x22, 0xff, 0xfe, 0x22]), headers: { "content-type": "application/json" } }), 400, "invalid_json");
     expect(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).toEqual([]);
   });
 
-  // Content-Type is optional here, and curl -d and fetch(string) label bodies as form or text by
-  // default: the header is handed to the function, but the body must be JSON whatever it says.
-  it("judges the body, not its Content-Type", async () => {
+  // Third-party apps of the original service send files as octet-stream, CSV as text/csv, forms as
+  // urlencoded: the function gets the exact bytes and the caller's Content-Type.
+  it("hands a body of any other Content-Type, or none, to the function byte for byte", async () => {
     const { token, fn } = await deployed();
-    expect((await taskPost(token, fn, { body: '{"a":1}', headers: { "content-type": "text/plain" } })).status).toBe(201);
-    expect((await taskPost(token, fn, { body: '{"a":1}', headers: { "content-type": "application/x-www-form-urlencoded" } })).status).toBe(201);
-    await expectError(taskPost(token, fn, { body: "a=1", headers: { "content-type": "application/x-www-form-urlencoded" } }), 400, "invalid_json");
+    const binary = new Uint8Array(256).map((_, i) => i);
+    const cases: [BodyInit, Record<string, string>, { body: string; bodyEncoding?: string }][] = [
+      [binary, { "content-type": "application/octet-stream" }, { body: btoa(String.fromCharCode(...binary)), bodyEncoding: "base64" }],
+      ["a,b\n1,2\n", { "content-type": "text/csv" }, { body: "a,b\n1,2\n" }],
+      ["a=1&b=%20", { "content-type": "application/x-www-form-urlencoded" }, { body: "a=1&b=%20" }],
+      ["\ufeffwith a BOM", { "content-type": "text/plain" }, { body: "\ufeffwith a BOM" }],
+      ["{not json", {}, { body: "{not json" }],
+      [new Uint8Array([0xff, 0x00, 0x41]), {}, { body: btoa("\xff\x00A"), bodyEncoding: "base64" }],
+    ];
+    for (const [body, headers, expected] of cases) {
+      const res = await taskPost(token, fn, { body, headers });
+      expect(res.status).toBe(201);
+      const { id } = (await res.json()) as { id: string };
+      const input = await inputOf(id);
+      expect({ body: input.body, bodyEncoding: input.bodyEncoding }).toEqual({ bodyEncoding: undefined, ...expected });
+      if (headers["content-type"]) expect(input.headers["content-type"]).toBe(headers["content-type"]);
+    }
   });
 
   it("answers 413 for a body over 10 MiB, declared or streamed", async () => {

@@ -34,10 +34,11 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root =
 const isJsonType = (ct: string | undefined) => !!ct && /^application\/json\s*(;|$)/i.test(ct.trim());
 
 /** Reads a request body as text without ever holding more than `limit` bytes. */
-export async function readTextLimited(req: Request, limit: number): Promise<string> {
+/** The body's bytes, refused with 413 past `limit` (declared or counted); never more is buffered. */
+export async function readBytesLimited(req: Request, limit: number): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared && Number(declared) > limit) throw tooLarge(limit);
-  if (!req.body) return "";
+  if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -57,11 +58,25 @@ export async function readTextLimited(req: Request, limit: number): Promise<stri
     all.set(c, at);
     at += c.byteLength;
   }
+  return all;
+}
+
+/**
+ * The bytes as UTF-8 text, or undefined when they are not valid UTF-8. `keepBom` keeps a leading
+ * byte-order mark, for text that must be handed on byte for byte.
+ */
+export function utf8OrUndefined(bytes: Uint8Array, keepBom = false): string | undefined {
   try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(all);
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: keepBom }).decode(bytes);
   } catch {
-    throw new ApiError("invalid_json", "the body is not valid UTF-8");
+    return undefined;
   }
+}
+
+export async function readTextLimited(req: Request, limit: number): Promise<string> {
+  const text = utf8OrUndefined(await readBytesLimited(req, limit));
+  if (text === undefined) throw new ApiError("invalid_json", "the body is not valid UTF-8");
+  return text;
 }
 
 const tooLarge = (limit: number) =>

@@ -15,7 +15,7 @@ import { inputFromRequest, issueTask } from "../services/tasks.js";
 import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { resultQuery } from "../../shared/schemas/task.js";
-import { taskBody } from "./tasks.js";
+import { readTaskBody } from "../http/task-body.js";
 
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
@@ -83,7 +83,7 @@ export const publicRoutes = new Hono<AppEnv>()
     applyCors(c, corsHeaders(e, origin));
     if (fn.paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
     checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
-    const body = await taskBody(c.req.raw);
+    const body = await readTaskBody(c.req.raw);
     if (!admission.buildId) throw noSuccessfulBuild();
     let day: string | undefined;
     if (e.dailyLimit >= 0) {

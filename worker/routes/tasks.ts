@@ -1,23 +1,18 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
-import { parseJsonText, query, readTextLimited } from "../http/validate.js";
-import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas/task.js";
+import { query } from "../http/validate.js";
+import { readTaskBody } from "../http/task-body.js";
+import { resultQuery, taskListQuery } from "../../shared/schemas/task.js";
 import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { plansFrom } from "../billing/plans.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
 import { readResult } from "../services/task-results.js";
 
-/** A task body is optional, but when present it must be JSON (any JSON value). */
-export async function taskBody(req: Request): Promise<string | null> {
-  const text = await readTextLimited(req, MAX_JSON_BYTES);
-  return parseJsonText(text) === undefined ? null : text;
-}
-
 export const taskRoutes = new Hono<AppEnv>()
   .get("/list", async (c) => c.json(await listTasks(c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
   .post("/:functionId", async (c) => {
     // The body is read first: admission and the insert are one statement (issueFunctionTask).
-    const input = inputFromRequest(c.req.raw, await taskBody(c.req.raw));
+    const input = inputFromRequest(c.req.raw, await readTaskBody(c.req.raw));
     const functionId = c.req.param("functionId");
     const o = { id: newTaskId(c.env, functionId), accountId: c.var.caller.accountId, input };
     const task = await issueFunctionTask(c.var.db, c.env.BUCKET, plansFrom(c.env.PLANS), functionId, o);

@@ -9,6 +9,7 @@ import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { FunctionRow } from "./functions.js";
+import type { TaskBody } from "../http/task-body.js";
 
 export type TaskRow = typeof tasks.$inferSelect;
 
@@ -18,7 +19,7 @@ const INLINE_INPUT_BYTES = 64 * 1024;
 /** Headers a function never sees: credentials of the caller and the edge's own. */
 const HIDDEN_HEADERS = /^(authorization|cookie|cf-.*|x-forwarded-.*|x-real-ip)$/i;
 
-export function inputFromRequest(req: Request, body: string | null): TaskInput {
+export function inputFromRequest(req: Request, body: TaskBody): TaskInput {
   const url = new URL(req.url);
   const query: Record<string, string | string[]> = {};
   for (const key of new Set(url.searchParams.keys())) {
@@ -29,7 +30,7 @@ export function inputFromRequest(req: Request, body: string | null): TaskInput {
   req.headers.forEach((value, key) => {
     if (!HIDDEN_HEADERS.test(key)) headers[key] = value;
   });
-  return { method: req.method, query, headers, body };
+  return { method: req.method, query, headers, ...body };
 }
 
 /** A new task, but for the function and build it runs. */
