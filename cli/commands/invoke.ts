@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ApiClient } from "../api-client.js";
+import { errorFromResponse, type ApiClient } from "../api-client.js";
 import type { Args, Command, Context } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
 import { fmtTaskStatus } from "../output.js";
@@ -123,6 +123,7 @@ export const invoke: Command = {
     "--query, -q k=v      a query parameter handed to the function (repeatable)",
     "--header, -H 'K: V'  a header handed to the function (repeatable)",
     "--no-wait            print the task id and return",
+    "                     (otherwise the call asks the service to answer with the result itself, Prefer: wait)",
     "--max-wait SECONDS   give up waiting after this long (default 300)",
     "",
     "Prints the function's response body (JSON pretty-printed); the status goes to stderr.",
@@ -144,11 +145,23 @@ export const invoke: Command = {
     const headers = parseHeaders(a);
     const maxWait = a.int("max-wait") ?? 300;
     const api = await ctx.api();
-    const { id } = await api.call<{ id: string }>("POST", `/v1/task/${ref.id}`, { query, headers, ...(data === undefined ? {} : { json: data }) });
+    const body = data === undefined ? {} : { json: data };
     if (a.flag("no-wait")) {
+      const { id } = await api.call<{ id: string }>("POST", `/v1/task/${ref.id}`, { query, headers, ...body });
       ctx.out.result({ id }, () => ctx.out.line(id));
       return 0;
     }
+    // One round trip when the function answers within the synchronous wait (RFC 7240 Prefer).
+    const prefer = `wait=${Math.max(1, Math.min(30, maxWait))}`;
+    const res = await api.raw("POST", `/v1/task/${ref.id}`, { query, headers: { ...headers, prefer }, ...body });
+    const text = await res.text();
+    const contentType = res.headers.get("content-type");
+    if (res.headers.get("preference-applied") === "wait") {
+      const id = res.headers.get("x-task-id") ?? "";
+      return printResult(ctx, { id, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType) });
+    }
+    if (!res.ok) throw errorFromResponse(res, text);
+    const { id } = JSON.parse(text) as { id: string };
     ctx.out.note(`task ${id} created; waiting for its result`);
     return printResult(ctx, await waitResult(api, id, maxWait));
   },

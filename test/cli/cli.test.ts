@@ -105,6 +105,8 @@ describe.each([
     expect(human.code, show(human)).toBe(0);
     expect(JSON.parse(human.stdout)).toMatchObject({ message: "Hello, Human!" });
     expect(human.stderr).toMatch(/task \w+: 200 ok/);
+    // One synchronous call (Prefer: wait), not create-then-poll.
+    expect(human.stderr).not.toContain("waiting for its result");
   });
 });
 

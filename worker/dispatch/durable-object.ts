@@ -63,6 +63,16 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.pump();
   }
 
+  /**
+   * Queues a task and resolves with its finished row, or null after `ms`: a synchronous call
+   * (`Prefer: wait`) in one RPC. The waiter is registered first, so no outcome can slip past it.
+   */
+  async enqueueAndAwait(work: NewWork[], taskId: string, ms: number): Promise<TaskRow | null> {
+    const finished = this.waiters.wait(taskId, ms);
+    await this.enqueue(work);
+    return finished;
+  }
+
   async setPaused(functionId: string, paused: boolean): Promise<void> {
     this.queue.setPaused(functionId, paused);
     if (!paused) await this.pump();

@@ -43,5 +43,6 @@ export function checkAccess(e: EndpointRow, req: { ip: string | null; origin: st
 /** CORS headers for an allowed origin (none for callers without Origin). */
 export function corsHeaders(e: Pick<EndpointRow, "origin">, origin: string | null): Record<string, string> {
   if (!origin || !originAllowed(e, origin)) return {};
-  return { "Access-Control-Allow-Origin": origin, Vary: "Origin" };
+  // Web apps read the task id of a synchronous call and the state of a pending result.
+  return { "Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": "X-Task-Id, X-Task-Status, Location, Preference-Applied, Retry-After", Vary: "Origin" };
 }

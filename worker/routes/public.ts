@@ -10,7 +10,9 @@ import { localDay, nextLocalMidnight } from "../public/local-time.js";
 import { callPage, PAGE_HEADERS, pendingPage, prefersHtml } from "../public/pages.js";
 import { counterFor } from "../counters/client.js";
 import { periodOf, plansFrom } from "../billing/plans.js";
-import { enqueueTasks, newTaskId } from "../dispatch/client.js";
+import { newTaskId } from "../dispatch/client.js";
+import { preferredWait } from "../http/prefer.js";
+import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
 import { inputFromRequest, issueTask } from "../services/tasks.js";
 import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
@@ -80,7 +82,8 @@ export const publicRoutes = new Hono<AppEnv>()
     const now = Date.now();
     const { e, fn, ...admission } = await loadEndpoint(c, c.req.param("id"));
     const origin = c.req.header("origin") ?? null;
-    applyCors(c, corsHeaders(e, origin));
+    const cors = corsHeaders(e, origin);
+    applyCors(c, cors);
     if (fn.paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
     checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
     const body = await readTaskBody(c.req.raw);
@@ -99,8 +102,11 @@ export const publicRoutes = new Hono<AppEnv>()
       // Quota is checked after the daily counter so that a refusal gives the count back below.
       const buildId = admit(admission, plansFrom(c.env.PLANS), now);
       const task = await issueTask(c.var.db, c.env.BUCKET, { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, fn, buildId, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
-      await enqueueTasks(c.env, [task]);
-      if (prefersHtml(c)) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, PAGE_HEADERS);
+      // A browser gets the call page at once; an API client may prefer to wait for the response.
+      const html = prefersHtml(c);
+      const finished = await issueAndAwait(c.env, task, html ? 0 : preferredWait(c.req.header("prefer")));
+      if (finished) return syncResponse(c.env.BUCKET, finished, `/gc/${task.id}/result`, cors);
+      if (html) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, PAGE_HEADERS);
       return c.json({ id: task.id }, 201);
     } catch (err) {
       if (day && e.dailyLimit > 0) await counterFor(c.env, e.id).release(day);

@@ -3,7 +3,9 @@ import type { AppEnv } from "../env.js";
 import { query } from "../http/validate.js";
 import { readTaskBody } from "../http/task-body.js";
 import { resultQuery, taskListQuery } from "../../shared/schemas/task.js";
-import { enqueueTasks, newTaskId } from "../dispatch/client.js";
+import { newTaskId } from "../dispatch/client.js";
+import { preferredWait } from "../http/prefer.js";
+import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
 import { plansFrom } from "../billing/plans.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
 import { readResult } from "../services/task-results.js";
@@ -16,7 +18,8 @@ export const taskRoutes = new Hono<AppEnv>()
     const functionId = c.req.param("functionId");
     const o = { id: newTaskId(c.env, functionId), accountId: c.var.caller.accountId, input };
     const task = await issueFunctionTask(c.var.db, c.env.BUCKET, plansFrom(c.env.PLANS), functionId, o);
-    await enqueueTasks(c.env, [task]);
+    const finished = await issueAndAwait(c.env, task, preferredWait(c.req.header("prefer")));
+    if (finished) return syncResponse(c.env.BUCKET, finished, `/v1/task/${task.id}/result`);
     return c.json({ id: task.id }, 201);
   })
   .get("/:id", async (c) => c.json(describeTask(await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id")))))
