@@ -1,9 +1,11 @@
 import fs from "node:fs/promises";
+import path from "node:path";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BuildSpace, removeLeftoverBuildSpaces } from "../../agent/builder/build-space.js";
 import { LABEL_MANAGED, LABEL_ROLE } from "../../agent/docker/client.js";
 import { ensureEnvironment } from "./helpers/environment.js";
-import { buildFiles, removeTempDirs } from "./helpers/functions.js";
+import { buildFiles, removeTempDirs, tempDir } from "./helpers/functions.js";
 
 const docker = new Docker();
 const HANDLER = { name: "handler.js", data: "module.exports = async () => 'ok';\n" };
@@ -54,6 +56,16 @@ describe("build space", () => {
     expect(built.log.some((l) => l.includes("disk 64 MiB"))).toBe(true);
     expect(await fs.readdir(built.workDir)).toEqual(["artifact.tar"]);
     expect(await mountsUnder(built.workDir)).toEqual([]);
+  });
+
+  it("is unmounted when the next agent starts, should an agent be killed in the middle of a build", async () => {
+    const work = path.join(await tempDir("leftover"), "work");
+    const folder = path.join(work, "build-b1", "build");
+    await fs.mkdir(folder, { recursive: true });
+    await BuildSpace.create(folder, 64, 10001);
+    expect(await mountsUnder(work)).toHaveLength(1);
+    expect(await removeLeftoverBuildSpaces(work)).toBe(1);
+    expect(await mountsUnder(work)).toEqual([]);
   });
 });
 
