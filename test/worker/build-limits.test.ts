@@ -71,3 +71,17 @@ describe("builds per node", () => {
     expect((await agent.next("build.assign")).buildId).toBe(second);
   });
 });
+
+describe("a flood of one account's builds", () => {
+  it("hides no other account's work from the dispatcher: held builds take no room in its window on the queue", async () => {
+    const agent = await FakeAgent.connect("flooded-builder", { slots: 8 });
+    const flood = await newAccount();
+    const fn = await newFunction(flood.token);
+    // More held builds than the 200 waiting rows one pump looks at.
+    for (let i = 0; i < 203; i++) await uploadBuild(flood.token, fn);
+    expect(await assignedBuilds([agent])).toHaveLength(2);
+    const other = await newAccount();
+    const theirs = await build(other.token);
+    expect((await agent.next("build.assign")).buildId).toBe(theirs);
+  });
+});

@@ -346,9 +346,9 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!agents.some((a) => a.slots > busy.get(a.nodeId)!)) return;
     let free = agents.reduce((n, a) => n + Math.max(0, a.slots - busy.get(a.nodeId)!), 0);
     const assigned: { w: WorkRow; a: AgentState }[] = [];
-    const builds = new BuildLimits(() => agents.flatMap((a) => this.queue.assignedTo(a.nodeId)));
-    for (const w of this.queue.waiting()) {
-      const a = pickAgent(builds.eligible(agents, w), w, busy);
+    const builds = new BuildLimits(agents, () => agents.flatMap((a) => this.queue.assignedTo(a.nodeId)));
+    for (const w of builds.window(this.queue.waiting(Infinity))) {
+      const a = pickAgent(builds.eligible(w), w, busy);
       if (!a) continue;
       builds.assigned(w, a);
       busy.set(a.nodeId, (busy.get(a.nodeId) ?? 0) + 1);
