@@ -11,7 +11,8 @@ import { runBuild } from "./work/run-build.js";
 import { runTask } from "./work/run-task.js";
 import { ArtifactStore } from "./work/artifact-store.js";
 import { BuildSlots } from "./work/build-slots.js";
-import { removeLeftoverBuildSpaces } from "./builder/build-space.js";
+import { checkBuildSpaces, removeLeftoverBuildSpaces } from "./builder/build-space.js";
+import { FUNCTION_UID } from "./runtimes/languages.js";
 
 type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
 
@@ -41,8 +42,10 @@ export class Agent {
   }
 
   async start(): Promise<void> {
-    const left = await removeLeftoverBuildSpaces(path.join(this.config.stateDir, "work"));
+    const work = path.join(this.config.stateDir, "work");
+    const left = await removeLeftoverBuildSpaces(work);
     if (left) log("warn", "unmounted build spaces a previous agent process left", { count: left });
+    await checkBuildSpaces(work, FUNCTION_UID);
     const { shards } = await this.control.getJson<{ shards: number }>("/v1/agent/config");
     for (let s = 0; s < shards; s++) {
       const conn = new DispatcherConnection(this.control.wsUrl(s), this.control.authHeader, {

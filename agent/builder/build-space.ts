@@ -85,6 +85,20 @@ async function mountPoints(): Promise<string[]> {
 }
 
 /**
+ * Makes and removes a small space under `dir`: an agent that cannot (not root, no loop devices)
+ * stops at start with the reason rather than failing every build it is sent.
+ */
+export async function checkBuildSpaces(dir: string, uid: number): Promise<void> {
+  const at = path.join(dir, `space-check-${process.pid}`);
+  await fs.mkdir(at, { recursive: true });
+  try {
+    await (await BuildSpace.create(at, 64, uid)).dispose();
+  } finally {
+    await fs.rm(at, { recursive: true, force: true });
+  }
+}
+
+/**
  * Unmounts the build spaces a previous agent process left under `dir` (it was killed mid-build):
  * until then neither their folders nor their disk room could be reclaimed.
  */
