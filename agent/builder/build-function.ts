@@ -22,8 +22,8 @@ export interface BuildLimits extends UnzipLimits {
 }
 
 /**
- * Room for real builds: a Rust release build with vendored crates or a Go build with its warmed
- * compile cache fits in well under a GiB; npm installs of vendored trees are the largest outputs.
+ * Every example builds in under 128 MiB of space; 4 GiB leaves room for the largest common case, a
+ * Rust release build with many vendored crates. The space is a sparse file: unused room costs nothing.
  */
 export const DEFAULT_BUILD_LIMITS: BuildLimits = {
   ...DEFAULT_UNZIP_LIMITS,
