@@ -10,6 +10,9 @@ import type { Runner } from "./runner/index.js";
 import { runBuild } from "./work/run-build.js";
 import { runTask } from "./work/run-task.js";
 import { ArtifactStore } from "./work/artifact-store.js";
+import { BuildSlots } from "./work/build-slots.js";
+import { checkBuildSpaces, removeLeftoverBuildSpaces } from "./builder/build-space.js";
+import { FUNCTION_UID } from "./runtimes/languages.js";
 
 type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
 
@@ -27,6 +30,7 @@ export class Agent {
   private warmSent = "";
   readonly control: ControlPlane;
   readonly artifacts: ArtifactStore;
+  readonly buildSlots: BuildSlots;
 
   constructor(
     readonly config: AgentConfig,
@@ -34,9 +38,14 @@ export class Agent {
   ) {
     this.control = new ControlPlane(config.url, config.token);
     this.artifacts = new ArtifactStore(path.join(config.stateDir, "downloads"), this.control, runner, config.keepArtifacts);
+    this.buildSlots = new BuildSlots(config.maxBuilds, runner);
   }
 
   async start(): Promise<void> {
+    const work = path.join(this.config.stateDir, "work");
+    const left = await removeLeftoverBuildSpaces(work);
+    if (left) log("warn", "unmounted build spaces a previous agent process left", { count: left });
+    await checkBuildSpaces(work, FUNCTION_UID);
     const { shards } = await this.control.getJson<{ shards: number }>("/v1/agent/config");
     for (let s = 0; s < shards; s++) {
       const conn = new DispatcherConnection(this.control.wsUrl(s), this.control.authHeader, {
@@ -82,6 +91,7 @@ export class Agent {
       privileged: this.config.privileged,
       langs: this.config.langs,
       slots: this.draining ? 0 : this.config.slots,
+      builds: this.config.maxBuilds,
       running,
       warm: this.warm(),
     };

@@ -2,6 +2,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { DEFAULT_BUILD_LIMITS } from "./builder/build-function.js";
 import { LANGS, type Lang } from "./runtimes/languages.js";
 
 /**
@@ -22,6 +23,12 @@ const schema = z.object({
   maxContainers: z.coerce.number().int().min(1),
   keepArtifacts: z.coerce.number().int().min(1),
   buildImages: z.boolean(),
+  maxBuilds: z.coerce.number().int().min(1).max(64),
+  buildDiskMiB: z.coerce.number().int().min(64),
+  buildMemoryMiB: z.coerce.number().int().min(128),
+  buildPids: z.coerce.number().int().min(64),
+  // The control plane takes artifacts of at most 512 MiB.
+  maxArtifactMiB: z.coerce.number().int().min(1).max(512),
 });
 export type AgentConfig = z.infer<typeof schema> & { cpus: number; memMiB: number };
 
@@ -39,6 +46,11 @@ const FLAGS = {
   "max-containers": { type: "string", env: "GCFAAS_MAX_CONTAINERS" },
   "keep-artifacts": { type: "string", env: "GCFAAS_KEEP_ARTIFACTS" },
   "no-build-images": { type: "boolean", env: "GCFAAS_NO_BUILD_IMAGES" },
+  "max-builds": { type: "string", env: "GCFAAS_MAX_BUILDS" },
+  "build-disk": { type: "string", env: "GCFAAS_BUILD_DISK_MIB" },
+  "build-memory": { type: "string", env: "GCFAAS_BUILD_MEMORY_MIB" },
+  "build-pids": { type: "string", env: "GCFAAS_BUILD_PIDS" },
+  "max-artifact": { type: "string", env: "GCFAAS_MAX_ARTIFACT_MIB" },
   help: { type: "boolean", env: "" },
 } as const;
 
@@ -57,6 +69,11 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --max-containers N     containers on this host [16]           (GCFAAS_MAX_CONTAINERS)
   --keep-artifacts N     builds whose artifacts stay on disk [32] (GCFAAS_KEEP_ARTIFACTS)
   --no-build-images      do not build missing runtime images    (GCFAAS_NO_BUILD_IMAGES=1)
+  --max-builds N         builds at once on this host [2]        (GCFAAS_MAX_BUILDS)
+  --build-disk MIB       a build's writable space [4096]        (GCFAAS_BUILD_DISK_MIB)
+  --build-memory MIB     a build's memory [2048]                (GCFAAS_BUILD_MEMORY_MIB)
+  --build-pids N         a build's processes and threads [1024] (GCFAAS_BUILD_PIDS)
+  --max-artifact MIB     largest artifact a build makes [256]   (GCFAAS_MAX_ARTIFACT_MIB)
 `;
 
 const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v);
@@ -86,6 +103,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     maxContainers: get("max-containers") ?? "16",
     keepArtifacts: get("keep-artifacts") ?? "32",
     buildImages: !get("no-build-images"),
+    maxBuilds: get("max-builds") ?? "2",
+    buildDiskMiB: get("build-disk") ?? String(DEFAULT_BUILD_LIMITS.diskMiB),
+    buildMemoryMiB: get("build-memory") ?? String(DEFAULT_BUILD_LIMITS.memoryMiB),
+    buildPids: get("build-pids") ?? String(DEFAULT_BUILD_LIMITS.pids),
+    maxArtifactMiB: get("max-artifact") ?? String(DEFAULT_BUILD_LIMITS.maxArtifactMiB),
   };
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {

@@ -1,13 +1,12 @@
-import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type Docker from "dockerode";
-import { dockerClient, forceRemove, LABEL_AGENT, LABEL_MANAGED, LABEL_ROLE } from "../docker/client.js";
-import { attachOutput, LineSplitter } from "../docker/output.js";
-import { sandboxHostConfig } from "../docker/sandbox.js";
+import { dockerClient } from "../docker/client.js";
 import { FUNCTION_UID, offlineImages, type Lang, type RuntimeImages } from "../runtimes/languages.js";
-import { packArtifact } from "./artifact.js";
+import { ArtifactTooLargeError, packArtifact } from "./artifact.js";
+import { runBuildContainer, type BuildDirs } from "./build-container.js";
+import { BuildSpace } from "./build-space.js";
 import { DEFAULT_UNZIP_LIMITS, unzipSafely, ZipRefusedError, type UnzipLimits } from "./unzip.js";
 import { chownTree } from "./chown-tree.js";
 
@@ -16,14 +15,24 @@ export interface BuildLimits extends UnzipLimits {
   memoryMiB: number;
   timeoutSeconds: number;
   pids: number;
+  /** The build's writable space: source, output, caches and /tmp together. */
+  diskMiB: number;
+  /** The largest artifact (the tar of /out) a build may produce. */
+  maxArtifactMiB: number;
 }
 
+/**
+ * Every example builds in under 128 MiB of space; 4 GiB leaves room for the largest common case, a
+ * Rust release build with many vendored crates. The space is a sparse file: unused room costs nothing.
+ */
 export const DEFAULT_BUILD_LIMITS: BuildLimits = {
   ...DEFAULT_UNZIP_LIMITS,
   cpus: 2,
   memoryMiB: 2048,
   timeoutSeconds: 600,
   pids: 1024,
+  diskMiB: 4096,
+  maxArtifactMiB: 256,
 };
 
 export interface BuildRequest {
@@ -45,10 +54,15 @@ export type BuildResult =
   | { ok: false; reason: string; durationMs: number };
 
 const BUILD_LOG_PREFIX = "[build] ";
+const MiB = 1024 * 1024;
+/** What a build tool prints when a write meets the end of the space (shell, Node, Rust, Go, Python). */
+const NO_SPACE = /No space left on device|ENOSPC|Disk quota exceeded/;
 
 /**
- * Turns an uploaded zip into an artifact: unpack with every safety check, then run the language's
- * /opt/gcfaas/build.sh in a throwaway, network-less, capped container, then tar its /out.
+ * Turns an uploaded zip into an artifact: unpack with every safety check into a size-limited build
+ * space, run the language's /opt/gcfaas/build.sh in a throwaway, network-less, capped container,
+ * then tar its /out under the artifact cap. The space, and everything the build wrote, is gone
+ * when this returns; only the artifact stays in `workDir`.
  * Never throws for problems of the user's making; those come back as `{ ok: false, reason }` with the
  * reason also written to the log.
  */
@@ -62,95 +76,61 @@ export async function buildFunction(request: BuildRequest): Promise<BuildResult>
     say(`failed: ${reason}`);
     return { ok: false, reason, durationMs: Date.now() - started };
   };
+  const outOfSpace = `build ran out of space: source, output, caches and /tmp may hold at most ${limits.diskMiB} MiB together`;
   const workDir = path.resolve(request.workDir);
-  const src = path.join(workDir, "src");
-  const out = path.join(workDir, "out");
-  const scratch = path.join(workDir, "scratch");
+  let space: BuildSpace | undefined;
   try {
     await fs.mkdir(workDir, { recursive: true });
     if ((await fs.readdir(workDir)).length > 0) throw new Error(`build directory ${workDir} is not empty`);
-    await Promise.all([src, out, scratch].map((d) => fs.mkdir(d, { mode: 0o755 })));
+    space = await BuildSpace.create(workDir, limits.diskMiB, FUNCTION_UID);
+    const dirs: BuildDirs = {
+      src: path.join(space.root, "src"),
+      out: path.join(space.root, "out"),
+      scratch: path.join(space.root, "scratch"),
+      tmp: path.join(space.root, "tmp"),
+    };
+    await Promise.all(Object.values(dirs).map((d) => fs.mkdir(d, { mode: 0o755 })));
 
     say("unpacking zip");
     try {
-      const { entries, bytes } = await unzipSafely(request.zip, src, limits);
+      // The zip cannot be bigger than the space it is unpacked into.
+      const unzipLimits = { ...limits, maxUncompressedBytes: Math.min(limits.maxUncompressedBytes, limits.diskMiB * MiB) };
+      const { entries, bytes } = await unzipSafely(request.zip, dirs.src, unzipLimits);
       say(`unpacked ${entries} entries, ${bytes} bytes`);
     } catch (err) {
-      if (err instanceof ZipRefusedError) return fail(`zip refused: ${err.message}`);
+      if (err instanceof ZipRefusedError) return fail((await space.isFull()) ? outOfSpace : `zip refused: ${err.message}`);
       throw err;
     }
-    // The build step runs unprivileged; it owns exactly these three folders and nothing else.
-    await chownTree(workDir, FUNCTION_UID);
+    // The build step runs unprivileged; it owns its space and nothing else.
+    await chownTree(space.root, FUNCTION_UID);
 
     const image = (request.images ?? offlineImages())[request.lang].build;
-    say(`building in ${image} (cpus ${limits.cpus}, memory ${limits.memoryMiB} MiB, timeout ${limits.timeoutSeconds} s, no network)`);
-    const outcome = await runBuildContainer(request.docker ?? dockerClient(), image, { src, out, scratch }, limits, request);
-    if (outcome !== "ok") return fail(outcome);
+    say(`building in ${image} (cpus ${limits.cpus}, memory ${limits.memoryMiB} MiB, disk ${limits.diskMiB} MiB, timeout ${limits.timeoutSeconds} s, no network)`);
+    let sawNoSpace = false;
+    const onLog = (line: string) => {
+      if (NO_SPACE.test(line)) sawNoSpace = true;
+      request.onLog(line);
+    };
+    const outcome = await runBuildContainer(request.docker ?? dockerClient(), image, dirs, limits, onLog, request.agentId ?? "default");
+    if (outcome !== "ok") {
+      // A build that died writing into a full space fails for that, whatever its tool made of the ENOSPC.
+      const full = outcome.cause === "exit" && (sawNoSpace || (await space.isFull()));
+      return fail(full ? outOfSpace : outcome.reason);
+    }
 
     const artifactPath = path.join(workDir, "artifact.tar");
-    const artifactBytes = await packArtifact(out, artifactPath);
+    let artifactBytes: number;
+    try {
+      artifactBytes = await packArtifact(dirs.out, artifactPath, limits.maxArtifactMiB * MiB);
+    } catch (err) {
+      if (err instanceof ArtifactTooLargeError) return fail(`${err.message}: make /out smaller (the artifact cap of this node)`);
+      throw err;
+    }
     say(`artifact ready (${artifactBytes} bytes)`);
     return { ok: true, artifactPath, artifactBytes, durationMs: Date.now() - started };
   } catch (err) {
     return fail(`internal error: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
-    await Promise.all([src, out, scratch].map((d) => fs.rm(d, { recursive: true, force: true }).catch(() => undefined)));
-  }
-}
-
-async function runBuildContainer(
-  docker: Docker,
-  image: string,
-  dirs: { src: string; out: string; scratch: string },
-  limits: BuildLimits,
-  request: BuildRequest,
-): Promise<"ok" | string> {
-  const container = await docker.createContainer({
-    name: `gcfaas-build-${randomBytes(6).toString("hex")}`,
-    Image: image,
-    Cmd: ["sh", "/opt/gcfaas/build.sh"],
-    User: `${FUNCTION_UID}:${FUNCTION_UID}`,
-    WorkingDir: "/src",
-    Env: ["HOME=/scratch", "GCFAAS_SCRATCH=/scratch"],
-    Labels: { [LABEL_MANAGED]: "true", [LABEL_ROLE]: "build", [LABEL_AGENT]: request.agentId ?? "default" },
-    HostConfig: sandboxHostConfig(
-      { cpus: limits.cpus, memoryMiB: limits.memoryMiB, pids: limits.pids, tmpfsMiB: 256, privileged: false },
-      [
-        { host: dirs.src, container: "/src", readOnly: false },
-        { host: dirs.out, container: "/out", readOnly: false },
-        { host: dirs.scratch, container: "/scratch", readOnly: false },
-      ],
-    ),
-  });
-  try {
-    const splitters = {
-      stdout: new LineSplitter(request.onLog),
-      stderr: new LineSplitter(request.onLog),
-    };
-    let ended!: () => void;
-    const outputEnded = new Promise<void>((resolve) => (ended = resolve));
-    await attachOutput(docker, container, (stream, chunk) => splitters[stream].push(chunk), () => ended());
-    const exited = container.wait({ condition: "next-exit" }) as Promise<{ StatusCode: number }>;
-    await container.start();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), limits.timeoutSeconds * 1000);
-    });
-    const result = await Promise.race([exited, timedOut]);
-    clearTimeout(timer);
-    if (result === "timeout") {
-      await container.kill().catch(() => undefined);
-      return `build timed out after ${limits.timeoutSeconds} s`;
-    }
-    // Output may trail the exit by a moment; the attach stream closing marks its true end.
-    await Promise.race([outputEnded, new Promise((r) => setTimeout(r, 2000))]);
-    splitters.stdout.end();
-    splitters.stderr.end();
-    const state = (await container.inspect()).State;
-    if (state.OOMKilled) return `build ran out of memory (limit ${limits.memoryMiB} MiB)`;
-    if (result.StatusCode !== 0) return `build step exited with code ${result.StatusCode}`;
-    return "ok";
-  } finally {
-    await forceRemove(docker, container.id);
+    await space?.dispose().catch((err: unknown) => say(`warning: build space not removed: ${err instanceof Error ? err.message : String(err)}`));
   }
 }

@@ -170,6 +170,21 @@ export class Runner {
     await this.artifacts.forget(buildId);
   }
 
+  /**
+   * Takes one container of `maxContainers` for a build (its container is not the runner's) until
+   * the returned release is called, evicting an idle warm container when the node is full.
+   */
+  async holdForBuild(): Promise<() => void> {
+    await this.reserveCapacity();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.starting -= 1;
+      this.capacityWaiters.shift()?.();
+    };
+  }
+
   async shutdown(): Promise<void> {
     this.closed = true;
     for (const wake of this.capacityWaiters.splice(0)) wake();

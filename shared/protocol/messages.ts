@@ -32,6 +32,8 @@ export const hello = z.object({
   privileged: z.boolean(),
   langs: z.array(lang).max(6),
   slots: z.int().min(0).max(1024),
+  /** Builds the node runs at once (each counts in `slots` too); absent: no limit but `slots`. */
+  builds: z.int().min(1).max(1024).optional(),
   /** Work the agent is still running from before a reconnect: it keeps it and reports it. */
   running: z.array(z.object({ kind: z.enum(["task", "build"]), id })).max(1024),
   warm: z.array(warmRef).max(1024),

@@ -27,7 +27,7 @@ export class FakeAgent {
     return (await callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: { name: "test" } })).token;
   }
 
-  static async connect(nodeId: string, opts: { privileged?: boolean; slots?: number; running?: { kind: "task" | "build"; id: string }[]; token?: string } = {}) {
+  static async connect(nodeId: string, opts: { privileged?: boolean; slots?: number; builds?: number; running?: { kind: "task" | "build"; id: string }[]; token?: string } = {}) {
     const token = opts.token ?? (await FakeAgent.token());
     const res = await SELF.fetch("https://api.test/v1/agent/connect", { headers: { upgrade: "websocket", authorization: `Bearer ${token}` } });
     if (!res.webSocket) throw new Error(`no websocket: ${res.status} ${await res.text()}`);
@@ -37,6 +37,7 @@ export class FakeAgent {
     agent.send({
       type: "hello", version: 1, nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
+      ...(opts.builds === undefined ? {} : { builds: opts.builds }),
     });
     await agent.next("welcome");
     return agent;

@@ -8,6 +8,8 @@ export interface AgentState {
   privileged: boolean;
   langs: string[];
   slots: number;
+  /** Builds the node runs at once; undefined: only `slots` limits them. */
+  builds?: number;
   /** Function ids with a warm container on the agent (capped: an attachment holds 16 KiB). */
   warm: string[];
   draining: boolean;

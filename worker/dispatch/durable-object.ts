@@ -8,6 +8,7 @@ import { fireTriggers } from "./chain.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./records.js";
 import { AssignedMarks } from "./assigned-marks.js";
+import { BuildLimits } from "./build-limits.js";
 import { Waiters } from "./waiters.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
@@ -209,7 +210,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       }
     }
     const state: AgentState = {
-      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots: h.slots,
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots: h.slots, builds: h.builds,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: false, lastSeen: now, rttMs: 0,
     };
     ws.serializeAttachment({ hello: true, ...state } satisfies Attachment);
@@ -355,9 +356,11 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!agents.some((a) => a.slots > busy.get(a.nodeId)!)) return;
     let free = agents.reduce((n, a) => n + Math.max(0, a.slots - busy.get(a.nodeId)!), 0);
     const assigned: { w: WorkRow; a: AgentState }[] = [];
-    for (const w of this.queue.waiting()) {
-      const a = pickAgent(agents, w, busy);
+    const builds = new BuildLimits(agents, () => agents.flatMap((a) => this.queue.assignedTo(a.nodeId)));
+    for (const w of builds.window(this.queue.waiting(Infinity))) {
+      const a = pickAgent(builds.eligible(w), w, busy);
       if (!a) continue;
+      builds.assigned(w, a);
       busy.set(a.nodeId, (busy.get(a.nodeId) ?? 0) + 1);
       assigned.push({ w, a });
       if (--free === 0) break; // the rest of the queue waits; no need to read it

@@ -12,6 +12,8 @@ export interface Built {
   result: BuildResult;
   log: string[];
   buildId: string;
+  /** The build's folder on the host: after the build it holds the artifact and nothing else. */
+  workDir: string;
 }
 
 let counter = 0;
@@ -33,7 +35,7 @@ export async function buildZip(lang: Lang, zip: Buffer, limits?: Parameters<type
   const workDir = path.join(await tempDir("build"), "work");
   const result = await buildFunction({ lang, zip, workDir, onLog: (line) => log.push(line), limits, agentId: "test" });
   counter += 1;
-  return { result, log, buildId: `b${Date.now().toString(36)}${counter}` };
+  return { result, log, buildId: `b${Date.now().toString(36)}${counter}`, workDir };
 }
 
 export async function buildExample(lang: Lang, example: string): Promise<Built> {
