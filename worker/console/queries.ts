@@ -1,0 +1,47 @@
+import { and, desc, eq, gte, inArray, sql } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { builds, tasks } from "../db/schema.js";
+import { DAY_MS, startOfUtcDay } from "../lib/time.js";
+
+/**
+ * Read-only aggregates the console shows and the API has no operation for (per-day counts, the
+ * last build of many functions at once). Always filtered by the caller's account.
+ */
+
+/** The status of each function's newest build. */
+export async function lastBuildStatus(db: Db, accountId: string, functionIds: string[]): Promise<Map<string, string>> {
+  if (!functionIds.length) return new Map();
+  const rows = await db
+    .select({ functionId: builds.functionId, status: builds.status })
+    .from(builds)
+    .where(and(eq(builds.accountId, accountId), inArray(builds.functionId, functionIds)))
+    .orderBy(desc(builds.id));
+  const out = new Map<string, string>();
+  for (const r of rows) if (!out.has(r.functionId)) out.set(r.functionId, r.status);
+  return out;
+}
+
+/** Tasks issued per UTC day for the last `days` days (oldest first), per function or for the account. */
+export async function dailyTasks(db: Db, accountId: string, days: number, now = Date.now()): Promise<{ byFunction: Map<string, number[]>; total: { day: string; count: number }[] }> {
+  const first = startOfUtcDay(now) - (days - 1) * DAY_MS;
+  const rows = await db
+    .select({
+      functionId: tasks.functionId,
+      day: sql<number>`(${tasks.issuedAt} - ${first}) / ${DAY_MS}`,
+      count: sql<number>`count(*)`,
+    })
+    .from(tasks)
+    .where(and(eq(tasks.accountId, accountId), gte(tasks.issuedAt, first)))
+    .groupBy(tasks.functionId, sql`2`);
+  const byFunction = new Map<string, number[]>();
+  const total = Array.from({ length: days }, (_, i) => ({ day: new Date(first + i * DAY_MS).toISOString().slice(0, 10), count: 0 }));
+  for (const r of rows) {
+    const i = Math.floor(r.day);
+    if (i < 0 || i >= days) continue;
+    const series = byFunction.get(r.functionId) ?? new Array<number>(days).fill(0);
+    series[i] = (series[i] ?? 0) + r.count;
+    byFunction.set(r.functionId, series);
+    total[i]!.count += r.count;
+  }
+  return { byFunction, total };
+}
