@@ -8,10 +8,10 @@ import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
 import { localDay, nextLocalMidnight } from "../public/local-time.js";
 import { counterFor } from "../counters/client.js";
-import { periodOf, plansFrom } from "../billing/plans.js";
+import { periodOf } from "../billing/plans.js";
 import { enqueueTasks, newTaskId } from "../dispatch/client.js";
-import { inputFromRequest, issueTask } from "../services/tasks.js";
-import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
+import { inputFromRequest, issueFunctionTask } from "../services/tasks.js";
+import { admissionColumns, admissionLimits, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, resultResponse } from "../services/task-results.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { taskBody } from "./tasks.js";
@@ -19,13 +19,13 @@ import { taskBody } from "./tasks.js";
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
 
-/** The endpoint, its function and the function's admission (build, quota), in one D1 round trip. */
+/** The endpoint, its function and the function's build, in one D1 round trip. */
 async function loadEndpoint(c: Context<AppEnv>, id: string) {
   const [row] = await c.var.db
     .select({
       e: endpoints,
       fn: functions,
-      ...admissionColumns(periodOf(Date.now())),
+      buildId: admissionColumns(periodOf(Date.now())).buildId,
     })
     .from(endpoints)
     .innerJoin(functions, eq(functions.id, endpoints.functionId))
@@ -71,13 +71,13 @@ export const publicRoutes = new Hono<AppEnv>()
   })
   .all("/:id", async (c) => {
     const now = Date.now();
-    const { e, fn, ...admission } = await loadEndpoint(c, c.req.param("id"));
+    const { e, fn, buildId } = await loadEndpoint(c, c.req.param("id"));
     const origin = c.req.header("origin") ?? null;
     applyCors(c, corsHeaders(e, origin));
     if (fn.paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
     checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
     const body = await taskBody(c.req.raw);
-    if (!admission.buildId) throw noSuccessfulBuild();
+    if (!buildId) throw noSuccessfulBuild();
     let day: string | undefined;
     if (e.dailyLimit >= 0) {
       const zone = zoneOf(e);
@@ -89,9 +89,10 @@ export const publicRoutes = new Hono<AppEnv>()
       }
     }
     try {
-      // Quota is checked after the daily counter so that a refusal gives the count back below.
-      const buildId = admit(admission, plansFrom(c.env.PLANS), now);
-      const task = await issueTask(c.var.db, c.env.BUCKET, { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, fn, buildId, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
+      // Quota and the pending cap are checked (by the issuing statement) after the daily counter, so
+      // that a refusal gives the count back below.
+      const o = { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, input: inputFromRequest(c.req.raw, body), endpointId: e.id };
+      const task = await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), fn.id, o, now);
       await enqueueTasks(c.env, [task]);
       return c.json({ id: task.id }, 201);
     } catch (err) {

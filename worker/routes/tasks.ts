@@ -3,7 +3,7 @@ import type { AppEnv } from "../env.js";
 import { parseJsonText, query, readTextLimited } from "../http/validate.js";
 import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas/task.js";
 import { enqueueTasks, newTaskId } from "../dispatch/client.js";
-import { plansFrom } from "../billing/plans.js";
+import { admissionLimits } from "../services/admission.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
 import { readResult } from "../services/task-results.js";
 
@@ -20,7 +20,7 @@ export const taskRoutes = new Hono<AppEnv>()
     const input = inputFromRequest(c.req.raw, await taskBody(c.req.raw));
     const functionId = c.req.param("functionId");
     const o = { id: newTaskId(c.env, functionId), accountId: c.var.caller.accountId, input };
-    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, plansFrom(c.env.PLANS), functionId, o);
+    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), functionId, o);
     await enqueueTasks(c.env, [task]);
     return c.json({ id: task.id }, 201);
   })
