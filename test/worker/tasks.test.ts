@@ -140,7 +140,9 @@ describe("POST /v1/task/<function_id>", () => {
         result_body: null,
         result_key: null,
         log: null,
+        log_key: null,
         duration_ms: null,
+        purged_at: null,
       });
     }
   });
