@@ -15,6 +15,12 @@ function position(rows: WorkRow[], w: WorkRow): number {
   return lo;
 }
 
+/**
+ * Accounts whose last service is remembered. Forgetting the one served longest ago changes
+ * nothing: it would be first in line anyway, as an account never served is.
+ */
+const REMEMBERED_ACCOUNTS = 10_000;
+
 /** One function's waiting work of one kind: a pause holds back all of it or none. */
 const laneOf = (w: WorkRow) => `${w.kind}:${w.function_id}`;
 
@@ -31,7 +37,10 @@ const laneOf = (w: WorkRow) => `${w.kind}:${w.function_id}`;
  */
 export class FairQueue {
   private readonly accounts = new Map<string, Map<string, WorkRow[]>>();
-  /** When each account with waiting work was last served, on a counter (absent: never, or not since it drained). */
+  /**
+   * When each account was last served, on a counter, in that order (absent: never). Kept after an
+   * account's waiting work drains: a backlog issued one task at a time must not look new each time.
+   */
   private readonly lastServed = new Map<string, number>();
   private clock = 0;
   private count = 0;
@@ -40,9 +49,9 @@ export class FairQueue {
     return this.count;
   }
 
+  /** Empties the lanes (to be filled again from storage); who was served when stays known. */
   clear(): void {
     this.accounts.clear();
-    this.lastServed.clear();
     this.count = 0;
   }
 
@@ -70,12 +79,13 @@ export class FairQueue {
     lanes.delete(key);
     if (lanes.size) return;
     this.accounts.delete(w.account_id);
-    this.lastServed.delete(w.account_id);
   }
 
   /** An account's work was just assigned: it goes behind every account that waits for its turn. */
   served(accountId: string): void {
-    if (this.accounts.has(accountId)) this.lastServed.set(accountId, ++this.clock);
+    this.lastServed.delete(accountId);
+    this.lastServed.set(accountId, ++this.clock);
+    if (this.lastServed.size > REMEMBERED_ACCOUNTS) this.lastServed.delete(this.lastServed.keys().next().value!);
   }
 
   /**
