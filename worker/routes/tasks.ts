@@ -5,7 +5,7 @@ import { MAX_JSON_BYTES, resultQuery, taskListQuery } from "../../shared/schemas
 import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { admissionLimits } from "../services/admission.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
-import { readResult } from "../services/task-results.js";
+import { readLog, readResult } from "../services/task-results.js";
 
 /** A task body is optional, but when present it must be JSON (any JSON value). */
 export async function taskBody(req: Request): Promise<string | null> {
@@ -31,5 +31,5 @@ export const taskRoutes = new Hono<AppEnv>()
   })
   .get("/:id/log", async (c) => {
     const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
-    return c.json({ id: task.id, finished: task.finishedAt != null, log: task.log ?? [] });
+    return c.json({ id: task.id, finished: task.finishedAt != null, log: await readLog(c.env.BUCKET, task) });
   });
