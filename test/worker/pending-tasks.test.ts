@@ -99,6 +99,11 @@ describe("pending tasks capped per account", () => {
     expect((await call(`/gc/${ep}`, { method: "POST" })).status).toBe(201); // the one call of the day is still there
   });
 
+  it("counts an account's unfinished tasks through an index of them alone, not a scan of its history", async () => {
+    const plan = await env.DB.prepare("explain query plan select count(*) from tasks p where p.account_id = ? and p.finished_at is null").bind("a").all<{ detail: string }>();
+    expect(plan.results.map((r) => r.detail)).toEqual(["SEARCH p USING INDEX tasks_account_unfinished (account_id=?)"]);
+  });
+
   it("skips a trigger whose account is at the cap, once: logged, not retried", async () => {
     const agent = await FakeAgent.connect("capped-chain");
     const acct = await newAccount();

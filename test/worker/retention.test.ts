@@ -80,4 +80,9 @@ describe("retention sweep (hourly Cron Trigger)", () => {
     await sweep(later + DAY_MS); // again: nothing left to do, nothing changes
     expect((await row(large))!.purged_at).toBe(later);
   });
+
+  it("reads only the tasks it purges, through an index of the unpurged", async () => {
+    const plan = await env.DB.prepare("explain query plan select id from tasks where finished_at < ? and purged_at is null order by finished_at limit 300").bind(1).all<{ detail: string }>();
+    expect(plan.results.map((r) => r.detail)).toEqual(["SEARCH tasks USING INDEX tasks_unpurged (finished_at<?)"]);
+  });
 });
