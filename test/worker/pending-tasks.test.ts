@@ -39,6 +39,7 @@ describe("quota reserved when a task is issued", () => {
     const err = await expectError(post(acct.token, fn), 402, "quota_exhausted");
     expect(err.message).toContain("0 finished + 2 pending of 2");
     await expectError(call(`/gc/${ep}`, { method: "POST" }), 402, "quota_exhausted");
+    expect(await callJson("/v1/usage", 200, { token: acct.token })).toMatchObject({ invocations: 0, pending: 2, remaining: 0 });
     // The first ends: one used, one still reserved.
     agent.done(first, "ok");
     await call(`/v1/task/${first}/result?wait=5`, { token: acct.token });

@@ -75,7 +75,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/invoice/list", summary: "List invoices", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceList, description: "Newest first." }, errors: [401] },
   { method: "get", path: "/v1/invoice/:id", summary: "Get an invoice", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceGet, description: "The invoice." }, errors: [401, 404] },
 
-  { method: "get", path: "/v1/usage", summary: "This period's usage against the plan", group: "invoices", auth: "account", ok: { status: 200, description: "{period, plan, invocations, remaining, durationMs, gbSeconds}" }, errors: [401] },
+  { method: "get", path: "/v1/usage", summary: "This period's usage against the plan", group: "invoices", auth: "account", ok: { status: 200, description: "{period, plan, invocations, pending, remaining, durationMs, gbSeconds}" }, errors: [401] },
   { method: "post", path: "/v1/billing/webhook", summary: "Payment provider webhook (Stripe-style signature)", group: "invoices", auth: "none", body: { contentType: "application/json", required: true, description: "An invoice.payment_succeeded or invoice.payment_failed event." }, ok: { status: 200, description: "{received: true, duplicate}" }, errors: [400, 404] },
   { method: "options", path: "/gc/:id", summary: "CORS preflight of a public endpoint (not counted)", group: "public", auth: "none", ok: { status: 204, description: "CORS headers for an allowed origin." }, errors: [404] },
   { method: "all", path: "/gc/:id", summary: "Call a public endpoint (any method but OPTIONS)", group: "public", auth: "none", body: anyJson, ok: created("task"), errors: [400, 402, 403, 404, 409, 413, 429, 503] },
