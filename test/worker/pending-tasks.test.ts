@@ -48,6 +48,24 @@ describe("quota reserved when a task is issued", () => {
     await agent.close();
   });
 
+  it("lets a trigger fan-out take no more than the plan's invocations", async () => {
+    const acct = await newAccount();
+    await callJson(`/v1/admin/accounts/${acct.accountId}`, 204, { token: ADMIN, method: "PATCH", json: { plan: "TINY" } });
+    const fn = await deployedFunction(acct.token);
+    const next = await deployedFunction(acct.token);
+    for (let i = 0; i < 3; i++) await newTrigger(acct.token, { functionId: fn, nextId: next, status: 200 });
+    const agent = await FakeAgent.connect("fan-out");
+    const first = (await callJson(`/v1/task/${fn}`, 201, { token: acct.token, method: "POST" })).id;
+    await agent.next("task.assign");
+    agent.done(first, "ok");
+    // One finished, so one invocation is left: of the three triggers, one issues its task.
+    const child = await agent.next("task.assign");
+    expect(await agent.none("task.assign")).toBe(true);
+    const children = await env.DB.prepare("select id from tasks where parent_task_id = ?").bind(first).all<{ id: string }>();
+    expect(children.results.map((r) => r.id)).toEqual([child.taskId]);
+    await agent.close();
+  });
+
   it("gives a cancelled task's reservation back", async () => {
     const acct = await newAccount();
     await callJson(`/v1/admin/accounts/${acct.accountId}`, 204, { token: ADMIN, method: "PATCH", json: { plan: "TINY" } });

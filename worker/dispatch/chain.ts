@@ -63,7 +63,8 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLi
   if (!matching.length) return [];
   const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, done) : null;
   const issued: TaskRow[] = [];
-  for (const { trigger, next, ...admission } of matching) {
+  for (const candidate of matching) {
+    const { trigger, next } = candidate;
     const input: TaskInput = {
       method: "POST",
       query: {},
@@ -72,8 +73,11 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLi
     };
     try {
       issued.push(
-        await issueTask(db, bucket, { id: newTaskId(next.id), accountId: done.accountId, fn: next, buildId: admit(admission, limits, now), input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }, now),
+        await issueTask(db, bucket, { id: newTaskId(next.id), accountId: done.accountId, fn: next, buildId: admit(candidate, limits, now), input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }, now),
       );
+      // The candidates' counts were read once for the whole batch: each task issued from them
+      // reserves its invocation there too, or a fan-out would pass the plan and the pending cap.
+      for (const c of candidates) if (c.next.accountId === done.accountId) c.pending++;
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       console.warn(JSON.stringify({ level: "warn", msg: "trigger skipped", triggerId: trigger.id, reason: e.message }));
