@@ -11,6 +11,10 @@ export interface Bindings {
   DISPATCH_SHARDS?: string;
   /** The plans, a JSON array (see worker/billing/plans.ts). */
   PLANS?: string;
+  /** Unfinished tasks one account may hold (default 1000); see services/admission.ts. */
+  MAX_PENDING_TASKS?: string;
+  /** Days a finished task's input, result and log are kept (default 30); see services/retention.ts. */
+  TASK_RETENTION_DAYS?: string;
   /** Shared secret of the payment provider's signed webhook. */
   BILLING_WEBHOOK_SECRET?: string;
   /** Operator secret for /v1/admin routes (a Worker secret; `.dev.vars` locally). */

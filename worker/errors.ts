@@ -15,10 +15,12 @@ export const ERROR_STATUS = {
   quota_exhausted: 402,
   no_successful_build: 409,
   conflict: 409,
+  expired: 410,
   length_required: 411,
   payload_too_large: 413,
   unsupported_media_type: 415,
   daily_limit_reached: 429,
+  too_many_pending_tasks: 429,
   internal_error: 500,
   function_paused: 503,
 } as const satisfies Record<string, ContentfulStatusCode>;

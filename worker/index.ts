@@ -3,20 +3,25 @@ import type { Bindings } from "./env.js";
 import { openDb } from "./db/client.js";
 import { plansFrom } from "./billing/plans.js";
 import { renewPlans } from "./billing/renewal.js";
+import { retentionMs, sweepTasks } from "./services/retention.js";
 
 export { Dispatcher } from "./dispatch/durable-object.js";
 export { EndpointCounter } from "./counters/durable-object.js";
 
+/** The Cron Triggers of wrangler.toml: monthly plan renewal, and the hourly retention sweep. */
+export const RENEWAL_CRON = "5 0 1 * *";
+export const SWEEP_CRON = "17 * * * *";
+
 const app = createApp();
+
+const logged = (msg: string, cron: string) => (n: number) => console.log(JSON.stringify({ level: "info", msg, n, cron }));
 
 export default {
   fetch: app.fetch,
-  /** The monthly Cron Trigger: plans renew into invoices. */
   async scheduled(controller, env, ctx) {
-    ctx.waitUntil(
-      renewPlans(openDb(env.DB), plansFrom(env.PLANS), controller.scheduledTime).then((n) =>
-        console.log(JSON.stringify({ level: "info", msg: "plans renewed", invoices: n, cron: controller.cron })),
-      ),
-    );
+    const db = openDb(env.DB);
+    const now = controller.scheduledTime;
+    if (controller.cron === RENEWAL_CRON) ctx.waitUntil(renewPlans(db, plansFrom(env.PLANS), now).then(logged("plans renewed", controller.cron)));
+    else ctx.waitUntil(sweepTasks(db, env.BUCKET, retentionMs(env), now).then(logged("finished tasks purged", controller.cron)));
   },
 } satisfies ExportedHandler<Bindings>;

@@ -28,6 +28,7 @@ describe("GET /v1/usage", () => {
       period: new Date().toISOString().slice(0, 7),
       plan: { id: "DEVELOPER", description: "DEVELOPER (100000 invocations)", price: 10, currency: "usd", invocations: 100000 },
       invocations: 3,
+      pending: 0,
       remaining: 99997,
       durationMs: 3000,
       gbSeconds: 1.5, // 3 × 1 s × 0.5 GiB

@@ -160,7 +160,9 @@ describe("POST /v1/task/<function_id>", () => {
         result_body: null,
         result_key: null,
         log: null,
+        log_key: null,
         duration_ms: null,
+        purged_at: null,
       });
     }
   });
@@ -173,8 +175,12 @@ describe("POST /v1/task/<function_id>", () => {
       sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, ?, ?, 0, 10, 256)", taskId, accountId, fn, period);
     await meter("lastmonth1", "2000-01");
     await meter("lastmonth2", "2000-01");
-    await meter(await newTask(token, fn));
-    await meter(await newTask(token, fn));
+    // Each finishes before the next is issued: an unfinished task reserves its invocation too.
+    for (let i = 0; i < 2; i++) {
+      const id = await newTask(token, fn);
+      await finishTask(id);
+      await meter(id);
+    }
     const err = await expectError(taskPost(token, fn), 402, "quota_exhausted");
     expect(err.message).toContain("TINY (2 invocations)");
     expect(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).toHaveLength(2);

@@ -18,16 +18,20 @@ export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Da
       invocations: sql<number>`(select count(*) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
       durationMs: sql<number>`(select coalesce(sum(u.duration_ms), 0) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
       mibMs: sql<number>`(select coalesce(sum(u.duration_ms * u.mem_mib), 0) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
+      pending: sql<number>`(select count(*) from tasks p where p.account_id = "accounts"."id" and p.finished_at is null)`,
     })
     .from(accounts)
     .where(eq(accounts.id, accountId));
   const plan = planOf(plans, row?.plan ?? "");
   const invocations = row?.invocations ?? 0;
+  const pending = row?.pending ?? 0;
   return {
     period,
     plan: { id: plan.id, description: plan.description, price: plan.price, currency: plan.currency, invocations: plan.invocations },
     invocations,
-    remaining: Math.max(0, plan.invocations - invocations),
+    // Unfinished tasks have reserved theirs (services/admission.ts): what remains is what can still be issued.
+    pending,
+    remaining: Math.max(0, plan.invocations - invocations - pending),
     durationMs: row?.durationMs ?? 0,
     gbSeconds: Math.round(((row?.mibMs ?? 0) / 1024 / 1000) * 1000) / 1000,
   };

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import type { AppEnv, Bindings } from "../env.js";
 
 /** The Worker's own fetch (the /v1 API), handed to the console when the app is built. */
-export type ApiFetch = (request: Request, env: Bindings, ctx: ExecutionContext) => Promise<Response>;
+export type ApiFetch = (request: Request, env: Bindings, ctx: Context<AppEnv>["executionCtx"]) => Response | Promise<Response>;
 
 export interface ApiError {
   code: string;
@@ -32,7 +32,7 @@ export class ConsoleApi {
       headers.set("content-type", "application/json");
     }
     const url = new URL(path, new URL(this.c.req.url).origin);
-    return this.apiFetch(new Request(url, { method, headers, body: body ?? null }), this.c.env, this.c.executionCtx);
+    return await this.apiFetch(new Request(url, { method, headers, body: body ?? null }), this.c.env, this.c.executionCtx);
   }
 
   async call<T = unknown>(method: string, path: string, o: { json?: unknown; body?: BodyInit | null; headers?: Record<string, string> } = {}): Promise<ApiResult<T>> {

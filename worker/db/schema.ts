@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Times are Unix milliseconds; the API formats them per field (seconds-as-string or ISO 8601).
@@ -161,14 +162,21 @@ export const tasks = sqliteTable(
     resultHeaders: text("result_headers", { mode: "json" }).$type<Record<string, string>>(),
     resultBody: text("result_body"),
     resultKey: text("result_key"),
+    /** The log as JSON when small; larger logs live in R2 under `logKey` (see dispatch/records.ts). */
     log: text("log", { mode: "json" }).$type<string[]>(),
+    logKey: text("log_key"),
     durationMs: integer("duration_ms"),
+    /** When the retention sweep deleted input, result and log (services/retention.ts); reads then answer 410. */
+    purgedAt: integer("purged_at"),
   },
   (t) => [
     index("tasks_account").on(t.accountId, t.id),
     index("tasks_function").on(t.functionId, t.issuedAt),
     index("tasks_endpoint").on(t.endpointId, t.issuedAt),
     index("tasks_pending").on(t.functionId, t.finishedAt),
+    // Admission counts an account's unfinished tasks on every issue; the sweep reads only what it purges.
+    index("tasks_account_unfinished").on(t.accountId).where(sql`${t.finishedAt} is null`),
+    index("tasks_unpurged").on(t.finishedAt).where(sql`${t.purgedAt} is null`),
   ],
 );
 

@@ -13,7 +13,7 @@ import { Waiters } from "./waiters.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks, newTaskId } from "./client.js";
-import { plansFrom } from "../billing/plans.js";
+import { admissionLimits } from "../services/admission.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -315,10 +315,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
     this.outcomes.remove(batch.map((o) => o.taskId));
     for (const o of batch) this.waiters.wake(o.taskId, finished.get(o.taskId) ?? null);
-    const plans = plansFrom(this.env.PLANS);
+    const limits = admissionLimits(this.env);
     for (const done of finished.values()) {
       try {
-        const next = await fireTriggers(this.db, this.env.BUCKET, plans, done, triggers, (fn) => newTaskId(this.env, fn));
+        const next = await fireTriggers(this.db, this.env.BUCKET, limits, done, triggers, (fn) => newTaskId(this.env, fn));
         if (next.length) await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
       } catch (e) {
         log("error", "firing triggers failed", { taskId: done.id, error: String(e) });

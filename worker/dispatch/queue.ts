@@ -7,7 +7,13 @@
  * and again by reload()), because each storage statement costs far more than a map lookup and
  * the hot path asks the queue a dozen questions per task. Payloads (a task's input, up to 64 KiB)
  * stay in storage only and are read back by the assignment that sends them.
+ *
+ * Beside the map of every row, memory keeps the waiting rows in a FairQueue (fairness.ts: per
+ * account, oldest first, accounts round-robin) and the assigned rows by id, so that neither a
+ * pump nor a liveness round walks a backlog: what they read is bounded by the agents' slots.
  */
+import { FairQueue } from "./fairness.js";
+
 export type WorkKind = "task" | "build";
 
 /** A queue row without its payload. */
@@ -43,8 +49,11 @@ export interface NewWork {
 const COLUMNS = "id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline";
 
 export class WorkQueue {
-  /** In enqueue order (a Map keeps insertion order; a requeued row keeps its place). */
+  /** Every row, waiting or assigned. */
   private rows = new Map<string, WorkRow>();
+  private readonly fair = new FairQueue();
+  /** The rows assigned to a node (node not null). */
+  private readonly running = new Map<string, WorkRow>();
   private paused = new Set<string>();
 
   constructor(private readonly sql: SqlStorage) {
@@ -55,6 +64,9 @@ export class WorkQueue {
       node text, assigned_at integer, deadline integer)`);
     sql.exec("create index if not exists work_node on work(node)");
     sql.exec("create index if not exists work_function on work(function_id)");
+    // The waiting rows in FairQueue's lane order: a fresh instance rebuilds its lanes from one
+    // ordered index scan, and only the waiting rows are in it.
+    sql.exec("create index if not exists work_waiting on work(account_id, kind, function_id, enqueued_at, id) where node is null");
     sql.exec("create table if not exists paused (function_id text primary key)");
     this.reload();
   }
@@ -62,7 +74,19 @@ export class WorkQueue {
   /** Reads the queue from storage again. */
   reload(): void {
     this.rows = new Map();
-    for (const r of this.sql.exec<WorkRow & Record<string, SqlStorageValue>>(`select ${COLUMNS} from work order by enqueued_at, id`)) this.rows.set(r.id, { ...r });
+    this.fair.clear();
+    this.running.clear();
+    const read = (query: string) => this.sql.exec<WorkRow & Record<string, SqlStorageValue>>(`select ${COLUMNS} from work ${query}`);
+    for (const r of read("indexed by work_waiting where node is null order by account_id, kind, function_id, enqueued_at, id")) {
+      const w = { ...r };
+      this.rows.set(w.id, w);
+      this.fair.add(w);
+    }
+    for (const r of read("where node is not null")) {
+      const w = { ...r };
+      this.rows.set(w.id, w);
+      this.running.set(w.id, w);
+    }
     this.paused = new Set(this.sql.exec<{ function_id: string }>("select function_id from paused").toArray().map((r) => r.function_id));
   }
 
@@ -75,10 +99,12 @@ export class WorkQueue {
        values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       w.id, w.kind, w.accountId, w.functionId, w.lang, privileged, w.cpu, w.mem, w.timeoutS, JSON.stringify(w.payload), now,
     );
-    this.rows.set(w.id, {
+    const row: WorkRow = {
       id: w.id, kind: w.kind, account_id: w.accountId, function_id: w.functionId, lang: w.lang, privileged, cpu: w.cpu, mem: w.mem,
       timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null,
-    });
+    };
+    this.rows.set(w.id, row);
+    this.fair.add(row);
   }
 
   get(id: string): WorkRow | undefined {
@@ -89,15 +115,12 @@ export class WorkQueue {
     return this.rows.has(id);
   }
 
-  /** Waiting work, oldest first; a paused function's tasks are held back (its builds are not). */
-  *waiting(limit = 200): Iterable<WorkRow> {
-    let n = 0;
-    for (const w of this.rows.values()) {
-      if (n >= limit) return;
-      if (w.node !== null || (w.kind === "task" && this.paused.has(w.function_id))) continue;
-      n++;
-      yield w;
-    }
+  /**
+   * Waiting work in the order to offer it: fairly between accounts, oldest first within one (see
+   * FairQueue); a paused function's tasks are held back (its builds are not).
+   */
+  waiting(limit = 200): Iterable<WorkRow> {
+    return this.fair.order((w) => w.kind === "task" && this.paused.has(w.function_id), limit);
   }
 
   /**
@@ -107,18 +130,23 @@ export class WorkQueue {
   assign(id: string, node: string, now: number, deadline: number): string | undefined {
     const [stored] = this.sql.exec<{ payload: string }>("update work set node = ?, assigned_at = ?, deadline = ? where id = ? returning payload", node, now, deadline, id).toArray();
     const w = this.rows.get(id);
-    if (!stored) this.rows.delete(id);
-    else if (w) Object.assign(w, { node, assigned_at: now, deadline });
+    if (!stored) this.forget(id);
+    else if (w) {
+      this.fair.delete(w);
+      this.fair.served(w.account_id);
+      Object.assign(w, { node, assigned_at: now, deadline });
+      this.running.set(id, w);
+    }
     return stored?.payload;
   }
 
   assignedTo(node: string): WorkRow[] {
-    return [...this.rows.values()].filter((w) => w.node === node);
+    return [...this.running.values()].filter((w) => w.node === node);
   }
 
   countAssignedTo(node: string): number {
     let n = 0;
-    for (const w of this.rows.values()) if (w.node === node) n++;
+    for (const w of this.running.values()) if (w.node === node) n++;
     return n;
   }
 
@@ -134,7 +162,7 @@ export class WorkQueue {
   /** Puts back the work of every node not in `connected`; storage is touched only when there is some. */
   requeueAbsent(connected: string[]): number {
     const gone = new Set<string>();
-    for (const w of this.rows.values()) if (w.node !== null && !connected.includes(w.node)) gone.add(w.node);
+    for (const w of this.running.values()) if (w.node !== null && !connected.includes(w.node)) gone.add(w.node);
     let n = 0;
     for (const node of gone) n += this.requeueNode(node).length;
     return n;
@@ -143,25 +171,36 @@ export class WorkQueue {
   requeueOne(id: string): void {
     this.sql.exec("update work set node = null, assigned_at = null, deadline = null where id = ?", id);
     const w = this.rows.get(id);
-    if (w) this.unassign(w);
+    if (w?.node != null) this.unassign(w);
   }
 
   private unassign(w: WorkRow) {
     w.node = null;
     w.assigned_at = null;
     w.deadline = null;
+    this.running.delete(w.id);
+    this.fair.add(w);
   }
 
   remove(id: string): void {
     this.sql.exec("delete from work where id = ?", id);
+    this.forget(id);
+  }
+
+  /** Drops a row from memory, wherever it waits or runs. */
+  private forget(id: string): void {
+    const w = this.rows.get(id);
+    if (!w) return;
     this.rows.delete(id);
+    if (this.running.delete(id)) return;
+    this.fair.delete(w);
   }
 
   removeFunction(functionId: string): WorkRow[] {
     this.setPaused(functionId, false);
     const gone = [...this.rows.values()].filter((w) => w.function_id === functionId);
     if (gone.length) this.sql.exec("delete from work where function_id = ?", functionId);
-    for (const w of gone) this.rows.delete(w.id);
+    for (const w of gone) this.forget(w.id);
     return gone;
   }
 
@@ -177,18 +216,16 @@ export class WorkQueue {
   }
 
   overdue(now: number): WorkRow[] {
-    return [...this.rows.values()].filter((w) => w.deadline !== null && w.deadline <= now);
+    return [...this.running.values()].filter((w) => w.deadline !== null && w.deadline <= now);
   }
 
   earliestDeadline(): number | null {
     let min: number | null = null;
-    for (const w of this.rows.values()) if (w.deadline !== null && (min === null || w.deadline < min)) min = w.deadline;
+    for (const w of this.running.values()) if (w.deadline !== null && (min === null || w.deadline < min)) min = w.deadline;
     return min;
   }
 
   counts(): { waiting: number; running: number } {
-    let waiting = 0;
-    for (const w of this.rows.values()) if (w.node === null) waiting++;
-    return { waiting, running: this.rows.size - waiting };
+    return { waiting: this.fair.size, running: this.running.size };
   }
 }

@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { rowOf, sqlBatch, type Db } from "../db/client.js";
 import { buildLogs, builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
-import { taskResultKey } from "../lib/storage-keys.js";
+import { taskLogKey, taskResultKey } from "../lib/storage-keys.js";
 import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
 import { periodOf } from "../billing/plans.js";
 import { triggerCandidate, triggerCandidates } from "./chain.js";
@@ -30,8 +30,15 @@ export async function tasksAssigned(db: Db, marks: AssignedMark[]) {
   ]);
 }
 
-/** Results up to this size stay in the D1 row as text; larger or binary ones go to R2. */
-const INLINE_RESULT_BYTES = 64 * 1024;
+/**
+ * Results (text) and logs (as JSON) up to this size stay in the D1 row; larger ones, and binary
+ * results, go to R2. Outcomes are written on every task, and each R2 put is an operation billed
+ * and a round trip the group commit waits for before its D1 batch; most responses and logs are a
+ * few hundred bytes, so the usual task costs no put, while no row carries more than a few KiB of
+ * them (the retention sweep then clears what is left, services/retention.ts).
+ */
+export const INLINE_RESULT_BYTES = 4 * 1024;
+export const INLINE_LOG_BYTES = 4 * 1024;
 
 const TIMED_OUT = {
   status: 504,
@@ -43,7 +50,7 @@ const TIMED_OUT = {
 async function outcomeElement(bucket: R2Bucket, o: Outcome) {
   const common = { id: o.taskId, at: o.at, period: periodOf(o.at), node: o.node, assignedAt: o.node ? (o.assignedAt ?? o.at) : null, rtt: o.node ? Math.round(o.rttMs) : null };
   const r = o.report;
-  if (!r) return { ...common, ...TIMED_OUT, key: null, log: null, durationMs: null };
+  if (!r) return { ...common, ...TIMED_OUT, key: null, log: null, logKey: null, durationMs: null };
   let body: string | null = null;
   let key: string | null = null;
   if (r.bodyUploaded) key = taskResultKey(o.accountId, o.taskId);
@@ -56,14 +63,22 @@ async function outcomeElement(bucket: R2Bucket, o: Outcome) {
       await bucket.put(key, bytes);
     }
   }
-  return { ...common, status: r.status, headers: r.headers, body, key, log: r.log, durationMs: r.durationMs };
+  let log: string[] | null = r.log;
+  let logKey: string | null = null;
+  const logJson = JSON.stringify(r.log);
+  if (logJson.length > INLINE_LOG_BYTES) {
+    logKey = taskLogKey(o.accountId, o.taskId);
+    await bucket.put(logKey, logJson, { httpMetadata: { contentType: "application/json" } });
+    log = null;
+  }
+  return { ...common, status: r.status, headers: r.headers, body, key, log, logKey, durationMs: r.durationMs };
 }
 
 /** Outcomes (or assigned marks) as rows: one JSON parameter, whatever their number; absent keys read NULL. */
 const outcomeRows = (json: string) => sql`(select
   json_extract(value, '$.id') as id, json_extract(value, '$.at') as at, json_extract(value, '$.period') as period,
   json_extract(value, '$.status') as status, json_extract(value, '$.headers') as headers,
-  json_extract(value, '$.body') as body, json_extract(value, '$.key') as result_key, json_extract(value, '$.log') as log,
+  json_extract(value, '$.body') as body, json_extract(value, '$.key') as result_key, json_extract(value, '$.log') as log, json_extract(value, '$.logKey') as log_key,
   json_extract(value, '$.durationMs') as duration_ms, json_extract(value, '$.node') as node,
   json_extract(value, '$.assignedAt') as assigned_at, json_extract(value, '$.rtt') as rtt
   from json_each(${json}))`;
@@ -85,7 +100,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
   const [rows, , triggers] = await sqlBatch(db, [
     sql`update tasks set
       finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
-      result_body = o.body, result_key = o.result_key, log = o.log, duration_ms = o.duration_ms,
+      result_body = o.body, result_key = o.result_key, log = o.log, log_key = o.log_key, duration_ms = o.duration_ms,
       node = coalesce(o.node, tasks.node), assigned_at = coalesce(o.assigned_at, tasks.assigned_at),
       network_latency = coalesce(o.rtt, tasks.network_latency)
       from ${outcomeRows(json)} as o

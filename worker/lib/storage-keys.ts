@@ -10,6 +10,7 @@ export const artifactKey = (accountId: string, functionId: string, buildId: stri
 /** Task inputs and results outlive the function, so they sit under the account, not the function. */
 export const taskInputKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/input.json`;
 export const taskResultKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/result.bin`;
+export const taskLogKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/log.json`;
 
 export async function deletePrefix(bucket: R2Bucket, prefix: string): Promise<void> {
   let cursor: string | undefined;

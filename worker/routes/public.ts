@@ -9,12 +9,12 @@ import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
 import { localDay, nextLocalMidnight } from "../public/local-time.js";
 import { callPage, PAGE_HEADERS, pendingPage, prefersHtml } from "../public/pages.js";
 import { counterFor } from "../counters/client.js";
-import { periodOf, plansFrom } from "../billing/plans.js";
+import { periodOf } from "../billing/plans.js";
 import { newTaskId } from "../dispatch/client.js";
 import { preferredWait } from "../http/prefer.js";
 import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
-import { inputFromRequest, issueTask } from "../services/tasks.js";
-import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
+import { inputFromRequest, issueFunctionTask } from "../services/tasks.js";
+import { admissionColumns, admissionLimits, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { readTaskBody } from "../http/task-body.js";
@@ -22,13 +22,13 @@ import { readTaskBody } from "../http/task-body.js";
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
 
-/** The endpoint, its function and the function's admission (build, quota), in one D1 round trip. */
+/** The endpoint, its function and the function's build, in one D1 round trip. */
 async function loadEndpoint(c: Context<AppEnv>, id: string) {
   const [row] = await c.var.db
     .select({
       e: endpoints,
       fn: functions,
-      ...admissionColumns(periodOf(Date.now())),
+      buildId: admissionColumns(periodOf(Date.now())).buildId,
     })
     .from(endpoints)
     .innerJoin(functions, eq(functions.id, endpoints.functionId))
@@ -80,14 +80,14 @@ export const publicRoutes = new Hono<AppEnv>()
   })
   .all("/:id", async (c) => {
     const now = Date.now();
-    const { e, fn, ...admission } = await loadEndpoint(c, c.req.param("id"));
+    const { e, fn, buildId } = await loadEndpoint(c, c.req.param("id"));
     const origin = c.req.header("origin") ?? null;
     const cors = corsHeaders(e, origin);
     applyCors(c, cors);
     if (fn.paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
     checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
     const body = await readTaskBody(c.req.raw);
-    if (!admission.buildId) throw noSuccessfulBuild();
+    if (!buildId) throw noSuccessfulBuild();
     let day: string | undefined;
     if (e.dailyLimit >= 0) {
       const zone = zoneOf(e);
@@ -99,9 +99,10 @@ export const publicRoutes = new Hono<AppEnv>()
       }
     }
     try {
-      // Quota is checked after the daily counter so that a refusal gives the count back below.
-      const buildId = admit(admission, plansFrom(c.env.PLANS), now);
-      const task = await issueTask(c.var.db, c.env.BUCKET, { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, fn, buildId, input: inputFromRequest(c.req.raw, body), endpointId: e.id }, now);
+      // Quota and the pending cap are checked (by the issuing statement) after the daily counter, so
+      // that a refusal gives the count back below.
+      const o = { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, input: inputFromRequest(c.req.raw, body), endpointId: e.id };
+      const task = await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), fn.id, o, now);
       // A browser gets the call page at once; an API client may prefer to wait for the response.
       const html = prefersHtml(c);
       const finished = await issueAndAwait(c.env, task, html ? 0 : preferredWait(c.req.header("prefer")));

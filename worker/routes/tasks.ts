@@ -6,9 +6,9 @@ import { resultQuery, taskListQuery } from "../../shared/schemas/task.js";
 import { newTaskId } from "../dispatch/client.js";
 import { preferredWait } from "../http/prefer.js";
 import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
-import { plansFrom } from "../billing/plans.js";
+import { admissionLimits } from "../services/admission.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
-import { readResult } from "../services/task-results.js";
+import { readLog, readResult } from "../services/task-results.js";
 
 export const taskRoutes = new Hono<AppEnv>()
   .get("/list", async (c) => c.json(await listTasks(c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
@@ -17,7 +17,7 @@ export const taskRoutes = new Hono<AppEnv>()
     const input = inputFromRequest(c.req.raw, await readTaskBody(c.req.raw));
     const functionId = c.req.param("functionId");
     const o = { id: newTaskId(c.env, functionId), accountId: c.var.caller.accountId, input };
-    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, plansFrom(c.env.PLANS), functionId, o);
+    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), functionId, o);
     const finished = await issueAndAwait(c.env, task, preferredWait(c.req.header("prefer")));
     if (finished) return syncResponse(c.env.BUCKET, finished, `/v1/task/${task.id}/result`);
     return c.json({ id: task.id }, 201);
@@ -29,5 +29,5 @@ export const taskRoutes = new Hono<AppEnv>()
   })
   .get("/:id/log", async (c) => {
     const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
-    return c.json({ id: task.id, finished: task.finishedAt != null, log: task.log ?? [] });
+    return c.json({ id: task.id, finished: task.finishedAt != null, log: await readLog(c.env.BUCKET, task) });
   });

@@ -2,13 +2,39 @@ import { and, eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { functions } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
-import { periodOf, planOf, type Plan } from "../billing/plans.js";
+import { periodOf, planOf, plansFrom, type Plan } from "../billing/plans.js";
+import type { Bindings } from "../env.js";
 
 /**
- * What decides whether a function may take a new task — its runnable build and its account's
- * quota — as columns read in the same round trip as the function (or the endpoint) itself: task
+ * Unfinished tasks an account may hold at once (MAX_PENDING_TASKS overrides): beyond it new tasks,
+ * public calls and triggers are refused, so no account (nor anonymous callers of its endpoints)
+ * can queue without bound on the shared dispatchers.
+ */
+export const DEFAULT_MAX_PENDING_TASKS = 1000;
+/** What a refused caller is told to wait: the backlog drains at the fleet's pace, not the caller's. */
+const PENDING_RETRY_AFTER_S = 10;
+
+/** What admission checks an account against: its plan's invocations, and the pending cap. */
+export interface AdmissionLimits {
+  plans: Plan[];
+  maxPending: number;
+}
+
+export function admissionLimits(env: Pick<Bindings, "PLANS" | "MAX_PENDING_TASKS">): AdmissionLimits {
+  const n = Number(env.MAX_PENDING_TASKS ?? DEFAULT_MAX_PENDING_TASKS);
+  return { plans: plansFrom(env.PLANS), maxPending: Number.isInteger(n) && n >= 1 ? n : DEFAULT_MAX_PENDING_TASKS };
+}
+
+/**
+ * What decides whether a function may take a new task — its runnable build, its account's quota
+ * and its account's unfinished tasks — as columns read in the same round trip as the function (or the endpoint) itself: task
  * creation is the hot path, and each D1 round trip counts there. `period` is the billing period
  * whose usage counts (periodOf(now)), or a placeholder for a statement built once.
+ *
+ * Unfinished tasks reserve their invocation: each is metered when it ends (whatever its outcome
+ * but a cancel), so `used + pending` is what the period will have used once the queue drains, and
+ * queued work can never take an account past its plan. (A task issued before a period ends and
+ * finished after counts in the new period, as its metering does.)
  */
 export const admissionColumns = (period: unknown) => ({
   // Written out with aliases: drizzle leaves columns unqualified in single-table selects, and an
@@ -16,23 +42,35 @@ export const admissionColumns = (period: unknown) => ({
   buildId: sql<string | null>`(select b.id from builds b where b.function_id = "functions"."id" and b.status = 'SUCCESS' order by b.id desc limit 1)`,
   plan: sql<string>`(select a.plan from accounts a where a.id = "functions"."account_id")`,
   used: sql<number>`(select count(*) from usage u where u.account_id = "functions"."account_id" and u.period = ${period})`,
+  // Read through the partial index tasks_account_unfinished: at most the cap's worth of rows.
+  pending: sql<number>`(select count(*) from tasks p where p.account_id = "functions"."account_id" and p.finished_at is null)`,
 });
 
 export interface Admission {
   buildId: string | null;
   plan: string;
   used: number;
+  pending: number;
 }
 
 export const noSuccessfulBuild = () =>
   new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
 
-/** 409 without a successful build, 402 once the period's invocations are used up; else the build to run. */
-export function admit(a: Admission, plans: Plan[], now: number): string {
+/**
+ * 409 without a successful build; 402 once the period's invocations are used up or reserved by
+ * unfinished tasks; 429 while the account holds its cap of unfinished tasks; else the build to run.
+ */
+export function admit(a: Admission, limits: AdmissionLimits, now: number): string {
   if (!a.buildId) throw noSuccessfulBuild();
-  const plan = planOf(plans, a.plan);
-  if (a.used >= plan.invocations)
-    throw new ApiError("quota_exhausted", `the ${plan.description} plan's invocations for ${periodOf(now)} are used up (${a.used}/${plan.invocations}); new tasks resume next period`);
+  const plan = planOf(limits.plans, a.plan);
+  if (a.used + a.pending >= plan.invocations) {
+    const why = a.pending ? "unfinished tasks hold theirs until they end" : "new tasks resume next period";
+    throw new ApiError("quota_exhausted", `the ${plan.description} plan's invocations for ${periodOf(now)} are used up (${a.used} finished + ${a.pending} pending of ${plan.invocations}); ${why}`);
+  }
+  if (a.pending >= limits.maxPending)
+    throw new ApiError("too_many_pending_tasks", `the account has ${a.pending} unfinished tasks, its limit; new ones are accepted as those finish`, undefined, {
+      "Retry-After": String(PENDING_RETRY_AFTER_S),
+    });
   return a.buildId;
 }
 
@@ -40,24 +78,25 @@ export function admit(a: Admission, plans: Plan[], now: number): string {
  * admit() as a SQL condition on a row of `functions`, for the insert-select that issues a task in
  * one round trip (issueFunctionTask() in services/tasks.ts). The plan's invocation limit is
  * configuration, not a D1 row, so the statement carries it: a CASE over the account's plan id with
- * one WHEN per configured plan and the first plan's limit as ELSE, planOf() line for line. A CASE
+ * one WHEN per configured plan and the first plan's limit as ELSE, planOf() line for line; the
+ * pending cap is a parameter. A CASE
  * rather than a bound JSON map of limits: PLANS holds a handful of plans (two parameters each keeps
  * the statement far below D1's 100), the SQL reads like planOf(), and no JSON path is built from a
  * plan id stored in D1. The statement's text changes only when PLANS does.
  */
-export function admissible(plans: Plan[], period: unknown): SQL {
-  const { buildId, plan, used } = admissionColumns(period);
+export function admissible(plans: Plan[], period: unknown, maxPending: unknown): SQL {
+  const { buildId, plan, used, pending } = admissionColumns(period);
   const whens = plans.map((p) => sql`when ${p.id} then ${p.invocations}`);
   const limit = sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;
-  return sql`${buildId} is not null and ${used} < ${limit}`;
+  return sql`${buildId} is not null and ${used} + ${pending} < ${limit} and ${pending} < ${maxPending}`;
 }
 
-/** A function ready to take a task: the caller's own (404 otherwise), with its build and quota checked. */
-export async function admitFunction(db: Db, plans: Plan[], accountId: string, functionId: string, now = Date.now()) {
+/** A function ready to take a task: the caller's own (404 otherwise), with its build, quota and pending cap checked. */
+export async function admitFunction(db: Db, limits: AdmissionLimits, accountId: string, functionId: string, now = Date.now()) {
   const [row] = await db
     .select({ fn: functions, ...admissionColumns(periodOf(now)) })
     .from(functions)
     .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)));
   if (!row) throw notFound("function");
-  return { fn: row.fn, buildId: admit(row, plans, now) };
+  return { fn: row.fn, buildId: admit(row, limits, now) };
 }

@@ -1,4 +1,5 @@
 import { eq } from "drizzle-orm";
+import { z } from "zod";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
 import type { TaskRow } from "./tasks.js";
@@ -94,6 +95,7 @@ const pendingResponse = (progress: number) => Response.json({ status: 0, progres
  */
 export async function resultResponse(bucket: R2Bucket, t: TaskRow): Promise<Response> {
   if (t.finishedAt == null) return pendingResponse(t.progress);
+  if (t.purgedAt != null) throw expired("result");
   if (t.resultStatus == null) {
     const code = t.status === 410 ? "task_cancelled" : "no_result";
     const message = t.status === 410 ? "the task was cancelled before it ran" : "the task ended without a response";
@@ -107,3 +109,17 @@ export async function resultResponse(bucket: R2Bucket, t: TaskRow): Promise<Resp
 }
 
 const nullBodyStatus = (s: number) => s === 101 || s === 204 || s === 205 || s === 304;
+
+/** A finished task's input, result and log are kept for the retention period (services/retention.ts), then answer 410. */
+const expired = (what: string) => new ApiError("expired", `the task's ${what} was deleted after the retention period; the task record remains`);
+
+const storedLog = z.array(z.string());
+
+/** The task's log lines: from the row when small, else from R2 (see dispatch/records.ts); 410 once purged. */
+export async function readLog(bucket: R2Bucket, t: TaskRow): Promise<string[]> {
+  if (t.purgedAt != null) throw expired("log");
+  if (!t.logKey) return t.log ?? [];
+  const object = await bucket.get(t.logKey);
+  if (!object) throw new ApiError("internal_error", "the task's log is missing from storage");
+  return storedLog.parse(await object.json());
+}

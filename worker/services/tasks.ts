@@ -4,7 +4,7 @@ import { rowOf, type Db } from "../db/client.js";
 import { functions, tasks } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
 import { periodOf, type Plan } from "../billing/plans.js";
-import { admissible, admissionColumns, admitFunction } from "./admission.js";
+import { admissible, admissionColumns, admitFunction, type AdmissionLimits } from "./admission.js";
 import { taskInputKey } from "../lib/storage-keys.js";
 import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
@@ -125,14 +125,14 @@ const issueStatements = new WeakMap<Plan[], { sql: string; params: unknown[] }>(
 /**
  * The insert-select of issueFunctionTask(), built once per plan configuration with placeholders
  * for what varies per task: building it walks every column and subquery, a cost per request
- * otherwise. (Endpoint, trigger and parent are those of a task created through the API: none.)
+ * otherwise. (Trigger and parent are those of a task created through the API or an endpoint: none.)
  */
 function issueStatement(db: Db, plans: Plan[]): { sql: string; params: unknown[] } {
   let statement = issueStatements.get(plans);
   if (statement) return statement;
   const p = <T>(name: string) => sql.placeholder(name) as unknown as T;
   const period = p<string>("period");
-  const o: NewTask = { id: p("id"), accountId: p("accountId"), input: p("input") };
+  const o: NewTask = { id: p("id"), accountId: p("accountId"), input: p("input"), endpointId: p("endpointId") };
   const staged: StagedInput = { id: p("id"), input: p("input"), inputKey: p("inputKey") };
   statement = db
     .insert(tasks)
@@ -140,7 +140,7 @@ function issueStatement(db: Db, plans: Plan[]): { sql: string; params: unknown[]
       qb
         .select(everyTaskColumn(taskRow<SQL | AnySQLiteColumn>(o, staged, p("now"), functions, admissionColumns(period).buildId)))
         .from(functions)
-        .where(and(eq(functions.id, p("functionId")), eq(functions.accountId, p("accountId")), admissible(plans, period))),
+        .where(and(eq(functions.id, p("functionId")), eq(functions.accountId, p("accountId")), admissible(plans, period, p("maxPending")))),
     )
     .returning()
     .toSQL();
@@ -149,18 +149,23 @@ function issueStatement(db: Db, plans: Plan[]): { sql: string; params: unknown[]
 }
 
 /**
- * Issues a task of one of the caller's functions in one D1 round trip: an insert-select from the
- * function's row that inserts nothing unless the function is the caller's and admissible() (it
- * has a SUCCESS build, the newest of which it runs, and its account has invocations left). Only
- * when nothing was inserted does admitFunction() run, to answer why with the usual 404, 409 or
- * 402; if it admits the function after all (its builds or usage changed in between), the insert
+ * Issues a task of one of the caller's functions (through the API, or an endpoint of it) in one D1
+ * round trip: an insert-select from the function's row that inserts nothing unless the function is
+ * the caller's and admissible() (it has a SUCCESS build, the newest of which it runs, and its
+ * account has invocations left that unfinished tasks have not reserved, and fewer unfinished tasks
+ * than the cap). Being one statement, concurrent issues cannot together overshoot either limit.
+ * Only when nothing was inserted does admitFunction() run, to answer why with the usual 404, 409,
+ * 402 or 429; if it admits the function after all (its builds or usage changed in between), the insert
  * is tried once more, and a second miss answers 409 conflict. An input put in R2 for a task that
  * was not issued is deleted again.
  */
-export async function issueFunctionTask(db: Db, bucket: R2Bucket, plans: Plan[], functionId: string, o: NewTask, now = Date.now()): Promise<TaskRow> {
+export async function issueFunctionTask(db: Db, bucket: R2Bucket, limits: AdmissionLimits, functionId: string, o: NewTask, now = Date.now()): Promise<TaskRow> {
   const staged = await stageInput(bucket, o, now);
-  const statement = issueStatement(db, plans);
-  const values = { id: staged.id, accountId: o.accountId, functionId, now, period: periodOf(now), input: staged.input, inputKey: staged.inputKey };
+  const statement = issueStatement(db, limits.plans);
+  const values = {
+    id: staged.id, accountId: o.accountId, functionId, endpointId: o.endpointId ?? null, now, period: periodOf(now),
+    maxPending: limits.maxPending, input: staged.input, inputKey: staged.inputKey,
+  };
   const insert = async () => {
     const { results } = await db.$client.prepare(statement.sql).bind(...fillPlaceholders(statement.params, values)).all<Record<string, unknown>>();
     return results[0] ? rowOf(tasks, results[0]) : undefined;
@@ -168,7 +173,7 @@ export async function issueFunctionTask(db: Db, bucket: R2Bucket, plans: Plan[],
   try {
     const row = await insert();
     if (row) return row;
-    await admitFunction(db, plans, o.accountId, functionId, now);
+    await admitFunction(db, limits, o.accountId, functionId, now);
     const retried = await insert();
     if (retried) return retried;
     throw new ApiError("conflict", "the function's builds or the account's usage changed while the task was being issued; try again");

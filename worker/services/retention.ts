@@ -1,0 +1,51 @@
+import { and, asc, isNull, lt, sql } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { tasks } from "../db/schema.js";
+import type { Bindings } from "../env.js";
+import { DAY_MS } from "../lib/time.js";
+import { taskInputKey, taskLogKey, taskResultKey } from "../lib/storage-keys.js";
+
+/** Days a finished task's input, result and log are kept (TASK_RETENTION_DAYS overrides). */
+export const DEFAULT_TASK_RETENTION_DAYS = 30;
+
+export function retentionMs(env: Pick<Bindings, "TASK_RETENTION_DAYS">): number {
+  const days = Number(env.TASK_RETENTION_DAYS ?? DEFAULT_TASK_RETENTION_DAYS);
+  return (Number.isFinite(days) && days > 0 ? days : DEFAULT_TASK_RETENTION_DAYS) * DAY_MS;
+}
+
+/** Tasks a page: three R2 keys each stay within one R2 delete call (1,000 keys). */
+const PAGE = 300;
+/** Pages a run: a first run over a long history stops here and the next hourly run goes on. */
+const MAX_PAGES = 1000;
+
+/**
+ * The retention sweep (an hourly Cron Trigger): every task that finished more than `keepMs`
+ * before `now` loses its input, result and log — its R2 objects deleted, its D1 columns cleared —
+ * and is marked purged, so that reads answer 410 from then on. The record itself (status, times,
+ * node) stays. Pages are read through the partial index tasks_unpurged, so a run reads only what
+ * it purges. Idempotent: an interrupted run leaves rows unpurged for the next. Every key a task
+ * can have is deleted whatever its row says, so an object put for a task whose outcome never
+ * named it (a result uploaded before a timeout) goes too. Returns how many tasks were purged.
+ */
+export async function sweepTasks(db: Db, bucket: R2Bucket, keepMs: number, now: number): Promise<number> {
+  const cutoff = now - keepMs;
+  let purged = 0;
+  for (let pages = 0; pages < MAX_PAGES; pages++) {
+    const page = await db
+      .select({ id: tasks.id, accountId: tasks.accountId })
+      .from(tasks)
+      .where(and(lt(tasks.finishedAt, cutoff), isNull(tasks.purgedAt)))
+      .orderBy(asc(tasks.finishedAt))
+      .limit(PAGE);
+    if (!page.length) break;
+    await bucket.delete(page.flatMap((t) => [taskInputKey(t.accountId, t.id), taskResultKey(t.accountId, t.id), taskLogKey(t.accountId, t.id)]));
+    // The ids as one JSON parameter: a page is more than D1's 100 bound parameters.
+    await db
+      .update(tasks)
+      .set({ input: null, inputKey: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, purgedAt: now })
+      .where(sql`${tasks.id} in (select value from json_each(${JSON.stringify(page.map((t) => t.id))}))`);
+    purged += page.length;
+    if (page.length < PAGE) break;
+  }
+  return purged;
+}
