@@ -119,7 +119,7 @@ describe("shim channel: redirecting to another tenant's container", () => {
 });
 
 describe("shim channel: writable space", () => {
-  it("is only the size-limited /tmp: the channel, the function and the root are read-only", async () => {
+  it("is only size-limited tmpfs (/tmp, /dev/shm): the channel, the function and the root are read-only", async () => {
     const built = await python(
       [
         "import errno, os",
@@ -135,12 +135,12 @@ describe("shim channel: writable space", () => {
         "def handle(event, context):",
         "    return {'channel': write('/run/gcfaas/file', 1), 'function': write('/function/file', 1),",
         "            'root': write('/file', 1), 'tmpSmall': write('/tmp/small', 1024),",
-        "            'tmpHuge': write('/tmp/huge', 100 * 1024 * 1024)}",
+        "            'tmpHuge': write('/tmp/huge', 100 * 1024 * 1024), 'shmHuge': write('/dev/shm/huge', 100 * 1024 * 1024)}",
         "",
       ].join("\n"),
     );
     const res = await runner.invoke(call(built, "py", {}));
-    expect(JSON.parse(res.body.toString())).toEqual({ channel: "EROFS", function: "EROFS", root: "EROFS", tmpSmall: "written", tmpHuge: "ENOSPC" });
+    expect(JSON.parse(res.body.toString())).toEqual({ channel: "EROFS", function: "EROFS", root: "EROFS", tmpSmall: "written", tmpHuge: "ENOSPC", shmHuge: "ENOSPC" });
   });
 });
 
