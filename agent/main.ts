@@ -23,6 +23,7 @@ async function main() {
   });
   const agent = new Agent(config, runner);
   await agent.start();
+  keepServing();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -37,6 +38,30 @@ async function main() {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+}
+
+/**
+ * Once serving, an exception escaping a callback (a stream or socket handler fed by one tenant's
+ * output, a timer) is logged and the agent goes on: each task's state lives in its own promise chain,
+ * which reports its own failures, so exiting would only drop every other tenant's running calls.
+ * A burst of them means the process itself is broken: then it exits, and its supervisor restarts it
+ * (a restarted agent removes the containers it left).
+ */
+function keepServing(): void {
+  const BURST = 20;
+  const WINDOW_MS = 60_000;
+  let recent: number[] = [];
+  const report = (kind: string, reason: unknown) => {
+    log("error", `${kind}; the agent keeps serving`, { error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) });
+    const now = Date.now();
+    recent = [...recent.filter((t) => now - t < WINDOW_MS), now];
+    if (recent.length >= BURST) {
+      log("error", `${BURST} unexpected errors within ${WINDOW_MS / 1000} s; exiting`);
+      process.exit(1);
+    }
+  };
+  process.on("uncaughtException", (err) => report("uncaught exception", err));
+  process.on("unhandledRejection", (reason) => report("unhandled rejection", reason));
 }
 
 main().catch((e) => {

@@ -1,13 +1,16 @@
 /**
  * Dispatch benchmark: a warm Python function behind the whole path (API → D1 → dispatcher DO →
- * WebSocket → agent → container → back), against the bare HTTP call to the same warm container's
- * shim, measured in the same run. Run: npx tsx bench/dispatch.ts [--tasks 300] [--clients 1,8,32] [--slots 1]
+ * WebSocket → agent → container → back), against a bare HTTP exchange with the shim of a twin warm
+ * container (same handler, same image, run by an in-process runner: the agent's own containers only
+ * talk to the agent), measured in the same run. Run: npx tsx bench/dispatch.ts [--tasks 300] [--clients 1,8,32] [--slots 1]
  */
 import fs from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ensureOfflineImages } from "../agent/runtimes/images.js";
-import { sendToShim } from "../agent/runner/shim-client.js";
+import { buildFunction } from "../agent/builder/index.js";
+import { Runner } from "../agent/runner/index.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip.js";
@@ -19,9 +22,25 @@ const CLIENTS = values.clients!.split(",").map(Number);
 
 const HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
 
-async function findSocket(dir: string): Promise<string> {
-  for (const e of await fs.readdir(dir, { withFileTypes: true, recursive: true })) if (e.isSocket()) return path.join(e.parentPath, e.name);
-  throw new Error(`no shim socket under ${dir}`);
+/** N bare exchanges with a warm container's shim, run by an in-process runner. */
+async function bareBaseline(n: number): Promise<number[]> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-bench-bare-"));
+  const runner = await Runner.create({ stateDir: path.join(dir, "state"), agentId: "bench-bare" });
+  try {
+    const built = await buildFunction({ lang: "py", zip: await zipSources(HANDLER), workDir: path.join(dir, "build"), onLog: () => undefined });
+    if (!built.ok) throw new Error(`baseline build failed: ${built.reason}`);
+    const request = { method: "POST", query: {}, headers: { "content-type": "application/json" }, body: "{}" };
+    const caps = { timeout: 30, cpuCount: 0, memSize: 0, privileged: false };
+    await runner.invoke({ functionId: "bare", buildId: "bare", lang: "py", artifactPath: built.artifactPath, capabilities: caps, request });
+    const shim = runner.containers()[0];
+    if (!shim) throw new Error("no warm container for the baseline");
+    const bare: number[] = [];
+    for (let i = 0; i < n; i++) bare.push((await timed(() => shim.bareExchange({ ...request, body: JSON.stringify({ i }) })))[0]);
+    return bare;
+  } finally {
+    await runner.shutdown();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
 }
 
 async function main() {
@@ -43,10 +62,7 @@ async function main() {
     };
     for (let i = 0; i < 20; i++) await once(i); // warm the container, the DO and the JIT
 
-    const socket = await findSocket(path.join(worker.stateDir, "agent-bench"));
-    const bare: number[] = [];
-    for (let i = 0; i < N; i++)
-      bare.push((await timed(() => sendToShim(socket, { method: "POST", query: {}, headers: { "content-type": "application/json" }, body: JSON.stringify({ i }) }, `bench-${i}`, 1 << 20)))[0]);
+    const bare = await bareBaseline(N);
 
     // The Worker host's CPU per task (workerd, D1, Durable Objects, HTTP): what bounds throughput
     // here, where one workerd thread serves them all.

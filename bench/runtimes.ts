@@ -4,7 +4,7 @@
  *              interpreter's own start where there is one (python3 -c pass, node -e 0, ruby -e 0),
  *              else `true` (Go and Rust are native; Mono has no cheap no-op)
  *   cold       Runner.invoke of a function no container is warm for (create, start, load, call)
- *   bare HTTP  one HTTP request straight to a warm container's shim socket (no runner)
+ *   bare HTTP  one HTTP exchange straight with a warm container's shim over its channel (no runner)
  *   warm       Runner.invoke served by that warm container
  * Usage: npx tsx bench/runtimes.ts [--cold N] [--warm N] [py js go rb rs cs]
  */
@@ -15,7 +15,6 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { buildFunction } from "../agent/builder/index.js";
 import { Runner } from "../agent/runner/index.js";
-import { sendToShim } from "../agent/runner/shim-client.js";
 import { ensureOfflineImages } from "../agent/runtimes/images.js";
 import { isLang, LANGS, offlineImages, RUNTIME_DIR, type Lang } from "../agent/runtimes/languages.js";
 import { zipFolder } from "../test/support/zip.js";
@@ -85,13 +84,13 @@ async function benchLanguage(lang: Lang, runner: Runner, coldRuns: number, warmR
 
   const warmCall = { functionId: "warm", buildId, lang, artifactPath: built.artifactPath, capabilities: caps, request: REQUEST };
   await runner.invoke(warmCall);
-  const socketPath = runner.containers().find((c) => c.functionId === "warm")?.socketPath;
-  if (!socketPath) throw new Error(`${lang}: no warm container`);
+  const shim = runner.containers().find((c) => c.functionId === "warm");
+  if (!shim) throw new Error(`${lang}: no warm container`);
   const warm: number[] = [];
   const bareHttp: number[] = [];
   // Interleaved, so that both see the same machine state.
   for (let i = 0; i < warmRuns; i++) {
-    bareHttp.push(await time(() => sendToShim(socketPath, REQUEST, `bare${i}`, 1 << 20)));
+    bareHttp.push(await time(() => shim.bareExchange(REQUEST)));
     warm.push(
       await time(async () => {
         const res = await runner.invoke(warmCall);

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import fs from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
 import { forceRemove, LABEL_AGENT, LABEL_BUILD, LABEL_FUNCTION, LABEL_MANAGED, LABEL_ROLE } from "../docker/client.js";
@@ -7,7 +6,8 @@ import { attachOutput } from "../docker/output.js";
 import { sandboxHostConfig, type SandboxLimits } from "../docker/sandbox.js";
 import { FUNCTION_UID } from "../runtimes/languages.js";
 import { InvocationLog } from "./invocation-log.js";
-import { canConnect, sendToShim, type ShimResponse } from "./shim-client.js";
+import { CHANNEL_SOCKET, ShimChannel } from "./shim-channel.js";
+import type { ShimResponse } from "./shim-client.js";
 import type { FunctionRequest } from "./types.js";
 
 export interface ContainerSpec {
@@ -28,7 +28,6 @@ export type Exchange =
   | { kind: "crashed"; oomKilled: boolean; exitCode: number | null; log: string[] }
   | { kind: "failed"; error: Error; log: string[] };
 
-const SOCKET_NAME = "shim.sock";
 // After the response, the end markers travel through dockerd's attach stream; they normally trail
 // by well under a millisecond, this only bounds a shim that died right after answering.
 const MARKER_GRACE_MS = 1000;
@@ -42,8 +41,7 @@ export class FunctionContainer {
 
   private constructor(
     readonly id: string,
-    readonly socketPath: string,
-    private readonly socketDir: string,
+    private readonly channel: ShimChannel,
     private readonly spec: ContainerSpec,
     private readonly log: InvocationLog,
   ) {}
@@ -51,10 +49,8 @@ export class FunctionContainer {
   /** Creates, attaches and starts the container; resolves when the shim accepts connections. */
   static async start(spec: ContainerSpec, deadline: number): Promise<FunctionContainer> {
     const name = `gcfaas-fn-${randomBytes(8).toString("hex")}`;
-    const socketDir = path.join(spec.socketsDir, name);
-    await fs.mkdir(socketDir, { mode: 0o700 });
+    const channel = await ShimChannel.open(path.join(spec.socketsDir, name));
     const uid = spec.limits.privileged ? 0 : FUNCTION_UID;
-    await fs.chown(socketDir, uid, uid);
     const log = new InvocationLog(spec.maxLogLines);
     let container: Docker.Container | null = null;
     try {
@@ -67,7 +63,7 @@ export class FunctionContainer {
           `GCFAAS_BUILD_ID=${spec.buildId}`,
           `GCFAAS_TIMEOUT=${spec.timeoutSeconds}`,
           `GCFAAS_MEMORY_MIB=${spec.limits.memoryMiB}`,
-          `GCFAAS_SOCKET=/run/gcfaas/${SOCKET_NAME}`,
+          `GCFAAS_SOCKET=/run/gcfaas/${CHANNEL_SOCKET}`,
         ],
         Labels: {
           [LABEL_MANAGED]: "true",
@@ -78,10 +74,10 @@ export class FunctionContainer {
         },
         HostConfig: sandboxHostConfig(spec.limits, [
           { host: spec.artifactDir, container: "/function", readOnly: true },
-          { host: socketDir, container: "/run/gcfaas", readOnly: false },
+          { host: channel.dir, container: "/run/gcfaas", readOnly: true },
         ]),
       });
-      const fc = new FunctionContainer(container.id, path.join(socketDir, SOCKET_NAME), socketDir, spec, log);
+      const fc = new FunctionContainer(container.id, channel, spec, log);
       await attachOutput(spec.docker, container, (stream, chunk) => log.push(stream, chunk));
       void container.wait({ condition: "next-exit" }).then(
         () => fc.markExited(),
@@ -92,7 +88,7 @@ export class FunctionContainer {
       return fc;
     } catch (err) {
       if (container) await forceRemove(spec.docker, container.id).catch(() => undefined);
-      await fs.rm(socketDir, { recursive: true, force: true });
+      await channel.close();
       throw err;
     }
   }
@@ -103,23 +99,30 @@ export class FunctionContainer {
 
   private markExited(): void {
     this.exited = true;
+    // A call waiting for the shim's next connection would otherwise wait until its timeout.
+    void this.channel.close().catch(() => undefined);
     for (const wake of this.exitWaiters.splice(0)) wake();
   }
 
+  /** The shim's first connection is its readiness: it connects once the handler is loaded. */
   private async waitReady(deadline: number): Promise<void> {
-    for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
-      if (this.exited) throw new ContainerExitedEarly(this.log.takeUnfinished());
-      if (Date.now() >= deadline) throw new StartTimeout();
-      if ((await fs.stat(this.socketPath).catch(() => null)) && (await canConnect(this.socketPath))) return;
-      await new Promise((r) => setTimeout(r, delay));
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      // Closed means exited: markExited closes the channel.
+      this.channel.whenReady().then(() => "ready" as const, () => "exited" as const),
+      new Promise<"exited">((resolve) => this.exitWaiters.push(() => resolve("exited"))),
+      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - Date.now())))),
+    ]);
+    clearTimeout(timer);
+    if (outcome === "exited" || this.exited) throw new ContainerExitedEarly(this.log.takeUnfinished());
+    if (outcome === "timeout") throw new StartTimeout();
   }
 
   /** Sends one request; never throws. */
   async exchange(request: FunctionRequest, maxResponseBytes: number): Promise<Exchange> {
     const invocationId = randomBytes(12).toString("hex");
     try {
-      const response = await sendToShim(this.socketPath, request, invocationId, maxResponseBytes);
+      const response = await this.channel.exchange(request, invocationId, maxResponseBytes);
       return { kind: "response", response, log: await this.log.take(invocationId, MARKER_GRACE_MS) };
     } catch (err) {
       await this.waitExit(2000);
@@ -129,6 +132,14 @@ export class FunctionContainer {
       }
       return { kind: "failed", error: err instanceof Error ? err : new Error(String(err)), log: this.log.takeUnfinished() };
     }
+  }
+
+  /**
+   * One exchange with the shim and nothing else (no log cut, no crash diagnosis): the baseline the
+   * benchmarks measure the runner against. Only while the container is idle.
+   */
+  bareExchange(request: FunctionRequest, invocationId: string, maxResponseBytes: number): Promise<ShimResponse> {
+    return this.channel.exchange(request, invocationId, maxResponseBytes);
   }
 
   /** Output printed by a call that will never complete (timed out or crashed). */
@@ -149,7 +160,7 @@ export class FunctionContainer {
 
   async remove(): Promise<void> {
     await forceRemove(this.spec.docker, this.id);
-    await fs.rm(this.socketDir, { recursive: true, force: true });
+    await this.channel.close();
   }
 }
 

@@ -1,8 +1,10 @@
+import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type Docker from "dockerode";
 import { dockerClient, removeLeftoverContainers } from "../docker/client.js";
+import { log } from "../log.js";
 import { offlineImages, type RuntimeImages } from "../runtimes/languages.js";
 import { ArtifactCache } from "./artifact-cache.js";
 import { ContainerExitedEarly, FunctionContainer, StartTimeout, type Exchange } from "./function-container.js";
@@ -142,6 +144,10 @@ export class Runner {
       await this.discard(slot);
       return finish(outcome === "timeout" ? timeoutResult(caps.timeout, log, kind, container.id) : cancelledResult(log, kind, container.id));
     }
+    if (outcome.kind === "failed" && !(outcome.error instanceof ResponseTooLargeError)) {
+      // The reason may name host paths or errno codes: it goes to the operator, not the tenant.
+      log("warn", "shim exchange failed", { functionId: call.functionId, containerId: container.id, error: outcome.error.message });
+    }
     const result = toResult(outcome, this.settings.maxResponseBytes, limits.memoryMiB);
     if (outcome.kind === "response" && !container.hasExited) this.release(slot);
     else await this.discard(slot);
@@ -155,7 +161,7 @@ export class Runner {
       functionId: s.functionId,
       buildId: s.buildId,
       busy: s.container.busy,
-      socketPath: s.container.socketPath,
+      bareExchange: (request) => s.container.bareExchange(request, randomBytes(12).toString("hex"), this.settings.maxResponseBytes),
     }));
   }
 
@@ -277,6 +283,6 @@ function toResult(outcome: Exchange, maxResponseBytes: number, memoryMiB: number
     case "failed":
       return outcome.error instanceof ResponseTooLargeError
         ? errorResult(`the function's response exceeds ${maxResponseBytes} bytes`, outcome.log)
-        : errorResult(`the function runtime failed: ${outcome.error.message}`, outcome.log);
+        : errorResult("the function runtime failed to answer", outcome.log);
   }
 }

@@ -1,5 +1,5 @@
 import http from "node:http";
-import net from "node:net";
+import type net from "node:net";
 import type { FunctionRequest } from "./types.js";
 
 export interface ShimResponse {
@@ -24,10 +24,10 @@ export function requestTarget(request: FunctionRequest): string {
 }
 
 /**
- * One HTTP/1.1 exchange with a shim over its unix socket, on a fresh connection (connecting to a
- * unix socket costs microseconds, and a fresh connection cannot inherit a half-read response).
+ * One HTTP/1.1 exchange with a shim over a connection it opened to the runner's channel (see
+ * shim-channel.ts), used for this call only: a fresh connection cannot inherit a half-read response.
  */
-export function sendToShim(socketPath: string, request: FunctionRequest, invocationId: string, maxBytes: number): Promise<ShimResponse> {
+export function exchangeOver(socket: net.Socket, request: FunctionRequest, invocationId: string, maxBytes: number): Promise<ShimResponse> {
   const body = typeof request.body === "string" ? Buffer.from(request.body, "utf8") : request.body;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) {
@@ -40,7 +40,7 @@ export function sendToShim(socketPath: string, request: FunctionRequest, invocat
   headers[INVOCATION_HEADER] = invocationId;
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { socketPath, method: request.method.toUpperCase(), path: requestTarget(request), headers, agent: false },
+      { createConnection: () => socket, method: request.method.toUpperCase(), path: requestTarget(request), headers },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -66,17 +66,5 @@ export function sendToShim(socketPath: string, request: FunctionRequest, invocat
     req.on("error", reject);
     // One write for head and body (see platform notes on Nagle); unix sockets have no Nagle, TCP would.
     req.end(body);
-  });
-}
-
-/** Resolves once something accepts connections on `socketPath`. */
-export function canConnect(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(socketPath);
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
   });
 }

@@ -1,5 +1,6 @@
 import type Docker from "dockerode";
 import type { Lang, RuntimeImages } from "../runtimes/languages.js";
+import type { ShimResponse } from "./shim-client.js";
 
 export interface Capabilities {
   /** Seconds; covers the whole invocation, cold start included. */
@@ -46,7 +47,7 @@ export interface InvokeResult {
 }
 
 export interface RunnerOptions {
-  /** Host directory for unpacked artifacts and shim sockets (created if missing). */
+  /** Host directory for unpacked artifacts and the shims' channel sockets (created if missing). */
   stateDir: string;
   /** Labels this agent's containers so that a restart removes only its own leftovers. */
   agentId?: string;
@@ -77,5 +78,6 @@ export interface ContainerInfo {
   functionId: string;
   buildId: string;
   busy: boolean;
-  socketPath: string;
+  /** One request straight to the idle container's shim, bypassing the runner: a benchmark baseline. */
+  bareExchange: (request: FunctionRequest) => Promise<ShimResponse>;
 }

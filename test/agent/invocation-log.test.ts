@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LineSplitter } from "../../agent/docker/output.js";
+import { LineSplitter, MAX_LINE_CHARS } from "../../agent/docker/output.js";
 import { InvocationLog } from "../../agent/runner/invocation-log.js";
 
 const marker = (id: string) => `\x1eGCFAAS_END:${id}\x1e\n`;
@@ -24,12 +24,46 @@ describe("line splitting", () => {
     expect(markers).toEqual(["a"]);
   });
 
-  it("bounds a line that never ends", () => {
+  it("cuts a long line to its first characters and says how many were dropped", () => {
     const lines: string[] = [];
     const splitter = new LineSplitter((l) => lines.push(l));
     splitter.push(Buffer.alloc(40 * 1024, "x"));
-    expect(lines.length).toBe(2);
-    expect(lines.every((l) => l.length === 16 * 1024)).toBe(true);
+    expect(lines).toEqual([]);
+    splitter.push(Buffer.from("y\nnext\n"));
+    expect(lines).toEqual([`${"x".repeat(MAX_LINE_CHARS)} [line cut: ${40 * 1024 + 1 - MAX_LINE_CHARS} more characters]`, "next"]);
+    expect(lines[0]!.length).toBeLessThanOrEqual(8192);
+  });
+});
+
+describe("output that never ends a line (issue 17, finding 9)", () => {
+  it("holds a bounded buffer through a marker's start and 100 MiB without a newline, then still finds the real marker", () => {
+    const lines: string[] = [];
+    const markers: string[] = [];
+    const splitter = new LineSplitter((l) => lines.push(l), (id) => markers.push(id));
+    splitter.push(Buffer.from("before\n\x1eGCFAAS_END:"));
+    const chunk = Buffer.alloc(64 * 1024, "z");
+    let largest = 0;
+    for (let sent = 0; sent < 100 * 1024 * 1024; sent += chunk.length) {
+      splitter.push(chunk);
+      largest = Math.max(largest, splitter.bufferedChars);
+    }
+    expect(largest).toBeLessThanOrEqual(MAX_LINE_CHARS + 100);
+    splitter.push(Buffer.from(`tail${marker("c1")}after\n`));
+    expect(markers).toEqual(["c1"]);
+    expect(lines[0]).toBe("before");
+    expect(lines[1]).toMatch(/^\x1eGCFAAS_END:z+ \[line cut: \d+ more characters\]$/);
+    expect(lines[1]!.length).toBeLessThanOrEqual(8192);
+    expect(lines[2]).toBe("after");
+    expect(splitter.bufferedChars).toBe(0);
+  });
+
+  it("finds a marker that follows a long line in the same chunk", () => {
+    const lines: string[] = [];
+    const markers: string[] = [];
+    const splitter = new LineSplitter((l) => lines.push(l), (id) => markers.push(id));
+    splitter.push(Buffer.from(`${"a".repeat(MAX_LINE_CHARS + 10)}${marker("c2")}`));
+    expect(markers).toEqual(["c2"]);
+    expect(lines).toEqual([`${"a".repeat(MAX_LINE_CHARS)} [line cut: 10 more characters]`]);
   });
 });
 

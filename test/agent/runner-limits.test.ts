@@ -125,6 +125,36 @@ describe("fork bomb", () => {
   });
 });
 
+describe("output that never ends a line (issue 17, finding 9)", () => {
+  it("cuts a 100 MiB line printed after a marker's start: the call answers, the log is bounded, the container stays warm", async () => {
+    const source = [
+      "import sys",
+      "",
+      "def handle(event, context):",
+      "    if event.query.get('flood'):",
+      "        sys.stdout.write('\\x1eGCFAAS_END:')",
+      "        chunk = 'z' * (1024 * 1024)",
+      "        for _ in range(100):",
+      "            sys.stdout.write(chunk)",
+      "        sys.stdout.flush()",
+      "    else:",
+      "        print('next line')",
+      "    return 'done'",
+      "",
+    ].join("\n");
+    const built = await python(source);
+    const res = await runner.invoke(call(built, "py", { query: { flood: "1" } }, { timeout: 120 }));
+    expect(res.status).toBe(200);
+    expect(res.body.toString()).toBe("done");
+    expect(res.log).toHaveLength(1);
+    expect(res.log[0]).toMatch(/^\x1eGCFAAS_END:z+ \[line cut: \d+ more characters\]$/);
+    expect(res.log[0]!.length).toBeLessThanOrEqual(8192);
+    const next = await runner.invoke(call(built, "py", {}, { timeout: 120 }));
+    expect(next.container).toBe("warm");
+    expect(next.log).toEqual(["next line"]);
+  });
+});
+
 describe("warm containers", () => {
   it("serves a second call of the same build from the same warm container", async () => {
     const built = await python("import os\n\ndef handle(event, context):\n    return os.getpid()\n");

@@ -1,5 +1,6 @@
-// gcfaas C# shim: creates Function.FunctionHandler once and serves one request at a time on the unix
-// socket in GCFAAS_SOCKET. Protocol shared by all shims: see docs/runtimes.md.
+// gcfaas C# shim: creates Function.FunctionHandler once and serves one request at a time over
+// connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
+// connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
 using System;
 using System.Collections.Generic;
 using System.IO;
@@ -16,8 +17,7 @@ namespace Gcfaas.Shim
 
         public static void Main()
         {
-            var path = Environment.GetEnvironmentVariable("GCFAAS_SOCKET") ?? "/run/gcfaas/shim.sock";
-            if (File.Exists(path)) File.Delete(path);
+            var path = Environment.GetEnvironmentVariable("GCFAAS_SOCKET") ?? "/run/gcfaas/agent.sock";
             object handler = null;
             MethodInfo handle = null;
             string loadError = null;
@@ -32,15 +32,20 @@ namespace Gcfaas.Shim
             {
                 loadError = (e.InnerException ?? e).ToString();
             }
-            var listener = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-            listener.Bind(new UnixDomainSocketEndPoint(path));
-            listener.Listen(16);
+            var runner = new UnixDomainSocketEndPoint(path);
             while (true)
             {
-                using (var client = listener.Accept())
+                using (var client = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified))
                 {
+                    try { client.Connect(runner); }
+                    catch (SocketException e)
+                    {
+                        Console.Error.WriteLine("shim: cannot reach the runner (" + e.SocketErrorCode + ")");
+                        Environment.Exit(1);
+                    }
+                    // A broken exchange costs only that call.
                     try { Serve(client, handler, handle, loadError); }
-                    catch (Exception e) { Console.Error.WriteLine("shim: " + e.Message); }
+                    catch (Exception e) { Console.Error.WriteLine("shim: " + e.GetType().Name); }
                 }
             }
         }

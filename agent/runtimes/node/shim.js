@@ -1,13 +1,14 @@
-// gcfaas Node.js shim: loads /function/handler.js once and serves one request at a time over the
-// unix socket in GCFAAS_SOCKET. Protocol shared by all shims: see docs/runtimes.md.
+// gcfaas Node.js shim: loads /function/handler.js once and serves one request at a time over
+// connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
+// connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
 "use strict";
-const fs = require("node:fs");
 const http = require("node:http");
+const net = require("node:net");
 const os = require("node:os");
 const path = require("node:path");
 
 const FUNCTION_DIR = process.env.GCFAAS_FUNCTION_DIR || "/function";
-const SOCKET_PATH = process.env.GCFAAS_SOCKET || "/run/gcfaas/shim.sock";
+const SOCKET_PATH = process.env.GCFAAS_SOCKET || "/run/gcfaas/agent.sock";
 const INVOCATION_HEADER = "x-gcfaas-invocation";
 
 let handle = null;
@@ -84,7 +85,8 @@ async function runHandler(event, context) {
 process.on("unhandledRejection", (err) => console.error(err && err.stack ? err.stack : err));
 process.on("uncaughtException", (err) => console.error(err && err.stack ? err.stack : err));
 
-const server = http.createServer((req, res) => {
+// The connection waits for its call as long as the container stays warm: no server timeouts.
+const server = http.createServer({ requestTimeout: 0, headersTimeout: 0 }, (req, res) => {
   const chunks = [];
   req.on("data", (chunk) => chunks.push(chunk));
   req.on("end", async () => {
@@ -132,7 +134,22 @@ const server = http.createServer((req, res) => {
   });
 });
 
-try {
-  fs.unlinkSync(SOCKET_PATH);
-} catch {}
-server.listen(SOCKET_PATH);
+// The server never listens: each connection to the runner is handed to it as if accepted, and the
+// next one is opened as soon as the previous call's connection closes.
+function connect() {
+  const socket = net.connect(SOCKET_PATH);
+  let connected = false;
+  socket.once("connect", () => {
+    connected = true;
+    server.emit("connection", socket);
+  });
+  socket.once("close", () => {
+    if (connected) connect();
+  });
+  socket.once("error", (err) => {
+    if (connected) return;
+    console.error(`shim: cannot reach the runner (${err.code || "error"})`);
+    process.exit(1);
+  });
+}
+connect();

@@ -1,7 +1,8 @@
 """gcfaas Python shim: loads /function/handler.py once and serves one request at a time.
 
-Protocol (shared by every language's shim, see docs/runtimes.md): HTTP/1.1 over the unix socket
-named by GCFAAS_SOCKET, one request per connection. The runner tags each request with
+Protocol (shared by every language's shim, see docs/runtimes.md): the runner listens on the unix
+socket named by GCFAAS_SOCKET and the shim connects to it, then reads one HTTP/1.1 request from
+that connection and writes the response; one connection per call. The runner tags each request with
 X-Gcfaas-Invocation; after the handler finishes, the shim writes an end marker carrying that id to
 stdout and to stderr, so the runner can cut the container's output into per-invocation logs.
 """
@@ -10,13 +11,13 @@ import inspect
 import json
 import os
 import socket
-import socketserver
+import socketserver  # StreamRequestHandler only: the shim connects out, it never listens
 import sys
 import traceback
 import urllib.parse
 
 FUNCTION_DIR = os.environ.get("GCFAAS_FUNCTION_DIR", "/function")
-SOCKET_PATH = os.environ.get("GCFAAS_SOCKET", "/run/gcfaas/shim.sock")
+SOCKET_PATH = os.environ.get("GCFAAS_SOCKET", "/run/gcfaas/agent.sock")
 INVOCATION_HEADER = "x-gcfaas-invocation"
 MARKER = "\x1eGCFAAS_END:{}\x1e\n"
 MAX_HEADER_LINE = 65536
@@ -168,15 +169,15 @@ class Handler(socketserver.StreamRequestHandler):
         self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + body)
 
 
-class Server(socketserver.UnixStreamServer):
-    allow_reuse_address = True
-
-
 def main():
-    if os.path.exists(SOCKET_PATH):
-        os.unlink(SOCKET_PATH)
-    with Server(SOCKET_PATH, Handler) as server:
-        server.serve_forever()
+    # Connecting is cheap, and the next connection is open before the next call comes: no delay.
+    while True:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(SOCKET_PATH)
+            try:
+                Handler(conn, SOCKET_PATH, None)
+            except Exception as err:  # a broken exchange costs that call, never the warm container
+                sys.stderr.write("shim: {}\n".format(type(err).__name__))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-# gcfaas Ruby shim: loads /function/handler.rb once and serves one request at a time over the unix
-# socket in GCFAAS_SOCKET. Protocol shared by all shims: see docs/runtimes.md.
+# gcfaas Ruby shim: loads /function/handler.rb once and serves one request at a time over
+# connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
+# connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
 require "json"
 require "socket"
 require "uri"
@@ -8,7 +9,7 @@ $stdout.sync = true
 $stderr.sync = true
 
 FUNCTION_DIR = ENV.fetch("GCFAAS_FUNCTION_DIR", "/function")
-SOCKET_PATH = ENV.fetch("GCFAAS_SOCKET", "/run/gcfaas/shim.sock")
+SOCKET_PATH = ENV.fetch("GCFAAS_SOCKET", "/run/gcfaas/agent.sock")
 INVOCATION_HEADER = "x-gcfaas-invocation"
 STATUS_TEXT = { 200 => "OK", 500 => "Internal Server Error" }.freeze
 
@@ -154,6 +155,13 @@ ensure
   client.close
 end
 
-File.unlink(SOCKET_PATH) if File.exist?(SOCKET_PATH)
-server = UNIXServer.new(SOCKET_PATH)
-loop { serve(server.accept) }
+# A runner that cannot be reached ends the shim (UNIXSocket.new raises); a broken exchange costs
+# only that call.
+loop do
+  client = UNIXSocket.new(SOCKET_PATH)
+  begin
+    serve(client)
+  rescue StandardError => e
+    warn "shim: #{e.class}"
+  end
+end

@@ -1,24 +1,26 @@
 //! gcfaas Rust shim, compiled together with the function by build.sh. It serves one request at a
-//! time on the unix socket in GCFAAS_SOCKET; protocol in docs/runtimes.md.
+//! time over connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens,
+//! the shim connects out, one connection per call); protocol in docs/runtimes.md.
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::panic;
 
 const INVOCATION_HEADER: &str = "x-gcfaas-invocation";
 const MAX_HEADER_LINE: u64 = 65536;
 
 fn main() {
-    let path = std::env::var("GCFAAS_SOCKET").unwrap_or_else(|_| "/run/gcfaas/shim.sock".to_string());
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).expect("shim: cannot listen");
-    for stream in listener.incoming() {
-        match stream {
-            Ok(stream) => {
-                if let Err(err) = serve(stream) {
-                    eprintln!("shim: {}", err);
-                }
+    let path = std::env::var("GCFAAS_SOCKET").unwrap_or_else(|_| "/run/gcfaas/agent.sock".to_string());
+    loop {
+        let stream = match UnixStream::connect(&path) {
+            Ok(stream) => stream,
+            Err(err) => {
+                eprintln!("shim: cannot reach the runner ({:?})", err.kind());
+                std::process::exit(1);
             }
-            Err(err) => eprintln!("shim: {}", err),
+        };
+        // A broken exchange costs only that call.
+        if let Err(err) = serve(stream) {
+            eprintln!("shim: {:?}", err.kind());
         }
     }
 }
