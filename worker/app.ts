@@ -8,6 +8,8 @@ import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
 import { drainBody } from "./middleware/drain-body.js";
 import { withoutTrailingSlash } from "./http/path.js";
+import { consoleApp } from "./console/index.js";
+import { prefersHtml } from "./public/pages.js";
 import { adminRoutes } from "./routes/admin.js";
 import { billingWebhookRoutes, usageRoutes } from "./routes/billing.js";
 import { agentRoutes } from "./routes/agent.js";
@@ -57,6 +59,12 @@ export function createApp() {
   v1.route("/metrics", metricsRoutes);
   app.route("/v1", v1);
   app.route("/gc", publicRoutes);
+  // The console calls the API above in process, with the session's token.
+  app.route("/console", consoleApp((request, env, ctx) => app.fetch(request, env, ctx)));
+  app.get("/", (c) => {
+    if (prefersHtml(c)) return c.redirect("/console", 302);
+    throw new ApiError("not_found", "nothing here: the API is under /v1 (see /v1/openapi.json), the console under /console");
+  });
 
   app.notFound(methodNotAllowed(app));
   app.onError((err, c) => {

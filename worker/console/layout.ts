@@ -79,15 +79,15 @@ ${body}
 export const csrfField = (ctx: PageContext) => html`<input type="hidden" name="_csrf" value="${ctx.csrf}">`;
 
 /** The API's refusal, with its per-field details, shown above the form that caused it. */
-export function errorBox(error: { code: string; message: string; details?: { field: string; message: string }[] } | undefined): Html | string {
-  if (!error) return "";
+export function errorBox(error: { code: string; message: string; details?: { field: string; message: string }[] } | undefined): Html {
+  if (!error) return html``;
   return html`<div class="error" role="alert"><strong>${error.message}</strong>${
     error.details?.length ? html`<ul>${error.details.map((d) => html`<li><code>${d.field}</code>: ${d.message}</li>`)}</ul>` : ""
   } <span class="hint">(${error.code})</span></div>`;
 }
 
-export function notice(text: string | undefined): Html | string {
-  return text ? html`<div class="notice" role="status">${text}</div>` : "";
+export function notice(text: string | undefined): Html {
+  return text ? html`<div class="notice" role="status">${text}</div>` : html``;
 }
 
 export function tagChips(tags: { id: string; name: string; color: string }[]): Html {

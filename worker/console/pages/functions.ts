@@ -1,5 +1,5 @@
 import { html } from "hono/html";
-import type { ConsoleApp } from "../context.js";
+import type { ConsoleApp, ConsoleContext } from "../context.js";
 import { formOf, seeOther } from "../context.js";
 import { buildStatus, csrfField, errorBox, isoOf, layout, notice, safeColor, tagChips, type Html } from "../layout.js";
 import { sparkline } from "../charts.js";
@@ -38,7 +38,7 @@ export function tagFilter(action: string, tags: TagItem[], current: string | und
 }
 
 export function registerFunctions(app: ConsoleApp) {
-  const render = async (c: Parameters<Parameters<ConsoleApp["get"]>[1]>[0], error?: ApiError, status = 200) => {
+  const render = async (c: ConsoleContext, error?: ApiError, status = 200) => {
     const tag = c.req.query("tag") || undefined;
     const api = c.var.api;
     const [fns, tags] = await Promise.all([api.get<FnItem[]>(`/v1/function/list${tag ? `?tag=${encodeURIComponent(tag)}` : ""}`), api.get<TagItem[]>("/v1/tag/list")]);

@@ -1,5 +1,5 @@
 import { html } from "hono/html";
-import type { ConsoleApp } from "../context.js";
+import type { ConsoleApp, ConsoleContext } from "../context.js";
 import { buildStatus, errorBox, isoOf, layout, taskStatus } from "../layout.js";
 
 interface BuildDetail {
@@ -34,7 +34,7 @@ const qs = (o: Record<string, string | number | undefined>) => {
 };
 
 /** A function picker for list filters. */
-async function functionFilter(c: Parameters<Parameters<ConsoleApp["get"]>[1]>[0], action: string, current: string | undefined) {
+async function functionFilter(c: ConsoleContext, action: string, current: string | undefined) {
   const fns = await c.var.api.get<{ id: string; name: string }[]>("/v1/function/list");
   return html`<form method="get" action="${action}" class="row"><label for="fn-filter" style="margin:0">Function</label>
 <select id="fn-filter" name="functionId"><option value="">all</option>${fns.map((f) => html`<option value="${f.id}"${f.id === current ? html` selected` : ""}>${f.name} (${f.id})</option>`)}</select>
