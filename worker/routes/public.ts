@@ -13,6 +13,7 @@ import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { inputFromRequest, issueTask } from "../services/tasks.js";
 import { admissionColumns, admit, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, resultResponse } from "../services/task-results.js";
+import { publicResultWaits } from "../public/result-waits.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { taskBody } from "./tasks.js";
 
@@ -54,7 +55,13 @@ export const publicRoutes = new Hono<AppEnv>()
       if (accountId !== t.accountId) throw notFound("public result");
     }
     const [e] = await c.var.db.select({ origin: endpoints.origin }).from(endpoints).where(eq(endpoints.id, t.endpointId));
-    const res = await resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, c.env, t, wait));
+    const release = wait > 0 ? publicResultWaits.take(t.id) : null;
+    let res: Response;
+    try {
+      res = await resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, c.env, t, release ? wait : 0));
+    } finally {
+      release?.();
+    }
     for (const [k, v] of Object.entries(e ? corsHeaders(e, c.req.header("origin") ?? null) : {})) res.headers.set(k, v);
     return res;
   })
