@@ -30,6 +30,16 @@ export class ResultWaits {
     };
   }
 
+  /** Runs `wait` with the seconds asked for when a slot is free (held meanwhile), else with 0. */
+  async during<T>(taskId: string, seconds: number, wait: (seconds: number) => Promise<T>): Promise<T> {
+    const release = seconds > 0 ? this.take(taskId) : null;
+    try {
+      return await wait(release ? seconds : 0);
+    } finally {
+      release?.();
+    }
+  }
+
   /** Long polls open on a task now. */
   waitingOn(taskId: string): number {
     return this.byTask.get(taskId) ?? 0;

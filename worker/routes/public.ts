@@ -55,13 +55,7 @@ export const publicRoutes = new Hono<AppEnv>()
       if (accountId !== t.accountId) throw notFound("public result");
     }
     const [e] = await c.var.db.select({ origin: endpoints.origin }).from(endpoints).where(eq(endpoints.id, t.endpointId));
-    const release = wait > 0 ? publicResultWaits.take(t.id) : null;
-    let res: Response;
-    try {
-      res = await resultResponse(c.env.BUCKET, await awaitFinished(c.var.db, c.env, t, release ? wait : 0));
-    } finally {
-      release?.();
-    }
+    const res = await resultResponse(c.env.BUCKET, await publicResultWaits.during(t.id, wait, (s) => awaitFinished(c.var.db, c.env, t, s)));
     for (const [k, v] of Object.entries(e ? corsHeaders(e, c.req.header("origin") ?? null) : {})) res.headers.set(k, v);
     return res;
   })
