@@ -34,7 +34,8 @@ export function clientAddress(remote: string, forwardedFor: string | undefined, 
 export const trustedProxiesFrom = (value: string | undefined): Set<string> =>
   new Set((value ?? "").split(",").map((a) => plain(a.trim())).filter((a) => net.isIP(a) !== 0));
 
-const DROPPED = /^(cf-connecting-ip|x-forwarded-for|mf-.*|connection|keep-alive|proxy-connection)$/i;
+/** `Expect: 100-continue` is answered here (Node sends the 100), so workerd gets the body at once. */
+const DROPPED = /^(cf-connecting-ip|x-forwarded-for|mf-.*|connection|keep-alive|proxy-connection|expect)$/i;
 
 /** The client's headers as the Worker must see them: raw pairs, names in their original case. */
 function upstreamHeaders(req: http.IncomingMessage, trusted: ReadonlySet<string>, keep: RegExp | null): string[] {
