@@ -72,7 +72,8 @@ export async function unzipSafely(zip: Buffer | string, dest: string, limits: Un
       }
       bytes += counter.count;
     }
-    for (const link of links) await makeLink(root, link);
+    const linkPaths = new Set(links.map((l) => l.at));
+    for (const link of links) await makeLink(root, link, linkPaths);
     return { entries, bytes };
   } catch (err) {
     if (err instanceof ZipRefusedError) throw err;
@@ -134,21 +135,29 @@ async function makeRealDir(root: string, dir: string): Promise<void> {
   }
 }
 
-async function makeLink(root: string, link: { at: string; name: string; target: string }): Promise<void> {
+/**
+ * Makes a symlink whose target provably stays inside the folder: the target is walked from the
+ * link's folder one name at a time over the archive's real folders, never through another link of
+ * the archive (only the last name may be one, itself checked the same way). A `..` over a real
+ * folder means what it reads; over a link it would climb from wherever that link points, which is
+ * how a chain of links that each look inside escapes (`a/b/up -> ../../loop/..`, `loop -> .`).
+ */
+async function makeLink(root: string, link: { at: string; name: string; target: string }, links: Set<string>): Promise<void> {
   const { at, name, target } = link;
-  if (path.isAbsolute(target) || !isInside(root, path.resolve(path.dirname(at), target))) {
-    throw new ZipRefusedError(`zip entry "${name}" is a symlink to "${target}", which leaves the folder`);
+  const leaves = () => new ZipRefusedError(`zip entry "${name}" is a symlink to "${target}", which leaves the folder`);
+  if (target === "" || path.isAbsolute(target) || target.includes("\\") || target.includes("\0")) throw leaves();
+  const steps = target.split("/").filter((p) => p !== "" && p !== ".");
+  let current = path.dirname(at);
+  for (const [i, step] of steps.entries()) {
+    current = step === ".." ? path.dirname(current) : path.join(current, step);
+    if (!isInside(root, current)) throw leaves();
+    if (i < steps.length - 1 && links.has(current))
+      throw new ZipRefusedError(`zip entry "${name}" is a symlink to "${target}", which goes through another symlink of the zip`);
   }
   await makeRealDir(root, path.dirname(at));
   await fs.symlink(target, at).catch((err: NodeJS.ErrnoException) => {
     throw new ZipRefusedError(`zip entry "${name}" could not be made a symlink (${err.code ?? err.message})`);
   });
-  // A chain of links may resolve outside even when each target looks inside.
-  const real = await fs.realpath(at).catch(() => null);
-  if (real !== null && !isInside(await fs.realpath(root), real)) {
-    await fs.unlink(at);
-    throw new ZipRefusedError(`zip entry "${name}" is a symlink that resolves outside the folder`);
-  }
 }
 
 function fileMode(zipMode: number): number {

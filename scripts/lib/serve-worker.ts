@@ -10,12 +10,18 @@
  * Durable Object call — into an event wrangler formats and appends to its debug log. Together
  * they cost more CPU and latency per task than the service itself. Production has neither.
  *
+ * workerd listens on a loopback port of its own; the public port is a small Node proxy
+ * (client-address-proxy.ts) that sets `CF-Connecting-IP` from the connection, as Cloudflare does,
+ * instead of believing the client. GCFAAS_TRUSTED_PROXIES (comma-separated addresses) names
+ * proxies in front whose `X-Forwarded-For` is believed.
+ *
  * Usage: node --import tsx scripts/lib/serve-worker.ts <port> <state dir> <admin token> [info|warn]
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { startFrontDoor, trustedProxiesFrom } from "./client-address-proxy.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const [port, stateDir, adminToken, logLevel = "warn"] = process.argv.slice(2);
@@ -49,17 +55,21 @@ const mf = new Miniflare({
   modulesRoot: outdir,
   bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken },
   host: "127.0.0.1",
-  port: Number(port),
+  port: 0,
   defaultPersistRoot: path.join(stateDir, "v3"),
   // The request.cf object would be fetched from Cloudflare; there is no network here.
   cf: false,
   log: new Log(logLevel === "info" ? LogLevel.INFO : LogLevel.WARN),
   logRequests: false,
 });
-const url = await mf.ready;
-console.log(`Ready on ${url.origin}`);
+const upstream = await mf.ready;
+const door = await startFrontDoor({ host: "127.0.0.1", port: Number(port), upstream, trustedProxies: trustedProxiesFrom(process.env.GCFAAS_TRUSTED_PROXIES) });
+console.log(`Ready on http://127.0.0.1:${port}`);
 
 for (const signal of ["SIGTERM", "SIGINT"] as const)
   process.once(signal, () => {
-    void mf.dispose().finally(() => process.exit(0));
+    void door
+      .close()
+      .then(() => mf.dispose())
+      .finally(() => process.exit(0));
   });

@@ -62,6 +62,38 @@ describe("symlink escape", () => {
     expect(built.log.join("\n")).toMatch(/zip entry "passwd" is a symlink to "\/etc\/passwd", which leaves the folder/);
   });
 
+  it("refuses a chain of links that each look inside but together climb out", async () => {
+    const parent = await tempDir("symlink-chain");
+    const dest = await mkdir(parent, "dest");
+    // Read by name, a/b/up is a/b/../../loop/.. = the folder itself; on disk loop is the folder,
+    // so loop/.. is its parent. `up` comes first, while `loop` does not exist yet.
+    const zip = await zipItems([
+      HANDLER,
+      { name: "a/b/keep.txt", data: "x" },
+      { name: "a/b/up", data: "../../loop/..", mode: 0o120777 },
+      { name: "loop", data: ".", mode: 0o120777 },
+    ]);
+    await expect(unzipSafely(zip, dest, DEFAULT_UNZIP_LIMITS)).rejects.toThrow(/"a\/b\/up" is a symlink to "\.\.\/\.\.\/loop\/\.\.", which goes through another symlink/);
+    const real = await fs.realpath(dest);
+    for (const f of await tree(dest)) expect((await fs.realpath(path.join(dest, f)).catch(() => real)).startsWith(real)).toBe(true);
+    const built = await buildZip("py", zip);
+    expect(built.result.ok).toBe(false);
+    expect(built.log.join("\n")).toMatch(/goes through another symlink of the zip/);
+  });
+
+  it("keeps links that climb over real folders and links to links", async () => {
+    const parent = await tempDir("symlink-up");
+    const dest = await mkdir(parent, "dest");
+    const zip = await zipItems([
+      HANDLER,
+      { name: "node_modules/tool/cli.js", data: "1" },
+      { name: "node_modules/.bin/tool", data: "../tool/cli.js", mode: 0o120777 },
+      { name: "run", data: "node_modules/.bin/tool", mode: 0o120777 },
+    ]);
+    await unzipSafely(zip, dest, DEFAULT_UNZIP_LIMITS);
+    expect(await fs.readFile(path.join(dest, "run"), "utf8")).toBe("1");
+  });
+
   it("keeps a symlink that stays inside the folder", async () => {
     const parent = await tempDir("symlink-ok");
     const dest = await mkdir(parent, "dest");

@@ -34,9 +34,9 @@ afterAll(async () => {
 });
 
 /** A request from a chosen loopback source address: the local CF-Connecting-IP is that address. */
-function requestFrom(localAddress: string, url: string, method = "POST"): Promise<{ status: number; body: string }> {
+function requestFrom(localAddress: string, url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, localAddress, headers: { "content-type": "application/json" } }, (res) => {
+    const req = http.request(url, { method: "POST", localAddress, headers: { "content-type": "application/json", ...headers } }, (res) => {
       let body = "";
       res.on("data", (d) => (body += d));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
@@ -84,5 +84,17 @@ describe("the public door on local workerd", () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(["public"]);
     expect(await user.json("GET", `/v1/endpoint/${ep}/metrics`, 200)).toEqual({ todayTasks: 1, pendingTasks: 0, weekTasks: 1 });
+  });
+
+  it("believes the connection, not an address the client claims in CF-Connecting-IP or X-Forwarded-For", async () => {
+    const fn = await deploy(user, "py", await zipSources(step("claimed")), "claimed");
+    const { id: elsewhere } = await user.json("POST", `/v1/endpoint/${fn.functionId}`, 201, { json: { ip: ["203.0.113.7"] } });
+    const { id: here } = await user.json("POST", `/v1/endpoint/${fn.functionId}`, 201, { json: { ip: ["127.0.0.1"] } });
+    const claims: Record<string, string>[] = [{ "CF-Connecting-IP": "203.0.113.7" }, { "X-Forwarded-For": "203.0.113.7" }, { "cf-connecting-ip": "203.0.113.7", "X-Forwarded-For": "203.0.113.7" }];
+    for (const claim of claims) {
+      const refused = await requestFrom("127.0.0.1", `${worker.url}/gc/${elsewhere}`, claim);
+      expect([refused.status, JSON.parse(refused.body).error.code]).toEqual([403, "ip_not_allowed"]);
+      expect((await requestFrom("127.0.0.1", `${worker.url}/gc/${here}`, claim)).status).toBe(201);
+    }
   });
 });

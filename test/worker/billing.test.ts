@@ -1,6 +1,7 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import worker from "../../worker/index.js";
+import { createApp } from "../../worker/app.js";
 import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
@@ -166,6 +167,14 @@ describe("POST /v1/billing/webhook", () => {
     expect(await (await webhook(failedWithSameId, await sign(failedWithSameId))).json()).toEqual({ received: true, duplicate: true });
     expect(await (await webhook(body, await sign(body))).json()).toEqual({ received: true, duplicate: true });
     expect((await callJson(`/v1/invoice/${invoice}`, 200, { token })).status).toBe("succeeded");
+  });
+
+  it("answers 500 without naming its configuration when no secret is set", async () => {
+    const body = paid("nosuchinvoice");
+    const unconfigured = { ...env, BILLING_WEBHOOK_SECRET: undefined };
+    const req = new Request("https://api.test/v1/billing/webhook", { method: "POST", body, headers: { "content-type": "application/json", "stripe-signature": await sign(body) } });
+    const err = await expectError(createApp().fetch(req, unconfigured, createExecutionContext()), 500, "internal_error");
+    expect(err.message).not.toMatch(/BILLING|WEBHOOK_SECRET|secret|configur/i);
   });
 
   it("answers 404 for an unknown invoice and 400 for a malformed event", async () => {

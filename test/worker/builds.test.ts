@@ -12,6 +12,8 @@ import {
   tinyZip,
   uploadBuild,
 } from "./helpers.js";
+import { PART_BYTES, storeZip } from "../../worker/http/zip-upload.js";
+import { ApiError } from "../../worker/errors.js";
 
 const OCTET = { "content-type": "application/octet-stream" };
 
@@ -47,6 +49,35 @@ describe("POST /v1/build/<function_id>?arch=amd64", () => {
       },
     });
     expect((await upload(token, fn, chunked)).status).toBe(201);
+  });
+
+  it("streams a chunked upload of several parts into R2 byte for byte", async () => {
+    const { token, fn, accountId } = await withFunction();
+    const zip = zipLooking(2 * PART_BYTES + 12345);
+    const stream = new ReadableStream<Uint8Array>({
+      start(ctrl) {
+        // Chunks that straddle the part boundaries.
+        for (let at = 0; at < zip.length; at += 3_000_001) ctrl.enqueue(zip.slice(at, at + 3_000_001));
+        ctrl.close();
+      },
+    });
+    const res = await upload(token, fn, stream);
+    const { id } = (await res.json()) as { id: string };
+    expect(res.status).toBe(201);
+    const stored = await env.BUCKET.get(`acct/${accountId}/fn/${fn}/builds/${id}/source.zip`);
+    const bytes = new Uint8Array(await stored!.arrayBuffer());
+    expect(bytes.length).toBe(zip.length);
+    expect(await digest(bytes)).toBe(await digest(zip)); // not toEqual: its diff of 10 MiB would not fit in memory
+  });
+
+  it("answers 500 internal_error, naming nothing of ours, when storage fails", async () => {
+    const stream = new Response(tinyZip()).body!;
+    // R2 refuses keys over 1024 bytes: a storage failure that is not the caller's doing.
+    const failing = storeZip(env.BUCKET, "k".repeat(2048), new Request("https://api.test/", { method: "POST", body: stream, headers: { "content-length": String(tinyZip().length) } }), 1 << 20);
+    const err = await failing.then(() => null, (e: unknown) => e as ApiError);
+    expect(err).toBeInstanceOf(ApiError);
+    expect([err!.status, err!.code]).toEqual([500, "internal_error"]);
+    expect(err!.message).not.toMatch(/key|R2|bucket|1024/i);
   });
 
   it("requires Content-Type: application/octet-stream (415)", async () => {
@@ -189,3 +220,15 @@ describe("GET /v1/build/list", () => {
     await expectError(call("/v1/build/list?functionId=nosuchfunction", { token }), 404, "not_found");
   });
 });
+
+/** `size` bytes that pass the upload's checks: a zip signature first, an end record last. */
+function zipLooking(size: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i++) bytes[i] = (i * 31) & 0xff;
+  bytes.set([0x50, 0x4b, 0x03, 0x04]);
+  bytes.fill(0, size - 22);
+  bytes.set([0x50, 0x4b, 0x05, 0x06], size - 22);
+  return bytes;
+}
+
+const digest = async (bytes: Uint8Array) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");

@@ -149,7 +149,7 @@ export async function deployedFunction(token: string, body: Record<string, unkno
 
 export const UNIX_SECONDS = /^\d{10}$/;
 export const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-export const RECORD_ID = /^[0-9a-z]{26}$/;
+export const RECORD_ID = /^[0-9a-z]{30}$/;
 
 /**
  * Calls the Worker's fetch handler in this isolate, without SELF. SELF slows down with every

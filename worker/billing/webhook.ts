@@ -23,6 +23,16 @@ function timingSafeEqualHex(a: string, b: string): boolean {
   return diff === 0;
 }
 
+/**
+ * The shared secret. Without one no delivery can be verified: the caller (anyone on the internet)
+ * learns only that, and the operator's log names the missing setting.
+ */
+export function webhookSecret(secret: string | undefined): string {
+  if (secret) return secret;
+  console.error(JSON.stringify({ level: "error", message: "BILLING_WEBHOOK_SECRET is not configured: webhook deliveries are refused" }));
+  throw new ApiError("internal_error", "the webhook cannot accept deliveries right now; it has been logged");
+}
+
 /** Stripe's scheme: header `t=<unix>,v1=<hex>[,v1=…]`, HMAC-SHA256 over `<t>.<raw body>`. */
 export async function verifySignature(secret: string, header: string | undefined, rawBody: string, nowMs: number): Promise<void> {
   if (!header) throw badSignature("no Stripe-Signature header");

@@ -27,14 +27,12 @@ export const shardOf = (env: Bindings, functionId: string): number => fnv1a(func
 /**
  * A new task's id, drawn so that it hashes to its function's shard: a result read then finds the
  * task's dispatcher from the id alone, and can wait there before (usually instead of) reading D1.
- * Ids are monotonic, so each draw is the previous one plus one; about DISPATCH_SHARDS draws a task.
+ * Each draw takes fresh randomness (about DISPATCH_SHARDS draws a task), so the id keeps at least
+ * 80 unpredictable bits however many shards there are.
  */
 export function newTaskId(env: Bindings, functionId: string, now = Date.now()): string {
   const shard = shardOf(env, functionId);
-  for (;;) {
-    const id = newId(now);
-    if (shardOfTask(env, id) === shard) return id;
-  }
+  return newId(now, (id) => shardOfTask(env, id) === shard);
 }
 
 /** The shard of a task whose id came from newTaskId() (older ids may belong elsewhere). */

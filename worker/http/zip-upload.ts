@@ -49,7 +49,8 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 /**
  * Streams a zip request body into R2 under `key`, validating it on the way. R2 needs a known
  * length: with Content-Length the body is streamed through a FixedLengthStream; without it
- * (chunked uploads) it is read into memory up to `limit`, so no upload is refused for its framing.
+ * (chunked uploads) it goes up as a multipart upload of fixed-size parts, so no upload is refused
+ * for its framing and at most two parts are ever held in memory, never the whole body.
  */
 export async function storeZip(bucket: R2Bucket, key: string, req: Request, limit: number): Promise<number> {
   const declared = req.headers.get("content-length");
@@ -64,14 +65,62 @@ export async function storeZip(bucket: R2Bucket, key: string, req: Request, limi
       const fixed = new FixedLengthStream(length);
       await Promise.all([checked.pipeTo(fixed.writable), bucket.put(key, fixed.readable)]);
     } else {
-      await bucket.put(key, await readAll(checked, limit));
+      await putInParts(bucket, key, checked, limit);
     }
     sniffer.verify();
     return sniffer.size;
   } catch (e) {
     await bucket.delete(key).catch(() => undefined);
-    throw e instanceof ApiError ? e : new ApiError("validation_failed", `the upload failed: ${(e as Error).message}`);
+    if (e instanceof ApiError) throw e;
+    // Storage failing is ours to fix, not the caller's; its text names internals, so it is logged only.
+    console.error(JSON.stringify({ level: "error", message: "zip upload failed", key, error: String(e) }));
+    throw new ApiError("internal_error", "the upload could not be stored; it has been logged, try again");
   }
+}
+
+/** R2's multipart parts are equal in size but the last, and at least 5 MiB. */
+export const PART_BYTES = 5 * 1024 * 1024;
+
+async function putInParts(bucket: R2Bucket, key: string, body: ReadableStream<Uint8Array>, limit: number): Promise<void> {
+  const parts = fixedParts(body, PART_BYTES, limit);
+  const first = await parts.next();
+  const second = await parts.next();
+  if (second.done) {
+    await bucket.put(key, first.done ? new Uint8Array(0) : first.value);
+    return;
+  }
+  const upload = await bucket.createMultipartUpload(key);
+  try {
+    const uploaded = [await upload.uploadPart(1, first.value!), await upload.uploadPart(2, second.value)];
+    for await (const part of parts) uploaded.push(await upload.uploadPart(uploaded.length + 1, part));
+    await upload.complete(uploaded);
+  } catch (e) {
+    await upload.abort().catch(() => undefined);
+    throw e;
+  }
+}
+
+/** The body cut into parts of exactly `size` bytes (the last one shorter), refused past `limit`. */
+async function* fixedParts(body: ReadableStream<Uint8Array>, size: number, limit: number): AsyncGenerator<Uint8Array> {
+  let part = new Uint8Array(size);
+  let fill = 0;
+  let total = 0;
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    total += chunk.byteLength;
+    if (total > limit) throw tooLarge(limit);
+    for (let at = 0; at < chunk.byteLength; ) {
+      const n = Math.min(size - fill, chunk.byteLength - at);
+      part.set(chunk.subarray(at, at + n), fill);
+      fill += n;
+      at += n;
+      if (fill === size) {
+        yield part;
+        part = new Uint8Array(size);
+        fill = 0;
+      }
+    }
+  }
+  if (fill > 0) yield part.subarray(0, fill);
 }
 
 /**
@@ -100,23 +149,6 @@ async function zipLooking(body: ReadableStream<Uint8Array>): Promise<ReadableStr
     },
     cancel: (reason) => reader.cancel(reason),
   });
-}
-
-async function readAll(stream: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > limit) throw tooLarge(limit);
-    parts.push(chunk);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.byteLength;
-  }
-  return all;
 }
 
 const tooLarge = (limit: number) => new ApiError("payload_too_large", `the zip exceeds ${limit / 1024 / 1024} MiB`);

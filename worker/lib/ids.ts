@@ -1,45 +1,54 @@
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"; // Crockford base32, lowercase
-
-/**
- * ULID-like ids: 10 characters of millisecond time then 16 random ones, so ids sort by
- * creation time (lists page with `id < before` and order newest first) and never collide in
- * practice. Within one isolate ids are monotonic, as ULID's monotonic factory: two ids minted in
- * the same millisecond (or with a clock that stepped back a little) keep their creation order,
- * because the second one is the first one's random part plus one. A time given explicitly and
- * more than a second back is taken as meant (backdated records), not clamped.
- */
-let last: { time: number; rand: number[] } | undefined;
+const TIME_CHARS = 10;
+const SEQ_CHARS = 2;
+const SEQ_LIMIT = 32 ** SEQ_CHARS;
+/** 90 bits: a task id drawn to hash to one of up to 256 shards still keeps more than 80. */
+export const RANDOM_CHARS = 18;
 const CLOCK_SLACK_MS = 1000;
 
-export function newId(now = Date.now()): string {
-  let rand: number[];
+/**
+ * Ids are 10 characters of millisecond time, 2 of a sequence number within that millisecond,
+ * then 18 random ones: they sort by creation time (lists page with `id < before` and order newest
+ * first), and within one isolate two ids of the same millisecond (or of a clock that stepped back
+ * a little) keep their creation order through the sequence number. The random part is drawn
+ * afresh for every id, never derived from the previous one: an id is a capability (a public
+ * result link is its task id), so knowing one id must not tell another, even a neighbour minted
+ * by the same isolate in the same millisecond. A time given explicitly and more than a second
+ * back is taken as meant (backdated records), not clamped.
+ *
+ * `accept` lets a caller draw until the id has a property it needs (newTaskId: its shard); the
+ * time and sequence are taken once, only the random part is drawn again.
+ */
+let last: { time: number; seq: number } | undefined;
+
+export function newId(now = Date.now(), accept?: (id: string) => boolean): string {
+  let seq = 0;
   if (last && now <= last.time && last.time - now < CLOCK_SLACK_MS) {
     now = last.time;
-    rand = increment(last.rand);
-  } else {
-    rand = [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b % 32);
+    seq = last.seq + 1;
+    // More ids in one millisecond than the sequence holds borrow the next millisecond.
+    if (seq === SEQ_LIMIT) [now, seq] = [now + 1, 0];
   }
-  last = { time: now, rand };
-  let time = "";
-  let t = now;
-  for (let i = 0; i < 10; i++) {
-    time = ALPHABET[t % 32] + time;
-    t = Math.floor(t / 32);
+  last = { time: now, seq };
+  const prefix = base32(now, TIME_CHARS) + base32(seq, SEQ_CHARS);
+  for (;;) {
+    const id = prefix + randomChars(RANDOM_CHARS);
+    if (!accept || accept(id)) return id;
   }
-  return time + rand.map((d) => ALPHABET[d]).join("");
 }
 
-/** Base-32 digits plus one (overflow would take 2^80 ids in one millisecond). */
-function increment(digits: number[]): number[] {
-  const out = [...digits];
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! < 31) {
-      out[i]!++;
-      return out;
-    }
-    out[i] = 0;
+function base32(n: number, width: number): string {
+  let out = "";
+  for (let i = 0; i < width; i++) {
+    out = ALPHABET[n % 32] + out;
+    n = Math.floor(n / 32);
   }
   return out;
+}
+
+/** Uniform: 256 is a multiple of 32, so `byte % 32` favours no character. */
+function randomChars(n: number): string {
+  return [...crypto.getRandomValues(new Uint8Array(n))].map((b) => ALPHABET[b % 32]).join("");
 }
 
 /** An opaque bearer token: 32 random bytes, hex, with a prefix that tells its kind at a glance. */

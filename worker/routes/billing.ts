@@ -1,15 +1,13 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
-import { ApiError } from "../errors.js";
 import { parseJsonText, readTextLimited } from "../http/validate.js";
-import { applyEvent, verifySignature } from "../billing/webhook.js";
+import { applyEvent, verifySignature, webhookSecret } from "../billing/webhook.js";
 import { plansFrom } from "../billing/plans.js";
 import { usageOf } from "../billing/usage.js";
 
 /** The payment provider's webhook: authenticated by its signature, not by a token. */
 export const billingWebhookRoutes = new Hono<AppEnv>().post("/webhook", async (c) => {
-  const secret = c.env.BILLING_WEBHOOK_SECRET;
-  if (!secret) throw new ApiError("internal_error", "BILLING_WEBHOOK_SECRET is not configured");
+  const secret = webhookSecret(c.env.BILLING_WEBHOOK_SECRET);
   const raw = await readTextLimited(c.req.raw, 1024 * 1024);
   const now = Date.now();
   await verifySignature(secret, c.req.header("stripe-signature"), raw, now);

@@ -16,6 +16,7 @@ import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
 import { inputFromRequest, issueFunctionTask } from "../services/tasks.js";
 import { admissionColumns, admissionLimits, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
+import { publicResultWaits } from "../public/result-waits.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { readTaskBody } from "../http/task-body.js";
 
@@ -57,7 +58,7 @@ export const publicRoutes = new Hono<AppEnv>()
       if (accountId !== t.accountId) throw notFound("public result");
     }
     const [e] = await c.var.db.select({ origin: endpoints.origin }).from(endpoints).where(eq(endpoints.id, t.endpointId));
-    const done = await awaitFinished(c.var.db, c.env, t, wait);
+    const done = await publicResultWaits.during(t.id, wait, (s) => awaitFinished(c.var.db, c.env, t, s));
     if (done.finishedAt == null) {
       const notReady = resultNotReady(done);
       if (!prefersHtml(c)) throw notReady;

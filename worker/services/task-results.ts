@@ -86,12 +86,31 @@ export function resultNotReady(t: TaskRow): ApiError {
   return new ApiError("result_not_ready", `the task is ${status}; ask again in a moment`, undefined, { "Retry-After": "1", "X-Task-Status": status });
 }
 
-const pendingResponse = (progress: number) => Response.json({ status: 0, progress }, { status: 202 });
+const pendingResponse = (progress: number) => withResultHeaders(Response.json({ status: 0, progress }, { status: 202 }));
+
+/**
+ * Every result answer is inert on the service's origin: a function may answer text/html with
+ * scripts, and the API's origin is the one the web console shares. `sandbox` gives the document an
+ * opaque origin (no scripts, no cookies or storage of ours, no forms); `nosniff` keeps a browser
+ * from reading a body as something its Content-Type does not say. No other header of the
+ * function's is replayed, so it cannot set cookies or caching rules on the service's origin.
+ */
+export const RESULT_HEADERS = {
+  "X-Content-Type-Options": "nosniff",
+  "Content-Security-Policy": "sandbox",
+} as const;
+
+function withResultHeaders(res: Response): Response {
+  for (const [k, v] of Object.entries(RESULT_HEADERS)) res.headers.set(k, v);
+  return res;
+}
 
 /**
  * Replays the function's response: its status, Content-Type and body. A task that has not finished
  * answers 202 with its progress; one that ended without a response (cancelled, lost) answers its
- * status with an error body.
+ * status with an error body. A recorded status no final HTTP response can carry (1xx: the
+ * protocol lets a function report 100–599) answers 502, as a gateway does with an upstream answer it
+ * cannot pass on.
  */
 export async function resultResponse(bucket: R2Bucket, t: TaskRow): Promise<Response> {
   if (t.finishedAt == null) return pendingResponse(t.progress);
@@ -99,16 +118,23 @@ export async function resultResponse(bucket: R2Bucket, t: TaskRow): Promise<Resp
   if (t.resultStatus == null) {
     const code = t.status === 410 ? "task_cancelled" : "no_result";
     const message = t.status === 410 ? "the task was cancelled before it ran" : "the task ended without a response";
-    return Response.json({ error: { code, message } }, { status: t.status || 500 });
+    return withResultHeaders(Response.json({ error: { code, message } }, { status: t.status || 500 }));
+  }
+  if (!finalStatus(t.resultStatus)) {
+    console.warn(JSON.stringify({ level: "warn", taskId: t.id, message: `recorded status ${t.resultStatus} cannot be a final response; answered 502` }));
+    const message = `the function answered with status ${t.resultStatus}, which is not a final HTTP response`;
+    return withResultHeaders(Response.json({ error: { code: "invalid_result_status", message } }, { status: 502 }));
   }
   const headers = new Headers();
   for (const [k, v] of Object.entries(t.resultHeaders ?? {})) if (/^content-type$/i.test(k)) headers.set(k, v);
   let body: BodyInit | null = t.resultBody;
   if (t.resultKey) body = (await bucket.get(t.resultKey))?.body ?? null;
-  return new Response(nullBodyStatus(t.resultStatus) ? null : body, { status: t.resultStatus, headers });
+  return withResultHeaders(new Response(nullBodyStatus(t.resultStatus) ? null : body, { status: t.resultStatus, headers }));
 }
 
-const nullBodyStatus = (s: number) => s === 101 || s === 204 || s === 205 || s === 304;
+/** What a Response can be built with (workerd refuses anything else; 101 needs a WebSocket). */
+const finalStatus = (s: number) => Number.isInteger(s) && s >= 200 && s <= 599;
+const nullBodyStatus = (s: number) => s === 204 || s === 205 || s === 304;
 
 /** A finished task's input, result and log are kept for the retention period (services/retention.ts), then answer 410. */
 const expired = (what: string) => new ApiError("expired", `the task's ${what} was deleted after the retention period; the task record remains`);
