@@ -4,13 +4,11 @@ import { openDb } from "./db/client.js";
 import { plansFrom } from "./billing/plans.js";
 import { renewPlans } from "./billing/renewal.js";
 import { retentionMs, sweepTasks } from "./services/retention.js";
+import { RENEWAL_CRON } from "./crons.js";
 
 export { Dispatcher } from "./dispatch/durable-object.js";
 export { EndpointCounter } from "./counters/durable-object.js";
 
-/** The Cron Triggers of wrangler.toml: monthly plan renewal, and the hourly retention sweep. */
-export const RENEWAL_CRON = "5 0 1 * *";
-export const SWEEP_CRON = "17 * * * *";
 
 const app = createApp();
 

@@ -7,7 +7,9 @@ import { call } from "./helpers.js";
 function registeredRoutes(): string[] {
   const app = createApp();
   const seen = new Set<string>();
-  for (const r of app.routes) if (!r.path.includes("*")) seen.add(`${r.method.toLowerCase()} ${r.path}`);
+  // The console's pages (and the root's redirect to them) are for browsers, not API operations.
+  const api = (path: string) => !path.includes("*") && path !== "/" && !path.startsWith("/console");
+  for (const r of app.routes) if (api(r.path)) seen.add(`${r.method.toLowerCase()} ${r.path}`);
   return [...seen].sort();
 }
 

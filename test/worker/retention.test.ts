@@ -1,6 +1,7 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import worker, { SWEEP_CRON } from "../../worker/index.js";
+import worker from "../../worker/index.js";
+import { SWEEP_CRON } from "../../worker/crons.js";
 import { INLINE_LOG_BYTES, INLINE_RESULT_BYTES } from "../../worker/dispatch/records.js";
 import { DAY_MS } from "../../worker/lib/time.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../../worker/lib/storage-keys.js";

@@ -83,7 +83,7 @@ export const openState = (t: TaskRow): "pending" | "running" => (t.assignedAt !=
  */
 export function resultNotReady(t: TaskRow): ApiError {
   const status = openState(t);
-  return new ApiError("result_not_ready", `the task is ${status}; ask again in a moment`, undefined, { "Retry-After": "1", "X-Task-Status": status });
+  return new ApiError("result_not_ready", `the task is ${status}; ask again in a moment`, undefined, { "Retry-After": "1", "X-Task-Status": status, ...RESULT_HEADERS });
 }
 
 const pendingResponse = (progress: number) => withResultHeaders(Response.json({ status: 0, progress }, { status: 202 }));
