@@ -73,6 +73,17 @@ describe("the console, as a new user with a token", () => {
     expect(await text(page, "h1")).toBe("Functions");
   });
 
+  it("brings a page in under 150 KB over the wire: the document and its one script", async () => {
+    const seen: Promise<number>[] = [];
+    const count = (r: import("playwright-core").Response) => seen.push(r.body().then((b) => b.length, () => 0));
+    page.on("response", count);
+    await page.goto(`${worker.url}/console`, { waitUntil: "networkidle" });
+    page.off("response", count);
+    const bytes = (await Promise.all(seen)).reduce((a, b) => a + b, 0);
+    expect(seen.length).toBeLessThanOrEqual(2);
+    expect(bytes).toBeLessThan(150 * 1024);
+  });
+
   it("creates a function", async () => {
     await page.fill("#fn-name", "consolefn");
     await page.fill("#fn-desc", "made in the browser");
