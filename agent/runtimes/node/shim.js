@@ -94,16 +94,19 @@ const server = http.createServer({ requestTimeout: 0, headersTimeout: 0 }, (req,
     const headers = { ...req.headers };
     const invocation = String(headers[INVOCATION_HEADER] || "");
     delete headers[INVOCATION_HEADER];
-    const rawBody = Buffer.concat(chunks).toString("utf8");
+    // The exact bytes the caller sent (files, images, anything); `body` is them as text.
+    const rawBody = Buffer.concat(chunks);
+    const text = rawBody.toString("utf8");
     const event = {
       method: req.method,
       path: url.pathname,
       query: parseQuery(url.search),
       headers,
-      body: rawBody,
+      body: text,
+      rawBody,
       get json() {
         try {
-          return rawBody ? JSON.parse(rawBody) : undefined;
+          return text ? JSON.parse(text) : undefined;
         } catch {
           return undefined;
         }

@@ -27,12 +27,14 @@ sys.path.insert(0, FUNCTION_DIR)
 
 
 class Event:
-    def __init__(self, method, path, query, headers, body):
+    def __init__(self, method, path, query, headers, raw_body):
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
-        self.body = body
+        # The exact bytes the caller sent (files, images, anything); `body` is them as text.
+        self.raw_body = raw_body
+        self.body = raw_body.decode("utf-8", "replace")
 
     @property
     def json(self):
@@ -154,7 +156,7 @@ class Handler(socketserver.StreamRequestHandler):
         method, target, headers, raw_body = parsed
         invocation = headers.pop(INVOCATION_HEADER, "")
         path, _, raw_query = target.partition("?")
-        event = Event(method, path, parse_query(raw_query), headers, raw_body.decode("utf-8", "replace"))
+        event = Event(method, path, parse_query(raw_query), headers, raw_body)
         status, out_headers, body = run_handler(event, Context(invocation))
         for stream in (sys.stdout, sys.stderr):
             stream.write(MARKER.format(invocation))

@@ -15,14 +15,16 @@ STATUS_TEXT = { 200 => "OK", 500 => "Internal Server Error" }.freeze
 
 # What the handler receives as `event`.
 class Event
-  attr_reader :method, :path, :query, :headers, :body
+  attr_reader :method, :path, :query, :headers, :body, :raw_body
 
-  def initialize(method, path, query, headers, body)
+  # `raw_body` is the exact bytes the caller sent (a binary String); `body` is them as UTF-8 text.
+  def initialize(method, path, query, headers, raw_body)
     @method = method
     @path = path
     @query = query
     @headers = headers
-    @body = body
+    @raw_body = raw_body.b
+    @body = raw_body.dup.force_encoding(Encoding::UTF_8)
   end
 
   # The body parsed as JSON, or nil when it is empty or not JSON.
