@@ -95,3 +95,4 @@ export { capabilitiesOut, functionGetOut };
 
 export const accountCreated = z.object({ accountId: z.string(), tokenId: z.string(), token: z.string() });
 export const tokenCreated = z.object({ tokenId: z.string(), token: z.string() });
+export const agentTokenCreated = tokenCreated.extend({ nodeId: z.string() });

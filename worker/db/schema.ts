@@ -9,7 +9,10 @@ export const accounts = sqliteTable("accounts", {
   createdAt: integer("created_at").notNull(),
 });
 
-/** Tokens are kept only as SHA-256 hashes. Agent tokens have no account and open agent routes only. */
+/**
+ * Tokens are kept only as SHA-256 hashes. Agent tokens have no account, open agent routes only and
+ * speak for one node (`node_id`); agent tokens minted before nodes were bound have none and are refused.
+ */
 export const tokens = sqliteTable(
   "tokens",
   {
@@ -17,6 +20,7 @@ export const tokens = sqliteTable(
     accountId: text("account_id").references(() => accounts.id, { onDelete: "cascade" }),
     kind: text("kind", { enum: ["user", "agent"] }).notNull(),
     name: text("name"),
+    nodeId: text("node_id"),
     hash: text("hash").notNull(),
     createdAt: integer("created_at").notNull(),
     revokedAt: integer("revoked_at"),

@@ -1,3 +1,4 @@
+import type { AgentCaller } from "../env.js";
 import type { WorkRow } from "./queue.js";
 
 /** What the dispatcher remembers of one connected agent, kept in its WebSocket attachment. */
@@ -15,7 +16,8 @@ export interface AgentState {
   rttMs: number;
 }
 
-export type Attachment = { hello: false; connectedAt: number } | ({ hello: true } & AgentState);
+/** Before hello a socket knows only whom its token speaks for; after, the agent and that token. */
+export type Attachment = { hello: false; connectedAt: number; bound?: AgentCaller } | ({ hello: true; tokenId: string } & AgentState);
 
 export const MAX_WARM_REMEMBERED = 200;
 

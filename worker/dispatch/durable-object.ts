@@ -13,6 +13,7 @@ import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks, newTaskId } from "./client.js";
 import { plansFrom } from "../billing/plans.js";
+import { boundTo, CLOSE, holds, reportsOwnWork, RevokedTokens, wrongNodeReason, type Access } from "./nodes.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -38,6 +39,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly db: Db;
   private readonly waiters = new Waiters();
   private readonly marks: AssignedMarks;
+  private readonly revoked: RevokedTokens;
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
@@ -50,6 +52,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     super(ctx, env);
     this.queue = new WorkQueue(ctx.storage.sql);
     this.outcomes = new OutcomeLog(ctx.storage.sql);
+    this.revoked = new RevokedTokens(ctx.storage.sql);
     this.db = openDb(env.DB);
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -115,6 +118,20 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.scheduleAlarm();
   }
 
+  /** Whether the node holds this work (agent routes serve a node nothing else). */
+  async holds(nodeId: string, access: Access): Promise<boolean> {
+    return holds(this.queue, this.ctx.storage.sql, nodeId, access);
+  }
+
+  /** A revoked token's sockets close now, and its node's work goes back to the queue. */
+  async closeToken(tokenId: string): Promise<void> {
+    this.revoked.add(tokenId, Date.now());
+    for (const ws of this.ctx.getWebSockets()) {
+      const att = ws.deserializeAttachment() as Attachment | null;
+      if ((att?.hello ? att.tokenId : att?.bound?.tokenId) === tokenId) await this.refuse(ws, CLOSE.revoked, "the agent token was revoked");
+    }
+  }
+
   async status() {
     return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
   }
@@ -123,9 +140,11 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
+    const bound = boundTo(request);
+    if (!bound || this.revoked.has(bound.tokenId)) return new Response("agents connect through /v1/agent/connect with a valid token", { status: 403 });
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
-    server.serializeAttachment({ hello: false, connectedAt: Date.now() } satisfies Attachment);
+    server.serializeAttachment({ hello: false, connectedAt: Date.now(), bound } satisfies Attachment);
     await this.scheduleAlarm();
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -137,7 +156,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       return;
     }
     const att = ws.deserializeAttachment() as Attachment;
-    if (msg.type === "hello") return this.onHello(ws, msg);
+    if (msg.type === "hello") return this.onHello(ws, att, msg);
     if (!att.hello) return; // nothing but hello counts before hello
     const now = Date.now();
     att.lastSeen = now;
@@ -147,6 +166,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       att.draining = msg.draining;
     }
     ws.serializeAttachment(att);
+    if (!reportsOwnWork(this.queue, att.nodeId, msg)) return;
     await this.onReport(att, msg, now, typeof data === "string" ? data : undefined);
   }
 
@@ -187,7 +207,13 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────────
 
-  private async onHello(ws: WebSocket, h: Hello): Promise<void> {
+  private async onHello(ws: WebSocket, att: Attachment, h: Hello): Promise<void> {
+    // The node id is the token's, never the agent's word: a hello naming another node would take its work.
+    const bound = att.hello ? { nodeId: att.nodeId, tokenId: att.tokenId } : att.bound;
+    if (!bound || bound.nodeId !== h.nodeId) {
+      log("warn", "hello for another node refused", { bound: bound?.nodeId, claimed: h.nodeId });
+      return this.refuse(ws, CLOSE.wrongNode, wrongNodeReason(bound?.nodeId ?? "(none)", h.nodeId));
+    }
     const now = Date.now();
     // A reconnecting agent replaces its old socket; the old one's close must not requeue its work.
     for (const other of this.sockets(h.nodeId)) if (other !== ws) {
@@ -202,7 +228,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots: h.slots,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: false, lastSeen: now, rttMs: 0,
     };
-    ws.serializeAttachment({ hello: true, ...state } satisfies Attachment);
+    ws.serializeAttachment({ hello: true, tokenId: bound.tokenId, ...state } satisfies Attachment);
     // Work assigned to this node that it no longer runs (it restarted) goes back to the queue.
     const running = new Set(h.running.map((r) => r.id));
     const lost = this.queue.assignedTo(h.nodeId).filter((w) => !running.has(w.id));
@@ -257,7 +283,6 @@ export class Dispatcher extends DurableObject<Bindings> {
     const w = this.queue.get(msg.taskId);
     if (!w) return; // already accepted (a duplicate or a late report after a requeue)
     this.accept(w, msg, now, agent.rttMs, frame);
-    if (w.node && w.node !== agent.nodeId) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
     await this.commit();
@@ -360,6 +385,16 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     if (assigned.length) await this.scheduleAlarm();
     for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
+  }
+
+  /** Closes a socket the dispatcher will not serve; what its node held goes back unless another socket holds the node. */
+  private async refuse(ws: WebSocket, code: number, reason: string): Promise<void> {
+    try {
+      ws.close(code, reason);
+    } catch {
+      /* gone */
+    }
+    await this.dropAgent(ws);
   }
 
   private async dropAgent(ws: WebSocket): Promise<void> {

@@ -84,7 +84,7 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
   { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Move an account to another plan", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "post", path: "/v1/admin/accounts/:accountId/tokens", summary: "Mint another account token", group: "admin", auth: "admin", ok: { status: 201, schema: out.tokenCreated, description: "The token is shown once." }, errors: [401, 404] },
-  { method: "post", path: "/v1/admin/agent-tokens", summary: "Mint an agent token", group: "admin", auth: "admin", body: json(admin.agentTokenCreate, false), ok: { status: 201, schema: out.tokenCreated, description: "The token is shown once." }, errors: [400, 401] },
+  { method: "post", path: "/v1/admin/agent-tokens", summary: "Mint an agent token bound to one node id", group: "admin", auth: "admin", body: json(admin.agentTokenCreate), ok: { status: 201, schema: out.agentTokenCreated, description: "The token is shown once; it speaks for that node only." }, errors: [400, 401, 415] },
   { method: "delete", path: "/v1/admin/tokens/:tokenId", summary: "Revoke a token", group: "admin", auth: "admin", ok: noContent, errors: [401, 404] },
 
   { method: "get", path: "/v1/agent/config", summary: "Dispatcher shard count", group: "agent", auth: "agent", ok: { status: 200, description: "{shards}" }, errors: [401] },

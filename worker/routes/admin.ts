@@ -4,6 +4,7 @@ import { jsonBody } from "../http/validate.js";
 import { accountCreate, accountEdit, agentTokenCreate } from "../../shared/schemas/admin.js";
 import { createAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
 import { plansFrom } from "../billing/plans.js";
+import { shardCount, shardStub } from "../dispatch/client.js";
 
 /** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, and agent tokens. */
 export const adminRoutes = new Hono<AppEnv>()
@@ -19,10 +20,13 @@ export const adminRoutes = new Hono<AppEnv>()
   })
   .post("/accounts/:accountId/tokens", async (c) => c.json(await mintAccountToken(c.var.db, c.req.param("accountId")), 201))
   .post("/agent-tokens", async (c) => {
-    const { name } = await jsonBody(c, agentTokenCreate, { contentType: "optional", emptyAs: {} });
-    return c.json(await mintAgentToken(c.var.db, name), 201);
+    const { nodeId, name } = await jsonBody(c, agentTokenCreate);
+    return c.json(await mintAgentToken(c.var.db, nodeId, name), 201);
   })
   .delete("/tokens/:tokenId", async (c) => {
-    await revokeToken(c.var.db, c.req.param("tokenId"));
+    const tokenId = c.req.param("tokenId");
+    const { kind } = await revokeToken(c.var.db, tokenId);
+    // Every shard holds a socket of every agent: each closes the token's now.
+    if (kind === "agent") await Promise.all(Array.from({ length: shardCount(c.env) }, (_, i) => shardStub(c.env, i).closeToken(tokenId)));
     return c.body(null, 204);
   });
