@@ -37,6 +37,10 @@ export const hello = z.object({
   /** Work the agent is still running from before a reconnect: it keeps it and reports it. */
   running: z.array(z.object({ kind: z.enum(["task", "build"]), id })).max(1024),
   warm: z.array(warmRef).max(1024),
+  /** Shown in the fleet list; optional so that older agents still say hello (`version` is the protocol's). */
+  agentVersion: z.string().max(64).optional(),
+  /** The container runtime functions run under on this node, e.g. runc or runsc. */
+  runtime: z.string().max(32).optional(),
 });
 
 export const heartbeat = z.object({

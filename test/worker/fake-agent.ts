@@ -8,6 +8,8 @@ interface HelloOptions {
   privileged?: boolean;
   slots?: number;
   running?: { kind: "task" | "build"; id: string }[];
+  agentVersion?: string;
+  runtime?: string;
 }
 
 /** An agent that speaks the wire protocol from inside the test, to drive the dispatcher directly. */
@@ -63,6 +65,7 @@ export class FakeAgent {
     this.send({
       type: "hello", version: 1, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
+      ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
     });
   }
 

@@ -28,6 +28,24 @@ export const tokens = sqliteTable(
   (t) => [uniqueIndex("tokens_hash").on(t.hash)],
 );
 
+/**
+ * Every node that has said hello: what it last reported (for the fleet list) and the operator's
+ * flags. A disabled node is refused at connect; a draining one finishes its work and takes no more.
+ */
+export const nodes = sqliteTable("nodes", {
+  id: text("id").primaryKey(),
+  agentVersion: text("agent_version"),
+  runtime: text("runtime"),
+  slots: integer("slots").notNull(),
+  langs: text("langs", { mode: "json" }).$type<string[]>().notNull(),
+  privileged: integer("privileged", { mode: "boolean" }).notNull(),
+  connectedAt: integer("connected_at"),
+  lastSeen: integer("last_seen").notNull(),
+  draining: integer("draining", { mode: "boolean" }).notNull().default(false),
+  disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
+  createdAt: integer("created_at").notNull(),
+});
+
 export const functions = sqliteTable(
   "functions",
   {

@@ -17,7 +17,18 @@ export interface AgentState {
 }
 
 /** Before hello a socket knows only whom its token speaks for; after, the agent and that token. */
-export type Attachment = { hello: false; connectedAt: number; bound?: AgentCaller } | ({ hello: true; tokenId: string } & AgentState);
+export type Attachment = { hello: false; connectedAt: number; bound?: AgentCaller } | ({ hello: true } & NodeSocket & AgentState);
+
+/** What the fleet list shows of a connection besides what placement uses. */
+export interface NodeSocket {
+  tokenId: string;
+  connectedAt: number;
+  agentVersion?: string;
+  runtime?: string;
+  /** `draining` is either: the agent's own (SIGTERM) or the operator's (see fleet.ts). */
+  agentDraining?: boolean;
+  operatorDraining?: boolean;
+}
 
 export const MAX_WARM_REMEMBERED = 200;
 

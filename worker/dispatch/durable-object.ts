@@ -13,6 +13,7 @@ import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks, newTaskId } from "./client.js";
 import { plansFrom } from "../billing/plans.js";
+import { fleetEntry, nodeHello, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
 import { boundTo, CLOSE, holds, reportsOwnWork, RevokedTokens, wrongNodeReason, type Access } from "./nodes.js";
 import type { z } from "zod";
 
@@ -132,6 +133,27 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
   }
 
+  /** The operator drained, resumed or disabled a node: a disabled node's sockets close now and its work goes back. */
+  async nodeChanged(nodeId: string, flags: NodeFlags): Promise<void> {
+    for (const ws of this.ctx.getWebSockets()) {
+      const att = ws.deserializeAttachment() as Attachment | null;
+      if ((att?.hello ? att.nodeId : att?.bound?.nodeId) !== nodeId) continue;
+      if (flags.disabled) await this.refuse(ws, CLOSE.disabled, "the node is disabled");
+      else if (att?.hello) {
+        setDraining(att, { operator: flags.draining });
+        ws.serializeAttachment(att);
+      }
+    }
+    await this.pump();
+  }
+
+  async fleet(): Promise<FleetEntry[]> {
+    return this.connected().map(({ ws }) => {
+      const att = ws.deserializeAttachment() as Extract<Attachment, { hello: true }>;
+      return fleetEntry(att, this.queue.countAssignedTo(att.nodeId));
+    });
+  }
+
   async status() {
     return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
   }
@@ -163,7 +185,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (msg.type === "pong") att.rttMs = Math.max(0, now - msg.t);
     if (msg.type === "heartbeat") {
       att.warm = [...new Set(msg.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED);
-      att.draining = msg.draining;
+      setDraining(att, { agent: msg.draining });
     }
     ws.serializeAttachment(att);
     if (!reportsOwnWork(this.queue, att.nodeId, msg)) return;
@@ -215,6 +237,15 @@ export class Dispatcher extends DurableObject<Bindings> {
       return this.refuse(ws, CLOSE.wrongNode, wrongNodeReason(bound?.nodeId ?? "(none)", h.nodeId));
     }
     const now = Date.now();
+    let flags: NodeFlags;
+    try {
+      flags = await nodeHello(this.db, h, now);
+    } catch (e) {
+      log("error", "recording a node's hello failed", { nodeId: h.nodeId, error: String(e) });
+      return this.refuse(ws, 1011, "the control plane could not record this node; reconnect later");
+    }
+    if (flags.disabled) return this.refuse(ws, CLOSE.disabled, "the node is disabled");
+    if (ws.readyState !== WebSocket.OPEN) return; // closed (revoked, disabled, gone) while D1 answered
     // A reconnecting agent replaces its old socket; the old one's close must not requeue its work.
     for (const other of this.sockets(h.nodeId)) if (other !== ws) {
       other.serializeAttachment({ hello: false, connectedAt: 0 } satisfies Attachment);
@@ -226,9 +257,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     const state: AgentState = {
       nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots: h.slots,
-      warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: false, lastSeen: now, rttMs: 0,
+      warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
-    ws.serializeAttachment({ hello: true, tokenId: bound.tokenId, ...state } satisfies Attachment);
+    const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };
+    ws.serializeAttachment({ hello: true, ...node, ...state } satisfies Attachment);
     // Work assigned to this node that it no longer runs (it restarted) goes back to the queue.
     const running = new Set(h.running.map((r) => r.id));
     const lost = this.queue.assignedTo(h.nodeId).filter((w) => !running.has(w.id));
@@ -404,6 +436,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (this.sockets(att.nodeId).some((o) => o !== ws)) return;
     const back = this.queue.requeueNode(att.nodeId);
     log("info", "agent disconnected", { nodeId: att.nodeId, requeued: back.length });
+    await nodeLeft(this.db, att.nodeId, Date.now()).catch((e) => log("warn", "recording a node's last sight failed", { error: String(e) }));
     await this.pump();
   }
 

@@ -4,9 +4,10 @@ import { jsonBody } from "../http/validate.js";
 import { accountCreate, accountEdit, agentTokenCreate } from "../../shared/schemas/admin.js";
 import { createAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
 import { plansFrom } from "../billing/plans.js";
-import { shardCount, shardStub } from "../dispatch/client.js";
+import { allShards } from "../dispatch/client.js";
+import { listNodes, setNodeFlags } from "../services/nodes.js";
 
-/** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, and agent tokens. */
+/** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, agent tokens and the fleet of nodes. */
 export const adminRoutes = new Hono<AppEnv>()
   .post("/accounts", async (c) => {
     const { name } = await jsonBody(c, accountCreate);
@@ -27,6 +28,19 @@ export const adminRoutes = new Hono<AppEnv>()
     const tokenId = c.req.param("tokenId");
     const { kind } = await revokeToken(c.var.db, tokenId);
     // Every shard holds a socket of every agent: each closes the token's now.
-    if (kind === "agent") await Promise.all(Array.from({ length: shardCount(c.env) }, (_, i) => shardStub(c.env, i).closeToken(tokenId)));
+    if (kind === "agent") await Promise.all(allShards(c.env).map((s) => s.closeToken(tokenId)));
+    return c.body(null, 204);
+  })
+  .get("/nodes", async (c) => c.json(await listNodes(c.var.db, c.env)))
+  .post("/nodes/:nodeId/drain", async (c) => {
+    await setNodeFlags(c.var.db, c.env, c.req.param("nodeId"), { draining: true });
+    return c.body(null, 204);
+  })
+  .post("/nodes/:nodeId/resume", async (c) => {
+    await setNodeFlags(c.var.db, c.env, c.req.param("nodeId"), { draining: false, disabled: false });
+    return c.body(null, 204);
+  })
+  .post("/nodes/:nodeId/disable", async (c) => {
+    await setNodeFlags(c.var.db, c.env, c.req.param("nodeId"), { disabled: true });
     return c.body(null, 204);
   });

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
 import { artifactKey, taskResultKey } from "../lib/storage-keys.js";
-import { shardCount, shardStub } from "../dispatch/client.js";
+import { allShards, shardCount, shardStub } from "../dispatch/client.js";
 import { forwardConnect } from "../dispatch/nodes.js";
 import { agentBuild, agentTask } from "../services/agent-work.js";
 
@@ -38,7 +38,7 @@ export const agentRoutes = new Hono<AppEnv>()
     return shardStub(c.env, shard).fetch(forwardConnect(c.req.raw, c.var.agent));
   })
   .get("/status", async (c) => {
-    const shards = await Promise.all(Array.from({ length: shardCount(c.env) }, (_, i) => shardStub(c.env, i).status()));
+    const shards = await Promise.all(allShards(c.env).map((s) => s.status()));
     return c.json({ shards });
   })
   .get("/builds/:id/source", async (c) => streamObject(c.env.BUCKET, (await agentBuild(c, c.req.param("id"), "build", "build source")).zipKey, "build source"))
