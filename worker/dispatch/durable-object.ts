@@ -13,8 +13,8 @@ import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks, newTaskId } from "./client.js";
 import { plansFrom } from "../billing/plans.js";
-import { fleetEntry, nodeHello, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
-import { boundTo, CLOSE, holds, reportsOwnWork, RevokedTokens, wrongNodeReason, type Access } from "./nodes.js";
+import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
+import { admitHello, boundSockets, boundTo, CLOSE, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, type Access } from "./nodes.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -127,31 +127,21 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** A revoked token's sockets close now, and its node's work goes back to the queue. */
   async closeToken(tokenId: string): Promise<void> {
     this.revoked.add(tokenId, Date.now());
-    for (const ws of this.ctx.getWebSockets()) {
-      const att = ws.deserializeAttachment() as Attachment | null;
-      if ((att?.hello ? att.tokenId : att?.bound?.tokenId) === tokenId) await this.refuse(ws, CLOSE.revoked, "the agent token was revoked");
-    }
+    for (const ws of boundSockets(this.ctx.getWebSockets(), (b) => b.tokenId === tokenId)) await this.refuse(ws, CLOSE.revoked, REVOKED);
   }
 
   /** The operator drained, resumed or disabled a node: a disabled node's sockets close now and its work goes back. */
   async nodeChanged(nodeId: string, flags: NodeFlags): Promise<void> {
-    for (const ws of this.ctx.getWebSockets()) {
-      const att = ws.deserializeAttachment() as Attachment | null;
-      if ((att?.hello ? att.nodeId : att?.bound?.nodeId) !== nodeId) continue;
-      if (flags.disabled) await this.refuse(ws, CLOSE.disabled, "the node is disabled");
-      else if (att?.hello) {
-        setDraining(att, { operator: flags.draining });
-        ws.serializeAttachment(att);
-      }
+    for (const ws of boundSockets(this.ctx.getWebSockets(), (b) => b.nodeId === nodeId)) {
+      const att = ws.deserializeAttachment() as Attachment;
+      if (flags.disabled) await this.refuse(ws, CLOSE.disabled, DISABLED);
+      else if (att.hello) ws.serializeAttachment(setDraining(att, { operator: flags.draining }));
     }
     await this.pump();
   }
 
   async fleet(): Promise<FleetEntry[]> {
-    return this.connected().map(({ ws }) => {
-      const att = ws.deserializeAttachment() as Extract<Attachment, { hello: true }>;
-      return fleetEntry(att, this.queue.countAssignedTo(att.nodeId));
-    });
+    return fleetOf(this.connected().map((c) => c.ws), (nodeId) => this.queue.countAssignedTo(nodeId));
   }
 
   async status() {
@@ -213,12 +203,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       const seen = att.hello ? att.lastSeen : att.connectedAt;
       if (now - seen > (att.hello ? SILENT_AFTER_MS : HELLO_WITHIN_MS)) {
         log("warn", "agent silent, closing", { nodeId: att.hello ? att.nodeId : undefined });
-        try {
-          ws.close(4000, "silent");
-        } catch {
-          /* gone */
-        }
-        await this.dropAgent(ws);
+        await this.refuse(ws, 4000, "silent");
       } else if (att.hello) this.send(ws, { type: "ping", t: now });
     }
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
@@ -230,22 +215,14 @@ export class Dispatcher extends DurableObject<Bindings> {
   // ── internals ─────────────────────────────────────────────────────────────────────────────────
 
   private async onHello(ws: WebSocket, att: Attachment, h: Hello): Promise<void> {
-    // The node id is the token's, never the agent's word: a hello naming another node would take its work.
-    const bound = att.hello ? { nodeId: att.nodeId, tokenId: att.tokenId } : att.bound;
-    if (!bound || bound.nodeId !== h.nodeId) {
-      log("warn", "hello for another node refused", { bound: bound?.nodeId, claimed: h.nodeId });
-      return this.refuse(ws, CLOSE.wrongNode, wrongNodeReason(bound?.nodeId ?? "(none)", h.nodeId));
-    }
     const now = Date.now();
-    let flags: NodeFlags;
-    try {
-      flags = await nodeHello(this.db, h, now);
-    } catch (e) {
-      log("error", "recording a node's hello failed", { nodeId: h.nodeId, error: String(e) });
-      return this.refuse(ws, 1011, "the control plane could not record this node; reconnect later");
+    const admitted = await admitHello(this.db, att, h, now);
+    if (!("bound" in admitted)) {
+      log("warn", "hello refused", { nodeId: h.nodeId, ...admitted });
+      return this.refuse(ws, admitted.code, admitted.reason);
     }
-    if (flags.disabled) return this.refuse(ws, CLOSE.disabled, "the node is disabled");
     if (ws.readyState !== WebSocket.OPEN) return; // closed (revoked, disabled, gone) while D1 answered
+    const { bound, flags } = admitted;
     // A reconnecting agent replaces its old socket; the old one's close must not requeue its work.
     for (const other of this.sockets(h.nodeId)) if (other !== ws) {
       other.serializeAttachment({ hello: false, connectedAt: 0 } satisfies Attachment);
@@ -419,7 +396,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
   }
 
-  /** Closes a socket the dispatcher will not serve; what its node held goes back unless another socket holds the node. */
+  /** Closes a socket the dispatcher no longer serves; its node's work goes back unless another socket holds the node. */
   private async refuse(ws: WebSocket, code: number, reason: string): Promise<void> {
     try {
       ws.close(code, reason);

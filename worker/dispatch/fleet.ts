@@ -44,13 +44,19 @@ export async function nodeLeft(db: Db, nodeId: string, now: number): Promise<voi
 type NodeAttachment = NodeSocket & AgentState;
 
 /** An agent drains itself (SIGTERM) or is drained by the operator; either keeps new work away. */
-export function setDraining(att: NodeAttachment, by: { agent?: boolean; operator?: boolean }): void {
+export function setDraining<A extends NodeAttachment>(att: A, by: { agent?: boolean; operator?: boolean }): A {
   if (by.agent !== undefined) att.agentDraining = by.agent;
   if (by.operator !== undefined) att.operatorDraining = by.operator;
   att.draining = !!att.agentDraining || !!att.operatorDraining;
+  return att;
 }
 
-export const fleetEntry = (att: NodeAttachment, busy: number): FleetEntry => ({
-  nodeId: att.nodeId, agentVersion: att.agentVersion ?? null, runtime: att.runtime ?? null, slots: att.slots, busy, langs: att.langs,
-  privileged: att.privileged, rttMs: att.rttMs, connectedAt: att.connectedAt, lastSeen: att.lastSeen, draining: att.draining,
-});
+/** What one shard sees of the nodes behind `sockets` (open, past hello). */
+export const fleetOf = (sockets: WebSocket[], busy: (nodeId: string) => number): FleetEntry[] =>
+  sockets.map((ws) => {
+    const att = ws.deserializeAttachment() as NodeAttachment;
+    return {
+      nodeId: att.nodeId, agentVersion: att.agentVersion ?? null, runtime: att.runtime ?? null, slots: att.slots, busy: busy(att.nodeId), langs: att.langs,
+      privileged: att.privileged, rttMs: att.rttMs, connectedAt: att.connectedAt, lastSeen: att.lastSeen, draining: att.draining,
+    };
+  });

@@ -1,6 +1,10 @@
-import type { AgentMessage } from "../../shared/protocol/messages.js";
+import type { z } from "zod";
+import type { AgentMessage, hello } from "../../shared/protocol/messages.js";
 import type { AgentCaller } from "../env.js";
+import type { Db } from "../db/client.js";
 import { TOKEN_CACHE_MS } from "../middleware/auth.js";
+import type { Attachment } from "./agents.js";
+import { nodeHello, type NodeFlags } from "./fleet.js";
 import type { WorkQueue } from "./queue.js";
 
 /**
@@ -33,8 +37,37 @@ export function boundTo(req: Request): AgentCaller | undefined {
   return nodeId && tokenId ? { nodeId, tokenId } : undefined;
 }
 
-export const wrongNodeReason = (bound: string, claimed: string) =>
-  `this token is bound to node ${bound}, the hello named ${claimed}`.slice(0, 120); // a close reason holds 123 bytes
+/** Whom a socket's token speaks for, before or after its hello. */
+export const boundOf = (att: Attachment | null): AgentCaller | undefined => (att?.hello ? { nodeId: att.nodeId, tokenId: att.tokenId } : att?.bound);
+
+export const boundSockets = (sockets: WebSocket[], match: (b: AgentCaller) => boolean): WebSocket[] =>
+  sockets.filter((ws) => {
+    const b = boundOf(ws.deserializeAttachment() as Attachment | null);
+    return b !== undefined && match(b);
+  });
+
+export type Admission = { bound: AgentCaller; flags: NodeFlags } | { code: number; reason: string; error?: string };
+
+/**
+ * A hello is admitted when it names the node its token speaks for (the node id is the token's,
+ * never the agent's word: a hello naming another node would take that node's work) and the node is
+ * not disabled. The node's report is recorded in D1 on the way, which returns the operator's flags.
+ */
+export async function admitHello(db: Db, att: Attachment, h: z.infer<typeof hello>, now: number): Promise<Admission> {
+  const bound = boundOf(att);
+  // A close reason holds 123 bytes.
+  if (!bound || bound.nodeId !== h.nodeId) return { code: CLOSE.wrongNode, reason: `this token is bound to node ${bound?.nodeId ?? "(none)"}, the hello named ${h.nodeId}`.slice(0, 120) };
+  let flags: NodeFlags;
+  try {
+    flags = await nodeHello(db, h, now);
+  } catch (e) {
+    return { code: 1011, reason: "the control plane could not record this node; reconnect later", error: String(e) };
+  }
+  return flags.disabled ? { code: CLOSE.disabled, reason: DISABLED } : { bound, flags };
+}
+
+export const DISABLED = "the node is disabled";
+export const REVOKED = "the agent token was revoked";
 
 /** What an agent route asks before serving a node: the work itself, or the artifact a task of the node runs. */
 export type Access = { kind: "task" | "build"; id: string } | { kind: "artifact"; buildId: string };
