@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, newTask, sql, tinyZip, uploadBuild } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
+import { env } from "cloudflare:test";
 import { sha256Hex } from "../../worker/lib/ids.js";
+import { shardStub } from "../../worker/dispatch/client.js";
+import { forwardConnect } from "../../worker/dispatch/nodes.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
@@ -163,5 +166,15 @@ describe("revoking an agent token", () => {
     expect((await next.next("task.assign")).taskId).toBe(id);
     await expectError(call(`/v1/agent/tasks/${id}/input`, { token: minted.token }), 401, "unauthorized");
     await expectError(call("/v1/agent/connect", { token: minted.token, headers: { upgrade: "websocket" } }), 401, "unauthorized");
+  });
+
+  it("refuses, at the dispatcher itself, a connect of a revoked token that another isolate still holds in its cache", async () => {
+    const minted = await FakeAgent.mint("node-cached");
+    await callJson(`/v1/admin/tokens/${minted.tokenId}`, 204, { token: ADMIN, method: "DELETE" });
+    // What the Worker forwards for a token it found valid (in its cache): the binding it read.
+    const stale = forwardConnect(new Request("https://api.test/v1/agent/connect", { headers: { upgrade: "websocket" } }), { nodeId: "node-cached", tokenId: minted.tokenId });
+    await expectError(shardStub(env, 0).fetch(stale), 401, "unauthorized");
+    // A connect that did not come through the Worker names no token at all.
+    await expectError(shardStub(env, 0).fetch(new Request("https://api.test/", { headers: { upgrade: "websocket" } })), 401, "unauthorized");
   });
 });

@@ -14,7 +14,7 @@ import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks, newTaskId } from "./client.js";
 import { plansFrom } from "../billing/plans.js";
 import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
-import { admitHello, boundSockets, boundTo, CLOSE, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, type Access } from "./nodes.js";
+import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, type Access } from "./nodes.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -153,7 +153,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
     const bound = boundTo(request);
-    if (!bound || this.revoked.has(bound.tokenId)) return new Response("agents connect through /v1/agent/connect with a valid token", { status: 403 });
+    if (!bound || this.revoked.has(bound.tokenId)) return connectRefused();
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
     server.serializeAttachment({ hello: false, connectedAt: Date.now(), bound } satisfies Attachment);

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { AgentMessage, hello } from "../../shared/protocol/messages.js";
 import type { AgentCaller } from "../env.js";
 import type { Db } from "../db/client.js";
+import { ApiError } from "../errors.js";
 import { TOKEN_CACHE_MS } from "../middleware/auth.js";
 import type { Attachment } from "./agents.js";
 import { nodeHello, type NodeFlags } from "./fleet.js";
@@ -36,6 +37,10 @@ export function boundTo(req: Request): AgentCaller | undefined {
   const tokenId = req.headers.get(TOKEN_HEADER);
   return nodeId && tokenId ? { nodeId, tokenId } : undefined;
 }
+
+/** A connect without the Worker's word on its token, or with a token revoked since an isolate cached it. */
+export const connectRefused = () =>
+  Response.json(new ApiError("unauthorized", "a valid agent token is required; connect through /v1/agent/connect").body(), { status: 401 });
 
 /** Whom a socket's token speaks for, before or after its hello. */
 export const boundOf = (att: Attachment | null): AgentCaller | undefined => (att?.hello ? { nodeId: att.nodeId, tokenId: att.tokenId } : att?.bound);
