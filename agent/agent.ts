@@ -46,7 +46,9 @@ export class Agent {
     const left = await removeLeftoverBuildSpaces(work);
     if (left) log("warn", "unmounted build spaces a previous agent process left", { count: left });
     await checkBuildSpaces(work, FUNCTION_UID);
-    const { shards } = await this.control.getJson<{ shards: number }>("/v1/agent/config");
+    const { shards, nodeId } = await this.control.getJson<{ shards: number; nodeId?: string }>("/v1/agent/config");
+    // The dispatcher would close every connection that names another node: say so once, plainly.
+    if (nodeId && nodeId !== this.config.nodeId) throw new Error(`the agent token is bound to node ${nodeId}, but this agent runs as ${this.config.nodeId}: start it with --node-id ${nodeId} or mint a token for ${this.config.nodeId}`);
     for (let s = 0; s < shards; s++) {
       const conn = new DispatcherConnection(this.control.wsUrl(s), this.control.authHeader, {
         hello: () => this.hello(s),

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { z } from "zod";
 import { DEFAULT_BUILD_LIMITS } from "./builder/build-function.js";
 import { LANGS, type Lang } from "./runtimes/languages.js";
+import { nodeId } from "../shared/protocol/messages.js";
 
 /**
  * Every setting is a flag or an environment variable (flags win), parsed and checked in one
@@ -11,8 +12,9 @@ import { LANGS, type Lang } from "./runtimes/languages.js";
  */
 const schema = z.object({
   url: z.url({ error: "must be the control plane's URL, e.g. https://api.example.com" }),
-  token: z.string().regex(/^gca_[0-9a-f]{64}$/, "must be an agent token (gca_…) minted with POST /v1/admin/agent-tokens"),
-  nodeId: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1-64 of A-Z a-z 0-9 . _ -"),
+  token: z.string().regex(/^gca_[0-9a-f]{64}$/, "must be an agent token (gca_…) minted for this node with POST /v1/admin/agent-tokens"),
+  /** Must be the node id the token was minted for (the agent checks at start). */
+  nodeId,
   slots: z.coerce.number().int().min(1).max(1024),
   privileged: z.boolean(),
   defaultCpus: z.coerce.number().positive().max(64),
@@ -57,8 +59,8 @@ const FLAGS = {
 export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane in Docker on this host
 
   --url URL              control plane URL                      (GCFAAS_URL)
-  --token TOKEN          agent token                            (GCFAAS_AGENT_TOKEN)
-  --node-id ID           this host's id [hostname]              (GCFAAS_NODE_ID)
+  --token TOKEN          agent token, minted for this node id   (GCFAAS_AGENT_TOKEN)
+  --node-id ID           this host's id, as its token [hostname] (GCFAAS_NODE_ID)
   --slots N              concurrent builds+tasks [2 x CPUs]     (GCFAAS_SLOTS)
   --privileged           allow privileged functions [no]        (GCFAAS_ALLOW_PRIVILEGED=1)
   --default-cpus N       CPUs for cpuCount 0 [1]                (GCFAAS_DEFAULT_CPUS)

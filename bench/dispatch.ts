@@ -48,10 +48,9 @@ async function main() {
   const worker = await LocalWorker.create();
   const admin = api(worker.url, ADMIN_TOKEN);
   const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
-  const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: {} })).token;
   // One slot by default: exactly one warm container, so the baseline and the service hit the same
   // one. More slots (--slots 8) show what the control plane sustains with several containers.
-  const agent = await AgentProcess.start(worker, agentToken, "bench", ["--slots", values.slots!]);
+  const agent = await AgentProcess.start(worker, await worker.agentToken("bench"), "bench", ["--slots", values.slots!]);
   try {
     const { functionId } = await deploy(user, "py", await zipSources(HANDLER), "bench");
     const once = async (i: number) => {

@@ -18,7 +18,7 @@ async function main() {
   const worker = await LocalWorker.create();
   const admin = api(worker.url, ADMIN_TOKEN);
   const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
-  const agent = await AgentProcess.start(worker, (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: {} })).token, "gc-bench");
+  const agent = await AgentProcess.start(worker, await worker.agentToken("gc-bench"), "gc-bench");
   try {
     const { functionId } = await deploy(user, "py", await zipSources({ "handler.py": "def handle(e, c):\n    return 'ok'\n" }), "gc");
     // A daily limit and a time window, so that the counter and the checks are on the measured path.

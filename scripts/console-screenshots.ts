@@ -24,7 +24,7 @@ async function main() {
     return text ? JSON.parse(text) : undefined;
   };
   const { token } = await post("/v1/admin/accounts", ADMIN_TOKEN, { name: "screenshots" });
-  const agentToken = (await post("/v1/admin/agent-tokens", ADMIN_TOKEN, { name: "screenshots" })).token;
+  const agentToken = await worker.agentToken("screenshots-agent");
   const agent = await AgentProcess.start(worker, agentToken, "screenshots-agent", ["--slots", "2", "--langs", "py"]);
   const browser = await launchBrowser();
   try {

@@ -23,6 +23,9 @@ interface DevState {
   agentToken?: string;
 }
 
+/** The one local agent's node id, which its token is bound to. */
+const AGENT_NODE = "local-agent";
+
 const say = (line: string) => console.log(`[start] ${line}`);
 
 async function readState(): Promise<DevState> {
@@ -48,8 +51,10 @@ async function ensureCredentials(worker: LocalWorker, state: DevState): Promise<
     state.token = acct.token;
     say("created the development account");
   }
-  const agentWorks = state.agentToken && (await fetch(`${worker.url}/v1/agent/config`, { headers: { authorization: `Bearer ${state.agentToken}` } })).status === 200;
-  if (!agentWorks) state.agentToken = (await post(`${worker.url}/v1/admin/agent-tokens`, state.adminToken, { name: "local-agent" })).token;
+  // A token from before tokens were bound to a node answers 401 here, and is replaced.
+  const agentConfig = state.agentToken ? await fetch(`${worker.url}/v1/agent/config`, { headers: { authorization: `Bearer ${state.agentToken}` } }) : undefined;
+  const agentWorks = agentConfig?.status === 200 && ((await agentConfig.json()) as { nodeId?: string }).nodeId === AGENT_NODE;
+  if (!agentWorks) state.agentToken = await worker.agentToken(AGENT_NODE);
   await fs.writeFile(DEV_FILE, JSON.stringify(state, null, 2), { mode: 0o600 });
   return state as Required<DevState>;
 }
@@ -64,7 +69,7 @@ async function main() {
   const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log") });
   const creds = await ensureCredentials(worker, state);
   say("starting one agent");
-  const agent = await AgentProcess.start(worker, creds.agentToken, "local-agent", ["--state-dir", path.join(STATE, "agent"), "--langs", LANGS_SERVED.join(",")], path.join(STATE, "logs/agent.log"));
+  const agent = await AgentProcess.start(worker, creds.agentToken, AGENT_NODE, ["--state-dir", path.join(STATE, "agent"), "--langs", LANGS_SERVED.join(",")], path.join(STATE, "logs/agent.log"));
 
   let stopping = false;
   const stop = async () => {

@@ -26,9 +26,16 @@ export interface Caller {
   tokenId: string;
 }
 
+/** Who calls an agent route: the node its token is bound to. */
+export interface AgentCaller {
+  nodeId: string;
+  tokenId: string;
+}
+
 export interface Variables {
   db: Db;
   caller: Caller;
+  agent: AgentCaller;
   requestId: string;
 }
 

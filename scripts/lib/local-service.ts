@@ -122,6 +122,17 @@ export class LocalWorker {
     await this.start();
   }
 
+  /** A new agent token, bound to the node id the agent must then run as. */
+  async agentToken(nodeId: string): Promise<string> {
+    const res = await fetch(`${this.url}/v1/admin/agent-tokens`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${this.adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ nodeId }),
+    });
+    if (res.status !== 201) throw new Error(`minting an agent token for ${nodeId}: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { token: string }).token;
+  }
+
   async dispose(): Promise<void> {
     await this.stop();
     if (this.temporary) await fs.rm(this.stateDir, { recursive: true, force: true });

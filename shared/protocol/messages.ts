@@ -10,6 +10,8 @@ export const PROTOCOL_VERSION = 1;
 
 const id = z.string().regex(/^[a-z0-9]{1,64}$/);
 const lang = z.enum(["go", "py", "js", "cs", "rb", "rs"]);
+/** A compute host's id; an agent token is bound to one (POST /v1/admin/agent-tokens). */
+export const nodeId = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "must be 1-64 of A-Z a-z 0-9 . _ -");
 
 export const capabilities = z.object({
   timeout: z.int().min(1).max(3600),
@@ -26,7 +28,8 @@ export const warmRef = z.object({ functionId: id, buildId: id });
 export const hello = z.object({
   type: z.literal("hello"),
   version: z.literal(PROTOCOL_VERSION),
-  nodeId: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+  /** Must be the node id the connection's token is bound to, or the dispatcher closes the socket. */
+  nodeId,
   cpus: z.number().positive().max(1024),
   memMiB: z.int().positive(),
   privileged: z.boolean(),
@@ -37,6 +40,10 @@ export const hello = z.object({
   /** Work the agent is still running from before a reconnect: it keeps it and reports it. */
   running: z.array(z.object({ kind: z.enum(["task", "build"]), id })).max(1024),
   warm: z.array(warmRef).max(1024),
+  /** Shown in the fleet list; optional so that older agents still say hello (`version` is the protocol's). */
+  agentVersion: z.string().max(64).optional(),
+  /** The container runtime functions run under on this node, e.g. runc or runsc. */
+  runtime: z.string().max(32).optional(),
 });
 
 export const heartbeat = z.object({

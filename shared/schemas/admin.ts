@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { tagName } from "./common.js";
+import { nodeId } from "../protocol/messages.js";
 
 export const accountCreate = z.strictObject({ name: tagName });
-export const agentTokenCreate = z.strictObject({ name: tagName.optional() });
+/** An agent token speaks for one node: the id its agent must say in its hello. */
+export const agentTokenCreate = z.strictObject({ nodeId, name: tagName.optional() });
 
 export const accountEdit = z.strictObject({ plan: z.string().regex(/^[A-Z0-9_]{1,32}$/, "must be a plan id such as DEVELOPER") });

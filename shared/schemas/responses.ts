@@ -107,3 +107,22 @@ export { capabilitiesOut, functionGetOut };
 
 export const accountCreated = z.object({ accountId: z.string(), tokenId: z.string(), token: z.string() });
 export const tokenCreated = z.object({ tokenId: z.string(), token: z.string() });
+export const agentTokenCreated = tokenCreated.extend({ nodeId: z.string() });
+
+/** A node of the fleet: live figures while it is connected (summed over shards), its last report otherwise. */
+export const fleetNode = z.object({
+  id: z.string(),
+  agentVersion: z.string().nullable(),
+  runtime: z.string().nullable(),
+  connected: z.boolean(),
+  slots: z.int(),
+  busySlots: z.int(),
+  langs: z.array(z.string()),
+  privileged: z.boolean(),
+  rttMs: z.number().nullable(),
+  connectedSince: isoTime,
+  lastSeen: isoTime,
+  draining: z.boolean(),
+  disabled: z.boolean(),
+});
+export const fleetList = z.array(fleetNode);

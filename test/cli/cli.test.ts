@@ -24,8 +24,7 @@ beforeAll(async () => {
   worker = await LocalWorker.create();
   const admin = api(worker.url, ADMIN_TOKEN);
   token = (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "cli" } })).token;
-  const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: { name: "cli" } })).token;
-  agent = await AgentProcess.start(worker, agentToken, "agent-cli", ["--slots", "4"]);
+  agent = await AgentProcess.start(worker, await worker.agentToken("agent-cli"), "agent-cli", ["--slots", "4"]);
 }, 900_000);
 
 afterAll(async () => {

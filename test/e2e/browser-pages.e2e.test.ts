@@ -23,7 +23,7 @@ beforeAll(async () => {
   worker = await LocalWorker.create();
   const admin = api(worker.url, ADMIN_TOKEN);
   user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "browser" } })).token);
-  const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: { name: "browser" } })).token;
+  const agentToken = await worker.agentToken("browser-agent");
   agent = await AgentProcess.start(worker, agentToken, "browser-agent", ["--slots", "2", "--langs", "py"]);
   // The function takes a few seconds, so the browser meets the pending page before the image.
   const fn = await deploy(

@@ -24,8 +24,7 @@ beforeAll(async () => {
   worker = await LocalWorker.create();
   const admin = api(worker.url, ADMIN_TOKEN);
   user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "chains" } })).token);
-  const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: {} })).token;
-  agent = await AgentProcess.start(worker, agentToken, "chain-agent", ["--slots", "4"]);
+  agent = await AgentProcess.start(worker, await worker.agentToken("chain-agent"), "chain-agent", ["--slots", "4"]);
 }, 1_800_000);
 
 afterAll(async () => {

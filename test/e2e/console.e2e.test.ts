@@ -31,7 +31,7 @@ beforeAll(async () => {
   };
   owner = await account("console");
   stranger = await account("stranger");
-  const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: { name: "console" } })).token;
+  const agentToken = await worker.agentToken("console-agent");
   agent = await AgentProcess.start(worker, agentToken, "console-agent", ["--slots", "2", "--langs", "py"]);
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-console-"));
   zipPath = path.join(dir, "hello.zip");

@@ -15,7 +15,6 @@ const docker = new Docker();
 let worker: LocalWorker;
 let admin: Api;
 let user: Api;
-let agentToken: string;
 const agents: Record<string, AgentProcess> = {};
 
 const ECHO_PY = {
@@ -31,7 +30,7 @@ const ECHO_PY = {
 };
 
 async function startAgent(nodeId: string, extra: string[] = []) {
-  agents[nodeId] = await AgentProcess.start(worker, agentToken, nodeId, extra);
+  agents[nodeId] = await AgentProcess.start(worker, await worker.agentToken(nodeId), nodeId, extra);
   return agents[nodeId];
 }
 
@@ -41,7 +40,6 @@ beforeAll(async () => {
   admin = api(worker.url, ADMIN_TOKEN);
   const acct = await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "e2e" } });
   user = api(worker.url, acct.token);
-  agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: { name: "e2e" } })).token;
   await startAgent("agent-a", ["--privileged", "--slots", "8"]);
   await startAgent("agent-b", ["--slots", "8"]);
 }, 1_800_000);

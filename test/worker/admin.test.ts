@@ -49,10 +49,18 @@ describe("DELETE /v1/admin/tokens/<token_id>", () => {
 });
 
 describe("POST /v1/admin/agent-tokens", () => {
-  it("mints an agent token that opens no account route", async () => {
-    const agent = await callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: { name: "host-1" } });
-    expect(agent.token).toMatch(/^gca_/);
+  it("mints an agent token bound to a node id that opens no account route", async () => {
+    const agent = await callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: { nodeId: "host-1", name: "host-1" } });
+    expect(agent).toEqual({ tokenId: expect.stringMatching(RECORD_ID), token: expect.stringMatching(/^gca_/), nodeId: "host-1" });
+    expect(await callJson("/v1/agent/config", 200, { token: agent.token })).toMatchObject({ nodeId: "host-1" });
     await expectError(call("/v1/tag/list", { token: agent.token }), 401, "unauthorized");
+  });
+
+  it("requires a node id shaped as the protocol's", async () => {
+    for (const json of [{}, { name: "host-1" }, { nodeId: "" }, { nodeId: "has space" }, { nodeId: "x".repeat(65) }, { nodeId: 7 }]) {
+      const err = await expectError(call("/v1/admin/agent-tokens", { token: ADMIN, json }), 400, "validation_failed");
+      expect(err.details?.map((d) => d.field)).toContain("nodeId");
+    }
   });
 });
 

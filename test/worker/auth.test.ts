@@ -7,7 +7,7 @@ describe("authentication on every /v1 record route", () => {
   let agentToken: string;
   beforeAll(async () => {
     owned = await accountWithEverything();
-    agentToken = (await callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: {} })).token;
+    agentToken = (await callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: { nodeId: "auth-test" } })).token;
   }, 30_000);
 
   const BAD_AUTH: [string, Record<string, string>][] = [

@@ -31,14 +31,14 @@ describe("agent connection", () => {
 });
 
 describe("builds through the dispatcher", () => {
-  it("moves PENDING → BUILDING → SUCCESS with the log, and the artifact route serves the upload", async () => {
+  it("moves PENDING → BUILDING → SUCCESS with the log, and the artifact route serves the upload to the node running its task", async () => {
     const agent = await FakeAgent.connect("builder-1");
     const { token } = await newAccount();
     const fn = await newFunction(token);
     const { id } = await uploadBuild(token, fn, tinyZip());
     const assign = await agent.next("build.assign");
     expect(assign).toMatchObject({ buildId: id, functionId: fn, lang: "py" });
-    const agentToken = await FakeAgent.token();
+    const agentToken = agent.token;
     const src = await call(assign.sourcePath, { token: agentToken });
     expect(new Uint8Array(await src.arrayBuffer())).toEqual(tinyZip());
     agent.send({ type: "build.started", buildId: id });
@@ -56,7 +56,10 @@ describe("builds through the dispatcher", () => {
     });
     expect(build.timeline.map((t: { status: string }) => t.status)).toEqual(["PENDING", "BUILDING", "SUCCESS"]);
     expect(build.log).toEqual(["step 1", "step 2", "step 3"]);
-    expect(await (await call(assign.artifactPath, { token: agentToken })).text()).toBe("ARTIFACT");
+    const taskId = await task(token, fn);
+    const run = await agent.next("task.assign");
+    expect(run).toMatchObject({ taskId, buildId: id, artifactPath: assign.artifactPath });
+    expect(await (await call(run.artifactPath, { token: agentToken })).text()).toBe("ARTIFACT");
     await agent.close();
   });
 

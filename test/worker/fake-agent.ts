@@ -4,6 +4,15 @@ import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/mess
 
 type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { type: T }>;
 
+interface HelloOptions {
+  privileged?: boolean;
+  slots?: number;
+  builds?: number;
+  running?: { kind: "task" | "build"; id: string }[];
+  agentVersion?: string;
+  runtime?: string;
+}
+
 /** An agent that speaks the wire protocol from inside the test, to drive the dispatcher directly. */
 export class FakeAgent {
   /** Agents still connected: a test that failed halfway must not leave one to take the next test's work. */
@@ -11,36 +20,62 @@ export class FakeAgent {
   private inbox: DispatcherMessage[] = [];
   private waiters: (() => void)[] = [];
   closed = false;
+  /** How the dispatcher closed the socket, once it has. */
+  closedWith?: { code: number; reason: string };
 
-  private constructor(readonly ws: WebSocket, readonly nodeId: string) {
+  private constructor(readonly ws: WebSocket, readonly nodeId: string, readonly token: string) {
     ws.addEventListener("message", (e) => {
       this.inbox.push(JSON.parse(e.data as string));
       for (const w of this.waiters.splice(0)) w();
     });
-    ws.addEventListener("close", () => {
+    ws.addEventListener("close", (e) => {
       this.closed = true;
+      this.closedWith = { code: e.code, reason: e.reason };
       for (const w of this.waiters.splice(0)) w();
     });
   }
 
-  static async token(): Promise<string> {
-    return (await callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: { name: "test" } })).token;
+  /** A new agent token bound to the node (by default one that never connects: for status reads). */
+  static async mint(nodeId = "observer"): Promise<{ tokenId: string; token: string; nodeId: string }> {
+    return callJson("/v1/admin/agent-tokens", 201, { token: ADMIN, json: { nodeId, name: "test" } });
   }
 
-  static async connect(nodeId: string, opts: { privileged?: boolean; slots?: number; builds?: number; running?: { kind: "task" | "build"; id: string }[]; token?: string } = {}) {
-    const token = opts.token ?? (await FakeAgent.token());
+  static async token(nodeId?: string): Promise<string> {
+    return (await FakeAgent.mint(nodeId)).token;
+  }
+
+  /** Connects and says hello as `nodeId` (with a token of its own unless one is given) and waits for the welcome. */
+  static async connect(nodeId: string, opts: HelloOptions & { token?: string } = {}) {
+    const agent = await FakeAgent.socket(nodeId, opts.token ?? (await FakeAgent.token(nodeId)));
+    agent.hello(opts);
+    await agent.next("welcome");
+    return agent;
+  }
+
+  /** A socket that has not said hello yet. */
+  static async socket(nodeId: string, token: string) {
     const res = await SELF.fetch("https://api.test/v1/agent/connect", { headers: { upgrade: "websocket", authorization: `Bearer ${token}` } });
     if (!res.webSocket) throw new Error(`no websocket: ${res.status} ${await res.text()}`);
     res.webSocket.accept();
-    const agent = new FakeAgent(res.webSocket, nodeId);
+    const agent = new FakeAgent(res.webSocket, nodeId, token);
     FakeAgent.open.add(agent);
-    agent.send({
-      type: "hello", version: 1, nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
+    return agent;
+  }
+
+  hello(opts: HelloOptions = {}) {
+    this.send({
+      type: "hello", version: 1, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
+      ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
       ...(opts.builds === undefined ? {} : { builds: opts.builds }),
     });
-    await agent.next("welcome");
-    return agent;
+  }
+
+  /** Resolves once the dispatcher has closed the socket. */
+  async whenClosed(timeoutMs = 3000): Promise<{ code: number; reason: string }> {
+    await eventually(async () => this.closed, timeoutMs);
+    FakeAgent.open.delete(this);
+    return this.closedWith!;
   }
 
   send(msg: AgentMessage | Record<string, unknown>) {
@@ -78,12 +113,12 @@ export class FakeAgent {
     });
   }
 
-  /** Closes and waits until the dispatcher has let go of this agent (its work is requeued). */
   /** Closes whatever agents the last test left connected. */
   static async closeAll() {
     for (const a of [...FakeAgent.open]) await a.close();
   }
 
+  /** Closes and waits until the dispatcher has let go of this agent (its work is requeued). */
   async close() {
     FakeAgent.open.delete(this);
     this.ws.close(1000, "bye");

@@ -10,7 +10,10 @@ export const accounts = sqliteTable("accounts", {
   createdAt: integer("created_at").notNull(),
 });
 
-/** Tokens are kept only as SHA-256 hashes. Agent tokens have no account and open agent routes only. */
+/**
+ * Tokens are kept only as SHA-256 hashes. Agent tokens have no account, open agent routes only and
+ * speak for one node (`node_id`); agent tokens minted before nodes were bound have none and are refused.
+ */
 export const tokens = sqliteTable(
   "tokens",
   {
@@ -18,12 +21,31 @@ export const tokens = sqliteTable(
     accountId: text("account_id").references(() => accounts.id, { onDelete: "cascade" }),
     kind: text("kind", { enum: ["user", "agent"] }).notNull(),
     name: text("name"),
+    nodeId: text("node_id"),
     hash: text("hash").notNull(),
     createdAt: integer("created_at").notNull(),
     revokedAt: integer("revoked_at"),
   },
   (t) => [uniqueIndex("tokens_hash").on(t.hash)],
 );
+
+/**
+ * Every node that has said hello: what it last reported (for the fleet list) and the operator's
+ * flags. A disabled node is refused at connect; a draining one finishes its work and takes no more.
+ */
+export const nodes = sqliteTable("nodes", {
+  id: text("id").primaryKey(),
+  agentVersion: text("agent_version"),
+  runtime: text("runtime"),
+  slots: integer("slots").notNull(),
+  langs: text("langs", { mode: "json" }).$type<string[]>().notNull(),
+  privileged: integer("privileged", { mode: "boolean" }).notNull(),
+  connectedAt: integer("connected_at"),
+  lastSeen: integer("last_seen").notNull(),
+  draining: integer("draining", { mode: "boolean" }).notNull().default(false),
+  disabled: integer("disabled", { mode: "boolean" }).notNull().default(false),
+  createdAt: integer("created_at").notNull(),
+});
 
 export const functions = sqliteTable(
   "functions",

@@ -1,3 +1,4 @@
+import type { AgentCaller } from "../env.js";
 import type { WorkRow } from "./queue.js";
 
 /** What the dispatcher remembers of one connected agent, kept in its WebSocket attachment. */
@@ -17,7 +18,19 @@ export interface AgentState {
   rttMs: number;
 }
 
-export type Attachment = { hello: false; connectedAt: number } | ({ hello: true } & AgentState);
+/** Before hello a socket knows only whom its token speaks for; after, the agent and that token. */
+export type Attachment = { hello: false; connectedAt: number; bound?: AgentCaller } | ({ hello: true } & NodeSocket & AgentState);
+
+/** What the fleet list shows of a connection besides what placement uses. */
+export interface NodeSocket {
+  tokenId: string;
+  connectedAt: number;
+  agentVersion?: string;
+  runtime?: string;
+  /** `draining` is either: the agent's own (SIGTERM) or the operator's (see fleet.ts). */
+  agentDraining?: boolean;
+  operatorDraining?: boolean;
+}
 
 export const MAX_WARM_REMEMBERED = 200;
 

@@ -41,6 +41,9 @@ export const shardOfTask = (env: Bindings, taskId: string): number => fnv1a(task
 export const shardStub = (env: Bindings, shard: number): DurableObjectStub<Dispatcher> =>
   env.DISPATCHER.get(env.DISPATCHER.idFromName(`shard-${shard}`));
 
+/** Every shard: operator actions on a node reach each, since every agent connects to each. */
+export const allShards = (env: Bindings): DurableObjectStub<Dispatcher>[] => Array.from({ length: shardCount(env) }, (_, i) => shardStub(env, i));
+
 export const dispatcherFor = (env: Bindings, functionId: string) => shardStub(env, shardOf(env, functionId));
 
 /** Queues tasks on their shards. From inside a dispatcher, its own work is queued directly. */

@@ -14,6 +14,8 @@ import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import { enqueueTasks, newTaskId } from "./client.js";
 import { admissionLimits } from "../services/admission.js";
+import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
+import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, type Access } from "./nodes.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -39,6 +41,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly db: Db;
   private readonly waiters = new Waiters();
   private readonly marks: AssignedMarks;
+  private readonly revoked: RevokedTokens;
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
@@ -51,6 +54,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     super(ctx, env);
     this.queue = new WorkQueue(ctx.storage.sql);
     this.outcomes = new OutcomeLog(ctx.storage.sql);
+    this.revoked = new RevokedTokens(ctx.storage.sql);
     this.db = openDb(env.DB);
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -126,6 +130,31 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.scheduleAlarm();
   }
 
+  /** Whether the node holds this work (agent routes serve a node nothing else). */
+  async holds(nodeId: string, access: Access): Promise<boolean> {
+    return holds(this.queue, this.ctx.storage.sql, nodeId, access);
+  }
+
+  /** A revoked token's sockets close now, and its node's work goes back to the queue. */
+  async closeToken(tokenId: string): Promise<void> {
+    this.revoked.add(tokenId, Date.now());
+    for (const ws of boundSockets(this.ctx.getWebSockets(), (b) => b.tokenId === tokenId)) await this.refuse(ws, CLOSE.revoked, REVOKED);
+  }
+
+  /** The operator drained, resumed or disabled a node: a disabled node's sockets close now and its work goes back. */
+  async nodeChanged(nodeId: string, flags: NodeFlags): Promise<void> {
+    for (const ws of boundSockets(this.ctx.getWebSockets(), (b) => b.nodeId === nodeId)) {
+      const att = ws.deserializeAttachment() as Attachment;
+      if (flags.disabled) await this.refuse(ws, CLOSE.disabled, DISABLED);
+      else if (att.hello) ws.serializeAttachment(setDraining(att, { operator: flags.draining }));
+    }
+    await this.pump();
+  }
+
+  async fleet(): Promise<FleetEntry[]> {
+    return fleetOf(this.connected().map((c) => c.ws), (nodeId) => this.queue.countAssignedTo(nodeId));
+  }
+
   async status() {
     return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
   }
@@ -134,9 +163,11 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
+    const bound = boundTo(request);
+    if (!bound || this.revoked.has(bound.tokenId)) return connectRefused();
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
-    server.serializeAttachment({ hello: false, connectedAt: Date.now() } satisfies Attachment);
+    server.serializeAttachment({ hello: false, connectedAt: Date.now(), bound } satisfies Attachment);
     await this.scheduleAlarm();
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -148,16 +179,17 @@ export class Dispatcher extends DurableObject<Bindings> {
       return;
     }
     const att = ws.deserializeAttachment() as Attachment;
-    if (msg.type === "hello") return this.onHello(ws, msg);
+    if (msg.type === "hello") return this.onHello(ws, att, msg);
     if (!att.hello) return; // nothing but hello counts before hello
     const now = Date.now();
     att.lastSeen = now;
     if (msg.type === "pong") att.rttMs = Math.max(0, now - msg.t);
     if (msg.type === "heartbeat") {
       att.warm = [...new Set(msg.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED);
-      att.draining = msg.draining;
+      setDraining(att, { agent: msg.draining });
     }
     ws.serializeAttachment(att);
+    if (!reportsOwnWork(this.queue, att.nodeId, msg)) return;
     await this.onReport(att, msg, now, typeof data === "string" ? data : undefined);
   }
 
@@ -182,12 +214,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       const seen = att.hello ? att.lastSeen : att.connectedAt;
       if (now - seen > (att.hello ? SILENT_AFTER_MS : HELLO_WITHIN_MS)) {
         log("warn", "agent silent, closing", { nodeId: att.hello ? att.nodeId : undefined });
-        try {
-          ws.close(4000, "silent");
-        } catch {
-          /* gone */
-        }
-        await this.dropAgent(ws);
+        await this.refuse(ws, 4000, "silent");
       } else if (att.hello) this.send(ws, { type: "ping", t: now });
     }
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
@@ -198,8 +225,15 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────────
 
-  private async onHello(ws: WebSocket, h: Hello): Promise<void> {
+  private async onHello(ws: WebSocket, att: Attachment, h: Hello): Promise<void> {
     const now = Date.now();
+    const admitted = await admitHello(this.db, att, h, now);
+    if (!("bound" in admitted)) {
+      log("warn", "hello refused", { nodeId: h.nodeId, ...admitted });
+      return this.refuse(ws, admitted.code, admitted.reason);
+    }
+    if (ws.readyState !== WebSocket.OPEN) return; // closed (revoked, disabled, gone) while D1 answered
+    const { bound, flags } = admitted;
     // A reconnecting agent replaces its old socket; the old one's close must not requeue its work.
     for (const other of this.sockets(h.nodeId)) if (other !== ws) {
       other.serializeAttachment({ hello: false, connectedAt: 0 } satisfies Attachment);
@@ -211,9 +245,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     const state: AgentState = {
       nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots: h.slots, builds: h.builds,
-      warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: false, lastSeen: now, rttMs: 0,
+      warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
-    ws.serializeAttachment({ hello: true, ...state } satisfies Attachment);
+    const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };
+    ws.serializeAttachment({ hello: true, ...node, ...state } satisfies Attachment);
     // Work assigned to this node that it no longer runs (it restarted) goes back to the queue.
     const running = new Set(h.running.map((r) => r.id));
     const lost = this.queue.assignedTo(h.nodeId).filter((w) => !running.has(w.id));
@@ -268,7 +303,6 @@ export class Dispatcher extends DurableObject<Bindings> {
     const w = this.queue.get(msg.taskId);
     if (!w) return; // already accepted (a duplicate or a late report after a requeue)
     this.accept(w, msg, now, agent.rttMs, frame);
-    if (w.node && w.node !== agent.nodeId) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
     await this.commit();
@@ -375,6 +409,16 @@ export class Dispatcher extends DurableObject<Bindings> {
     for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
   }
 
+  /** Closes a socket the dispatcher no longer serves; its node's work goes back unless another socket holds the node. */
+  private async refuse(ws: WebSocket, code: number, reason: string): Promise<void> {
+    try {
+      ws.close(code, reason);
+    } catch {
+      /* gone */
+    }
+    await this.dropAgent(ws);
+  }
+
   private async dropAgent(ws: WebSocket): Promise<void> {
     const att = ws.deserializeAttachment() as Attachment | null;
     if (!att?.hello) return;
@@ -382,6 +426,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (this.sockets(att.nodeId).some((o) => o !== ws)) return;
     const back = this.queue.requeueNode(att.nodeId);
     log("info", "agent disconnected", { nodeId: att.nodeId, requeued: back.length });
+    await nodeLeft(this.db, att.nodeId, Date.now()).catch((e) => log("warn", "recording a node's last sight failed", { error: String(e) }));
     await this.pump();
   }
 

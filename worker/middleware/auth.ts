@@ -12,7 +12,7 @@ export function bearer(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-type TokenRow = { id: string; accountId: string | null; name: string | null };
+type TokenRow = { id: string; accountId: string | null; nodeId: string | null };
 
 /**
  * Valid tokens seen by this isolate in the last TOKEN_CACHE_MS: every authenticated request would
@@ -36,7 +36,7 @@ export async function lookupToken(c: { var: AppEnv["Variables"] }, raw: string, 
   if (hit && hit.until > now) return hit.row;
   const hash = await sha256Hex(raw);
   const [row] = await c.var.db
-    .select({ id: tokens.id, accountId: tokens.accountId, name: tokens.name })
+    .select({ id: tokens.id, accountId: tokens.accountId, nodeId: tokens.nodeId })
     .from(tokens)
     .where(and(eq(tokens.hash, hash), eq(tokens.kind, kind), isNull(tokens.revokedAt)))
     .limit(1);
@@ -58,11 +58,16 @@ export const requireAccount = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-/** Agent tokens: the /v1/agent routes compute hosts use, and nothing else. */
+/**
+ * Agent tokens: the /v1/agent routes compute hosts use, and nothing else. A token speaks for the
+ * node it was minted for; tokens from before that binding existed speak for none and are refused.
+ */
 export const requireAgent = createMiddleware<AppEnv>(async (c, next) => {
   const raw = bearer(c.req.header("authorization"));
   const row = raw ? await lookupToken(c, raw, "agent") : undefined;
   if (!row) throw unauthorized();
+  if (!row.nodeId) throw new ApiError("unauthorized", "this agent token is bound to no node; mint one with POST /v1/admin/agent-tokens {\"nodeId\": \"…\"} and restart the agent with it");
+  c.set("agent", { nodeId: row.nodeId, tokenId: row.id });
   await next();
 });
 

@@ -4,8 +4,10 @@ import { jsonBody } from "../http/validate.js";
 import { accountCreate, accountEdit, agentTokenCreate } from "../../shared/schemas/admin.js";
 import { createAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
 import { plansFrom } from "../billing/plans.js";
+import { allShards } from "../dispatch/client.js";
+import { listNodes, setNodeFlags } from "../services/nodes.js";
 
-/** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, and agent tokens. */
+/** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, agent tokens and the fleet of nodes. */
 export const adminRoutes = new Hono<AppEnv>()
   .post("/accounts", async (c) => {
     const { name } = await jsonBody(c, accountCreate);
@@ -19,10 +21,26 @@ export const adminRoutes = new Hono<AppEnv>()
   })
   .post("/accounts/:accountId/tokens", async (c) => c.json(await mintAccountToken(c.var.db, c.req.param("accountId")), 201))
   .post("/agent-tokens", async (c) => {
-    const { name } = await jsonBody(c, agentTokenCreate, { contentType: "optional", emptyAs: {} });
-    return c.json(await mintAgentToken(c.var.db, name), 201);
+    const { nodeId, name } = await jsonBody(c, agentTokenCreate);
+    return c.json(await mintAgentToken(c.var.db, nodeId, name), 201);
   })
   .delete("/tokens/:tokenId", async (c) => {
-    await revokeToken(c.var.db, c.req.param("tokenId"));
+    const tokenId = c.req.param("tokenId");
+    const { kind } = await revokeToken(c.var.db, tokenId);
+    // Every shard holds a socket of every agent: each closes the token's now.
+    if (kind === "agent") await Promise.all(allShards(c.env).map((s) => s.closeToken(tokenId)));
+    return c.body(null, 204);
+  })
+  .get("/nodes", async (c) => c.json(await listNodes(c.var.db, c.env)))
+  .post("/nodes/:nodeId/drain", async (c) => {
+    await setNodeFlags(c.var.db, c.env, c.req.param("nodeId"), { draining: true });
+    return c.body(null, 204);
+  })
+  .post("/nodes/:nodeId/resume", async (c) => {
+    await setNodeFlags(c.var.db, c.env, c.req.param("nodeId"), { draining: false, disabled: false });
+    return c.body(null, 204);
+  })
+  .post("/nodes/:nodeId/disable", async (c) => {
+    await setNodeFlags(c.var.db, c.env, c.req.param("nodeId"), { disabled: true });
     return c.body(null, 204);
   });

@@ -1,25 +1,13 @@
 import { Hono } from "hono";
-import { eq } from "drizzle-orm";
 import type { AppEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
-import { builds, tasks } from "../db/schema.js";
 import { artifactKey, taskResultKey } from "../lib/storage-keys.js";
-import { shardCount, shardStub } from "../dispatch/client.js";
+import { allShards, shardCount, shardStub } from "../dispatch/client.js";
+import { forwardConnect } from "../dispatch/nodes.js";
+import { agentBuild, agentTask } from "../services/agent-work.js";
 
 const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
 const MAX_RESULT_BYTES = 64 * 1024 * 1024;
-
-async function buildRow(c: { var: AppEnv["Variables"] }, id: string) {
-  const [b] = await c.var.db.select().from(builds).where(eq(builds.id, id));
-  if (!b) throw notFound("build");
-  return b;
-}
-
-async function taskRow(c: { var: AppEnv["Variables"] }, id: string) {
-  const [t] = await c.var.db.select().from(tasks).where(eq(tasks.id, id));
-  if (!t) throw notFound("task");
-  return t;
-}
 
 /** R2 needs a known length: uploads from agents must carry Content-Length. */
 async function putSized(bucket: R2Bucket, key: string, req: Request, limit: number) {
@@ -37,39 +25,41 @@ async function streamObject(bucket: R2Bucket, key: string | null, what: string) 
 }
 
 /**
- * Routes of compute hosts, behind an agent token. Agents are operator-run and trusted with any
- * build or task they are handed; they never see account tokens.
+ * Routes of compute hosts, behind an agent token bound to one node. A node reaches only the work
+ * the dispatcher assigned to it and still holds open (services/agent-work.ts); it never sees
+ * account tokens.
  */
 export const agentRoutes = new Hono<AppEnv>()
-  .get("/config", (c) => c.json({ shards: shardCount(c.env) }))
+  .get("/config", (c) => c.json({ shards: shardCount(c.env), nodeId: c.var.agent.nodeId }))
   .get("/connect", async (c) => {
     const shard = Number(c.req.query("shard") ?? "0");
     if (!Number.isInteger(shard) || shard < 0 || shard >= shardCount(c.env)) throw new ApiError("validation_failed", `shard must be an integer from 0 to ${shardCount(c.env) - 1}`);
     if (c.req.header("upgrade")?.toLowerCase() !== "websocket") throw new ApiError("validation_failed", "expected a WebSocket upgrade");
-    return shardStub(c.env, shard).fetch(c.req.raw);
+    return shardStub(c.env, shard).fetch(forwardConnect(c.req.raw, c.var.agent));
   })
   .get("/status", async (c) => {
-    const shards = await Promise.all(Array.from({ length: shardCount(c.env) }, (_, i) => shardStub(c.env, i).status()));
+    const shards = await Promise.all(allShards(c.env).map((s) => s.status()));
     return c.json({ shards });
   })
-  .get("/builds/:id/source", async (c) => streamObject(c.env.BUCKET, (await buildRow(c, c.req.param("id"))).zipKey, "build source"))
+  .get("/builds/:id/source", async (c) => streamObject(c.env.BUCKET, (await agentBuild(c, c.req.param("id"), "build", "build source")).zipKey, "build source"))
   .put("/builds/:id/artifact", async (c) => {
-    const b = await buildRow(c, c.req.param("id"));
+    const b = await agentBuild(c, c.req.param("id"), "build", "build");
+    // The dispatcher lets go of a build as it ends; its record saying so is the second lock.
+    if (b.status === "SUCCESS" || b.status === "FAILED") throw notFound("build");
     await putSized(c.env.BUCKET, artifactKey(b.accountId, b.functionId, b.id), c.req.raw, MAX_ARTIFACT_BYTES);
     return c.body(null, 204);
   })
   .get("/builds/:id/artifact", async (c) => {
-    const b = await buildRow(c, c.req.param("id"));
+    const b = await agentBuild(c, c.req.param("id"), "artifact", "artifact");
     return streamObject(c.env.BUCKET, artifactKey(b.accountId, b.functionId, b.id), "artifact");
   })
   .get("/tasks/:id/input", async (c) => {
-    const t = await taskRow(c, c.req.param("id"));
+    const t = await agentTask(c, c.req.param("id"), "task input");
     if (t.input) return c.body(t.input, 200, { "content-type": "application/json" });
     return streamObject(c.env.BUCKET, t.inputKey, "task input");
   })
   .put("/tasks/:id/result", async (c) => {
-    const t = await taskRow(c, c.req.param("id"));
-    if (t.finishedAt != null) throw new ApiError("validation_failed", "the task has already finished");
+    const t = await agentTask(c, c.req.param("id"), "task");
     await putSized(c.env.BUCKET, taskResultKey(t.accountId, t.id), c.req.raw, MAX_RESULT_BYTES);
     return c.body(null, 204);
   });

@@ -6,10 +6,10 @@ import type { Plan } from "../billing/plans.js";
 import { newId, newToken, sha256Hex } from "../lib/ids.js";
 import { forgetToken } from "../middleware/auth.js";
 
-async function mint(db: Db, kind: "user" | "agent", accountId: string | null, name: string | null) {
+async function mint(db: Db, kind: "user" | "agent", accountId: string | null, name: string | null, nodeId: string | null = null) {
   const token = newToken(kind);
   const id = newId();
-  await db.insert(tokens).values({ id, accountId, kind, name, hash: await sha256Hex(token), createdAt: Date.now() });
+  await db.insert(tokens).values({ id, accountId, kind, name, nodeId, hash: await sha256Hex(token), createdAt: Date.now() });
   return { tokenId: id, token };
 }
 
@@ -31,16 +31,24 @@ export async function mintAccountToken(db: Db, accountId: string) {
   return mint(db, "user", accountId, null);
 }
 
-export const mintAgentToken = (db: Db, name: string | undefined) => mint(db, "agent", null, name ?? null);
+/**
+ * Several tokens may speak for one node (to rotate one without downtime: mint, restart the agent
+ * with the new one, revoke the old); none speaks for two.
+ */
+export async function mintAgentToken(db: Db, nodeId: string, name: string | undefined) {
+  return { ...(await mint(db, "agent", null, name ?? null, nodeId)), nodeId };
+}
 
-export async function revokeToken(db: Db, tokenId: string) {
-  const res = await db
+/** Revokes a token; the caller closes what a revoked agent token still holds open. */
+export async function revokeToken(db: Db, tokenId: string): Promise<{ kind: "user" | "agent" }> {
+  const [res] = await db
     .update(tokens)
     .set({ revokedAt: Date.now() })
     .where(and(eq(tokens.id, tokenId), isNull(tokens.revokedAt)))
-    .returning({ id: tokens.id });
-  if (!res.length) throw notFound("token");
+    .returning({ kind: tokens.kind });
+  if (!res) throw notFound("token");
   forgetToken(tokenId);
+  return res;
 }
 
 /** Moves an account to another configured plan (it applies to the current period's quota at once). */

@@ -1,0 +1,36 @@
+import { eq } from "drizzle-orm";
+import type { AppEnv } from "../env.js";
+import { notFound } from "../errors.js";
+import { builds, tasks } from "../db/schema.js";
+import { dispatcherFor } from "../dispatch/client.js";
+import type { Access } from "../dispatch/nodes.js";
+
+type Ctx = { env: AppEnv["Bindings"]; var: AppEnv["Variables"] };
+
+/**
+ * The agent routes serve a node only the work its function's dispatcher assigned to that node and
+ * still holds open; anything else, whatever the token, is 404, so a node cannot even learn which
+ * ids exist.
+ */
+async function assigned(c: Ctx, functionId: string, access: Access, what: string): Promise<void> {
+  if (!(await dispatcherFor(c.env, functionId).holds(c.var.agent.nodeId, access))) throw notFound(what);
+}
+
+/**
+ * A build the caller's node may touch: "build" for the one it builds (its source, its artifact
+ * upload), "artifact" for the artifact of a build whose task it runs.
+ */
+export async function agentBuild(c: Ctx, id: string, access: "build" | "artifact", what: string) {
+  const [b] = await c.var.db.select().from(builds).where(eq(builds.id, id));
+  if (!b) throw notFound(what);
+  await assigned(c, b.functionId, access === "build" ? { kind: "build", id } : { kind: "artifact", buildId: id }, what);
+  return b;
+}
+
+/** A task the caller's node runs now. */
+export async function agentTask(c: Ctx, id: string, what: string) {
+  const [t] = await c.var.db.select().from(tasks).where(eq(tasks.id, id));
+  if (!t) throw notFound(what);
+  await assigned(c, t.functionId, { kind: "task", id }, what);
+  return t;
+}
