@@ -243,3 +243,20 @@ export const webhookEvents = sqliteTable("webhook_events", {
   type: text("type").notNull(),
   receivedAt: integer("received_at").notNull(),
 });
+
+/**
+ * A function's storage (the original service's `GC-Storage` header): the value the last finished
+ * task set. Small values live in the row (base64); larger ones (up to 1 MiB) in R2 under `valueKey`.
+ * The dispatcher keeps its own copy to hand the value to the next task; this row is what the
+ * owner reads.
+ */
+export const functionStorage = sqliteTable("function_storage", {
+  functionId: text("function_id").primaryKey().references(() => functions.id, { onDelete: "cascade" }),
+  accountId: text("account_id").notNull(),
+  value: text("value"),
+  valueKey: text("value_key"),
+  size: integer("size").notNull(),
+  /** The setting task's finish time: a later finish wins, whatever order the writes arrive in. */
+  setAt: integer("set_at").notNull(),
+  taskId: text("task_id").notNull(),
+});
