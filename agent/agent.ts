@@ -126,7 +126,7 @@ export class Agent {
     } catch (e) {
       log("error", "work failed unexpectedly", { id, error: (e as Error).stack ?? String(e) });
       if (msg.type === "build.assign") report({ type: "build.done", buildId: id, ok: false, reason: `agent error: ${(e as Error).message}` });
-      else report({ type: "task.done", taskId: id, status: 500, headers: { "content-type": "application/json" }, body: Buffer.from(JSON.stringify({ error: { code: "agent_error", message: (e as Error).message } })).toString("base64"), bodyUploaded: false, log: [`[runtime] agent error: ${(e as Error).message}`], durationMs: 0 });
+      else report({ type: "task.done", taskId: id, status: 500, headers: { "content-type": "application/json" }, body: Buffer.from(JSON.stringify({ error: { code: "agent_error", message: (e as Error).message } })).toString("base64"), bodyUploaded: false, log: [`[runtime] agent error: ${(e as Error).message}`], logUploaded: false, durationMs: 0 });
     } finally {
       this.running.delete(id);
       // A new warm container is news for placement; a finished task alone is not (the dispatcher

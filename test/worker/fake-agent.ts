@@ -1,6 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { ADMIN, callJson } from "./helpers.js";
-import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
+import { PROTOCOL_VERSION, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 
 type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { type: T }>;
 
@@ -35,7 +35,7 @@ export class FakeAgent {
     const agent = new FakeAgent(res.webSocket, nodeId);
     FakeAgent.open.add(agent);
     agent.send({
-      type: "hello", version: 1, nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
+      type: "hello", version: PROTOCOL_VERSION, nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
     });
     await agent.next("welcome");

@@ -25,6 +25,8 @@ export interface WorkRow {
   node: string | null;
   assigned_at: number | null;
   deadline: number | null;
+  /** How often it was assigned: work lost with its agent this often is given up (see attempts.ts). */
+  attempts: number;
 }
 
 export interface NewWork {
@@ -40,7 +42,7 @@ export interface NewWork {
   payload: unknown;
 }
 
-const COLUMNS = "id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline";
+const COLUMNS = "id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline, attempts";
 
 export class WorkQueue {
   /** In enqueue order (a Map keeps insertion order; a requeued row keeps its place). */
@@ -52,7 +54,13 @@ export class WorkQueue {
       id text primary key, kind text not null, account_id text not null, function_id text not null,
       lang text not null, privileged integer not null, cpu real not null, mem integer not null,
       timeout_s integer not null, payload text not null, enqueued_at integer not null,
-      node text, assigned_at integer, deadline integer)`);
+      node text, assigned_at integer, deadline integer, attempts integer not null default 0)`);
+    try {
+      // Queues created before attempts were counted gain the column (SQLite has no "add column if not exists").
+      sql.exec("alter table work add column attempts integer not null default 0");
+    } catch {
+      /* already there */
+    }
     sql.exec("create index if not exists work_node on work(node)");
     sql.exec("create index if not exists work_function on work(function_id)");
     sql.exec("create table if not exists paused (function_id text primary key)");
@@ -77,7 +85,7 @@ export class WorkQueue {
     );
     this.rows.set(w.id, {
       id: w.id, kind: w.kind, account_id: w.accountId, function_id: w.functionId, lang: w.lang, privileged, cpu: w.cpu, mem: w.mem,
-      timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null,
+      timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null, attempts: 0,
     });
   }
 
@@ -105,10 +113,12 @@ export class WorkQueue {
    * storage no longer hold it, which only an edit behind the queue's back can cause.
    */
   assign(id: string, node: string, now: number, deadline: number): string | undefined {
-    const [stored] = this.sql.exec<{ payload: string }>("update work set node = ?, assigned_at = ?, deadline = ? where id = ? returning payload", node, now, deadline, id).toArray();
+    const [stored] = this.sql
+      .exec<{ payload: string; attempts: number }>("update work set node = ?, assigned_at = ?, deadline = ?, attempts = attempts + 1 where id = ? returning payload, attempts", node, now, deadline, id)
+      .toArray();
     const w = this.rows.get(id);
     if (!stored) this.rows.delete(id);
-    else if (w) Object.assign(w, { node, assigned_at: now, deadline });
+    else if (w) Object.assign(w, { node, assigned_at: now, deadline, attempts: stored.attempts });
     return stored?.payload;
   }
 
@@ -174,6 +184,11 @@ export class WorkQueue {
       this.sql.exec("delete from paused where function_id = ?", functionId);
       this.paused.delete(functionId);
     }
+  }
+
+  /** Waiting work that was assigned `maxAttempts` times already: lost with its agent each time. */
+  exhausted(maxAttempts: number): WorkRow[] {
+    return [...this.rows.values()].filter((w) => w.node === null && w.attempts >= maxAttempts);
   }
 
   overdue(now: number): WorkRow[] {

@@ -56,7 +56,8 @@ async function outcomeElement(bucket: R2Bucket, o: Outcome) {
       await bucket.put(key, bytes);
     }
   }
-  return { ...common, status: r.status, headers: r.headers, body, key, log: r.log, durationMs: r.durationMs };
+  // An uploaded log stays in R2 (readTaskLog reads it there); the row's log is null.
+  return { ...common, status: r.status, headers: r.headers, body, key, log: r.logUploaded ? null : r.log, durationMs: r.durationMs };
 }
 
 /** Outcomes (or assigned marks) as rows: one JSON parameter, whatever their number; absent keys read NULL. */

@@ -10,6 +10,8 @@ export const artifactKey = (accountId: string, functionId: string, buildId: stri
 /** Task inputs and results outlive the function, so they sit under the account, not the function. */
 export const taskInputKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/input.json`;
 export const taskResultKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/result.bin`;
+/** A task log too large for the agent's report frame: a JSON array of lines (D1's `log` is then null). */
+export const taskLogKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/log.json`;
 
 export async function deletePrefix(bucket: R2Bucket, prefix: string): Promise<void> {
   let cursor: string | undefined;

@@ -5,6 +5,7 @@ import { ApiError, notFound } from "../errors.js";
 import { builds, tasks } from "../db/schema.js";
 import { artifactKey, taskResultKey } from "../lib/storage-keys.js";
 import { shardCount, shardStub } from "../dispatch/client.js";
+import { storeUploadedLog } from "../services/task-logs.js";
 
 const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
 const MAX_RESULT_BYTES = 64 * 1024 * 1024;
@@ -71,6 +72,12 @@ export const agentRoutes = new Hono<AppEnv>()
     const t = await taskRow(c, c.req.param("id"));
     if (t.finishedAt != null) throw new ApiError("validation_failed", "the task has already finished");
     await putSized(c.env.BUCKET, taskResultKey(t.accountId, t.id), c.req.raw, MAX_RESULT_BYTES);
+    return c.body(null, 204);
+  })
+  .put("/tasks/:id/log", async (c) => {
+    const t = await taskRow(c, c.req.param("id"));
+    if (t.finishedAt != null) throw new ApiError("validation_failed", "the task has already finished");
+    await storeUploadedLog(c.env.BUCKET, t, c.req.raw);
     return c.body(null, 204);
   });
 

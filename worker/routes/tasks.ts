@@ -6,6 +6,7 @@ import { enqueueTasks, newTaskId } from "../dispatch/client.js";
 import { plansFrom } from "../billing/plans.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
 import { readResult } from "../services/task-results.js";
+import { readTaskLog } from "../services/task-logs.js";
 
 /** A task body is optional, but when present it must be JSON (any JSON value). */
 export async function taskBody(req: Request): Promise<string | null> {
@@ -29,7 +30,4 @@ export const taskRoutes = new Hono<AppEnv>()
     const { wait } = query(c, resultQuery);
     return readResult(c.var.db, c.env, c.var.caller.accountId, c.req.param("id"), wait);
   })
-  .get("/:id/log", async (c) => {
-    const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
-    return c.json({ id: task.id, finished: task.finishedAt != null, log: task.log ?? [] });
-  });
+  .get("/:id/log", async (c) => c.json(await readTaskLog(c.var.db, c.env.BUCKET, c.var.caller.accountId, c.req.param("id"))));
