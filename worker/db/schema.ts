@@ -1,4 +1,5 @@
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
 
 // Times are Unix milliseconds; the API formats them per field (seconds-as-string or ISO 8601).
 
@@ -142,6 +143,8 @@ export const tasks = sqliteTable(
     endpointId: text("endpoint_id"),
     triggerId: text("trigger_id"),
     parentTaskId: text("parent_task_id"),
+    /** The first task of the chain a triggered task belongs to (null for that first task): chains are counted by it. */
+    chainId: text("chain_id"),
     hop: integer("hop").notNull().default(0),
     issuedAt: integer("issued_at").notNull(),
     assignedAt: integer("assigned_at"),
@@ -169,6 +172,7 @@ export const tasks = sqliteTable(
     index("tasks_function").on(t.functionId, t.issuedAt),
     index("tasks_endpoint").on(t.endpointId, t.issuedAt),
     index("tasks_pending").on(t.functionId, t.finishedAt),
+    index("tasks_chain").on(t.chainId).where(sql`chain_id is not null`),
   ],
 );
 

@@ -1,9 +1,9 @@
-import { sql, type SQL } from "drizzle-orm";
-import { rowOf } from "../db/client.js";
+import { getTableColumns, sql, type SQL } from "drizzle-orm";
+import { rowOf, sqlBatch } from "../db/client.js";
 import type { Db } from "../db/client.js";
-import { functions } from "../db/schema.js";
+import { functions, tasks } from "../db/schema.js";
 import { ApiError } from "../errors.js";
-import { issueTask, type TaskRow } from "../services/tasks.js";
+import { stageInput, taskRow, type NewTask, type TaskRow } from "../services/tasks.js";
 import { admissionColumns, admit } from "../services/admission.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import { periodOf, type Plan } from "../billing/plans.js";
@@ -48,33 +48,92 @@ export function triggerCandidate(raw: Record<string, unknown>) {
 }
 export type TriggerCandidate = ReturnType<typeof triggerCandidate>;
 
+/** A chain issues at most this many tasks after its first, in all (counted in D1 by chain_id). */
+export const MAX_CHAIN_TASKS = 100;
+
+type ChainedRow = ReturnType<typeof taskRow>;
+
 /**
- * Issues a task of `nextId` for every trigger of the finished task's function whose status equals
- * the task's final status. Returns the new tasks for the caller to enqueue. A next function with no
- * successful build cannot run: that trigger is skipped (and logged), the others still fire.
+ * Issues a task of the next function for every trigger of a finished task's function whose status
+ * equals the task's final status, for many finished tasks at once: one insert for all of them.
+ * A next function with no successful build (or no quota left) cannot run: that trigger is skipped
+ * (and logged), the others still fire. A chain stops at MAX_HOPS, and at MAX_CHAIN_TASKS tasks:
+ * triggers past it do not fire, and the parent's log says so. Returns the new tasks to enqueue.
  */
-export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow, candidates: TriggerCandidate[], newTaskId: (functionId: string) => string): Promise<TaskRow[]> {
-  if (done.hop >= MAX_HOPS) return [];
+export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done: TaskRow[], candidates: TriggerCandidate[], newTaskId: (functionId: string) => string): Promise<TaskRow[]> {
   const now = Date.now();
-  const matching = candidates.filter((m) => m.trigger.functionId === done.functionId && m.trigger.status === done.status);
-  if (!matching.length) return [];
-  const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, done) : null;
-  const issued: TaskRow[] = [];
-  for (const { trigger, next, ...admission } of matching) {
-    const input: TaskInput = {
-      method: "POST",
-      query: {},
-      headers: trigger.includeResult ? { "content-type": "application/json" } : {},
-      body: trigger.includeResult ? body : null,
-    };
-    try {
-      issued.push(
-        await issueTask(db, bucket, { id: newTaskId(next.id), accountId: done.accountId, fn: next, buildId: admit(admission, plans, now), input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }, now),
-      );
-    } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
-      console.warn(JSON.stringify({ level: "warn", msg: "trigger skipped", triggerId: trigger.id, reason: e.message }));
+  const planned: Promise<ChainedRow>[] = [];
+  for (const parent of done) {
+    if (parent.hop >= MAX_HOPS) continue;
+    const matching = candidates.filter((m) => m.trigger.functionId === parent.functionId && m.trigger.status === parent.status);
+    if (!matching.length) continue;
+    const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, parent) : null;
+    for (const { trigger, next, ...admission } of matching) {
+      let buildId: string;
+      try {
+        buildId = admit(admission, plans, now);
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+        console.warn(JSON.stringify({ level: "warn", msg: "trigger skipped", triggerId: trigger.id, reason: e.message }));
+        continue;
+      }
+      const input: TaskInput = {
+        method: "POST",
+        query: {},
+        headers: trigger.includeResult ? { "content-type": "application/json" } : {},
+        body: trigger.includeResult ? body : null,
+      };
+      const o: NewTask = { id: newTaskId(next.id), accountId: parent.accountId, input, triggerId: trigger.id, parentTaskId: parent.id, hop: parent.hop + 1, chainId: parent.chainId ?? parent.id };
+      planned.push(stageInput(bucket, o, now).then((staged) => taskRow(o, staged, now, next, buildId)));
     }
   }
+  if (!planned.length) return [];
+  const rows = await Promise.all(planned);
+  const [inserted] = await sqlBatch(db, [insertWithinChainLimit(rows)]);
+  const issued = inserted!.map((raw) => rowOf(tasks, raw));
+  const ids = new Set(issued.map((t) => t.id));
+  const cut = rows.filter((r) => !ids.has(r.id));
+  if (cut.length) await chainLimitReached(db, bucket, cut);
   return issued;
+}
+
+/**
+ * Inserts chained tasks, all in one statement (one JSON parameter, whatever their number), each
+ * only while its chain has fewer than MAX_CHAIN_TASKS: the tasks already in D1 plus those before
+ * it in this insert. SQLite reads the select in full before inserting (it reads the table it
+ * inserts into), so the count is the one before the insert; a D1 statement runs alone, so two
+ * shards firing triggers of one chain at once cannot both take its last places.
+ */
+function insertWithinChainLimit(rows: ChainedRow[]): SQL {
+  const columns = getTableColumns(tasks);
+  const keys = Object.keys(rows[0]!) as (keyof ChainedRow & keyof typeof columns)[];
+  const names = sql.join(keys.map((k) => sql.identifier(columns[k].name)), sql`, `);
+  const picks = sql.join(keys.map((k) => sql`json_extract(value, ${sql.raw(`'$.${k}'`)}) as ${sql.identifier(columns[k].name)}`), sql`, `);
+  return sql`insert into ${tasks} (${names})
+    select ${names} from (
+      select ${picks}, row_number() over (partition by json_extract(value, '$.chainId') order by key) as nth
+      from json_each(${JSON.stringify(rows)})
+    ) as j
+    where j.nth + (select count(*) from ${tasks} as c where c.chain_id = j.chain_id) <= ${MAX_CHAIN_TASKS}
+    returning *`;
+}
+
+/** Tasks a chain had no room for: their inputs go, and each parent's log (when in D1) gets a line saying why. */
+async function chainLimitReached(db: Db, bucket: R2Bucket, cut: ChainedRow[]) {
+  const byParent = new Map<string, ChainedRow[]>();
+  for (const r of cut) byParent.set(r.parentTaskId!, [...(byParent.get(r.parentTaskId!) ?? []), r]);
+  const notes = [...byParent].map(([id, rows]) => ({
+    id,
+    line: `[dispatcher] ${rows.length} trigger(s) not fired: the chain of task ${rows[0]!.chainId} reached its limit of ${MAX_CHAIN_TASKS} tasks`,
+  }));
+  for (const n of notes) console.warn(JSON.stringify({ level: "warn", component: "dispatcher", msg: "chain limit reached", parentTaskId: n.id, line: n.line }));
+  const keys = cut.flatMap((r) => (r.inputKey ? [r.inputKey] : []));
+  await Promise.all([
+    keys.length ? bucket.delete(keys) : undefined,
+    sqlBatch(db, [
+      sql`update ${tasks} set log = json_insert(tasks.log, '$[#]', o.line)
+        from (select json_extract(value, '$.id') as id, json_extract(value, '$.line') as line from json_each(${JSON.stringify(notes)})) as o
+        where tasks.id = o.id and tasks.log is not null`,
+    ]),
+  ]);
 }

@@ -4,7 +4,7 @@ import { openDb, type Db } from "../db/client.js";
 import { ackFor, agentMessage, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
-import { fireTriggers } from "./chain.js";
+import { ChainFiring } from "./chain-firing.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./records.js";
 import { AssignedMarks } from "./assigned-marks.js";
@@ -12,8 +12,6 @@ import { Waiters } from "./waiters.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import { abandonedReason, abandonedReport, MAX_ATTEMPTS } from "./attempts.js";
 import type { TaskRow } from "../services/tasks.js";
-import { enqueueTasks, newTaskId } from "./client.js";
-import { plansFrom } from "../billing/plans.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -39,6 +37,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly db: Db;
   private readonly waiters = new Waiters();
   private readonly marks: AssignedMarks;
+  private readonly chains: ChainFiring;
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
@@ -53,6 +52,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.outcomes = new OutcomeLog(ctx.storage.sql);
     this.db = openDb(env.DB);
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
+    this.chains = new ChainFiring(env, this.db, { id: ctx.id, self: this }, (e, taskIds) => log("error", "firing triggers failed", { taskIds, error: String(e) }));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
   }
 
@@ -309,15 +309,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
     this.outcomes.remove(batch.map((o) => o.taskId));
     for (const o of batch) this.waiters.wake(o.taskId, finished.get(o.taskId) ?? null);
-    const plans = plansFrom(this.env.PLANS);
-    for (const done of finished.values()) {
-      try {
-        const next = await fireTriggers(this.db, this.env.BUCKET, plans, done, triggers, (fn) => newTaskId(this.env, fn));
-        if (next.length) await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
-      } catch (e) {
-        log("error", "firing triggers failed", { taskId: done.id, error: String(e) });
-      }
-    }
+    this.chains.add([...finished.values()], triggers);
     return true;
   }
 
