@@ -89,12 +89,30 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done
   }
   if (!planned.length) return [];
   const rows = await Promise.all(planned);
-  const [inserted] = await sqlBatch(db, [insertWithinChainLimit(rows)]);
-  const issued = inserted!.map((raw) => rowOf(tasks, raw));
+  const inserted = await sqlBatch(db, byteSlices(rows).map(insertWithinChainLimit));
+  const issued = inserted.flat().map((raw) => rowOf(tasks, raw));
   const ids = new Set(issued.map((t) => t.id));
   const cut = rows.filter((r) => !ids.has(r.id));
   if (cut.length) await chainLimitReached(db, bucket, cut);
   return issued;
+}
+
+/** A D1 value holds about 2 MB: rows (with inputs up to 64 KiB) go in slices of about 1 MB of JSON. */
+const SLICE_BYTES = 1_000_000;
+
+function byteSlices(rows: ChainedRow[]): ChainedRow[][] {
+  const out: ChainedRow[][] = [[]];
+  let bytes = 0;
+  for (const r of rows) {
+    const size = JSON.stringify(r).length;
+    if (out.at(-1)!.length && bytes + size > SLICE_BYTES) {
+      out.push([]);
+      bytes = 0;
+    }
+    out.at(-1)!.push(r);
+    bytes += size;
+  }
+  return out;
 }
 
 /**
@@ -102,7 +120,8 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, plans: Plan[], done
  * only while its chain has fewer than MAX_CHAIN_TASKS: the tasks already in D1 plus those before
  * it in this insert. SQLite reads the select in full before inserting (it reads the table it
  * inserts into), so the count is the one before the insert; a D1 statement runs alone, so two
- * shards firing triggers of one chain at once cannot both take its last places.
+ * shards firing triggers of one chain at once cannot both take its last places. (Slices of one
+ * firing are statements of one D1 batch, run in order: each counts what those before it inserted.)
  */
 function insertWithinChainLimit(rows: ChainedRow[]): SQL {
   const columns = getTableColumns(tasks);
