@@ -1,7 +1,7 @@
 import WebSocket from "ws";
 import { dispatcherMessage, FRAME_BUDGET_BYTES, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 import { log } from "../log.js";
-import { frameBytes, splitBuildLog } from "./frame-budget.js";
+import { splitBuildLog } from "./frame-budget.js";
 import { Outbox } from "./outbox.js";
 
 export interface ConnectionHooks {
@@ -51,18 +51,20 @@ export class DispatcherConnection {
    */
   send(msg: AgentMessage): void {
     for (const part of msg.type === "build.log" ? splitBuildLog(msg) : [msg]) {
-      if (frameBytes(part) > FRAME_BUDGET_BYTES) {
+      const frame = JSON.stringify(part);
+      const bytes = Buffer.byteLength(frame);
+      if (bytes > FRAME_BUDGET_BYTES) {
         // The dispatcher's edge would close the socket over it, losing every report in flight.
-        log("error", "frame over budget dropped", { shard: this.shard, type: part.type, bytes: frameBytes(part) });
+        log("error", "frame over budget dropped", { shard: this.shard, type: part.type, bytes });
         continue;
       }
       this.outbox.keep(part);
-      this.write(part);
+      this.write(frame);
     }
   }
 
-  private write(msg: AgentMessage): void {
-    if (this.ready && this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
+  private write(frame: string): void {
+    if (this.ready && this.ws?.readyState === WebSocket.OPEN) this.ws.send(frame);
   }
 
   sendHeartbeat(): void {
@@ -118,7 +120,7 @@ export class DispatcherConnection {
     this.ready = true;
     this.backoff = MIN_BACKOFF_MS;
     log("info", "connected to dispatcher", { shard: this.shard, heartbeatMs });
-    for (const m of this.outbox.pending()) this.write(m);
+    for (const m of this.outbox.pending()) this.write(JSON.stringify(m));
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = setInterval(() => this.sendHeartbeat(), heartbeatMs);
   }
