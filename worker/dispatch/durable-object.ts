@@ -10,7 +10,7 @@ import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./r
 import { AssignedMarks } from "./assigned-marks.js";
 import { Waiters } from "./waiters.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
-import { abandonedReason, abandonedReport, MAX_ATTEMPTS } from "./attempts.js";
+import { abandonedReason, abandonedReport } from "./attempts.js";
 import type { TaskRow } from "../services/tasks.js";
 import type { z } from "zod";
 
@@ -348,7 +348,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     // Work held by a node with no open socket goes back first: a close event is not the only way
     // a socket ends, and work must never wait on an agent that is gone.
     this.queue.requeueAbsent(agents.map((a) => a.nodeId));
-    for (const w of this.queue.exhausted(MAX_ATTEMPTS)) this.abandon(w, Date.now());
+    for (const w of this.queue.exhausted()) this.abandon(w, Date.now());
     const busy = new Map(agents.map((a) => [a.nodeId, this.queue.countAssignedTo(a.nodeId)]));
     // Every agent full (the usual state under load): nothing to assign, no need to read the queue.
     if (!agents.some((a) => a.slots > busy.get(a.nodeId)!)) return;

@@ -1,3 +1,5 @@
+import { MAX_ATTEMPTS } from "./attempts.js";
+
 /**
  * The dispatcher's queue in its own SQLite storage: every pending or running build and task lives
  * there until it ends, so an evicted or restarted dispatcher loses nothing. All calls are
@@ -49,7 +51,13 @@ export class WorkQueue {
   private rows = new Map<string, WorkRow>();
   private paused = new Set<string>();
 
-  constructor(private readonly sql: SqlStorage) {
+  /** Ids of work put back after its last attempt, for exhausted(): so no pump scans the queue for them. */
+  private spent = new Set<string>();
+
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly maxAttempts = MAX_ATTEMPTS,
+  ) {
     sql.exec(`create table if not exists work (
       id text primary key, kind text not null, account_id text not null, function_id text not null,
       lang text not null, privileged integer not null, cpu real not null, mem integer not null,
@@ -70,7 +78,11 @@ export class WorkQueue {
   /** Reads the queue from storage again. */
   reload(): void {
     this.rows = new Map();
-    for (const r of this.sql.exec<WorkRow & Record<string, SqlStorageValue>>(`select ${COLUMNS} from work order by enqueued_at, id`)) this.rows.set(r.id, { ...r });
+    this.spent = new Set();
+    for (const r of this.sql.exec<WorkRow & Record<string, SqlStorageValue>>(`select ${COLUMNS} from work order by enqueued_at, id`)) {
+      this.rows.set(r.id, { ...r });
+      if (r.node === null && r.attempts >= this.maxAttempts) this.spent.add(r.id);
+    }
     this.paused = new Set(this.sql.exec<{ function_id: string }>("select function_id from paused").toArray().map((r) => r.function_id));
   }
 
@@ -157,6 +169,7 @@ export class WorkQueue {
   }
 
   private unassign(w: WorkRow) {
+    if (w.attempts >= this.maxAttempts) this.spent.add(w.id);
     w.node = null;
     w.assigned_at = null;
     w.deadline = null;
@@ -186,9 +199,14 @@ export class WorkQueue {
     }
   }
 
-  /** Waiting work that was assigned `maxAttempts` times already: lost with its agent each time. */
-  exhausted(maxAttempts: number): WorkRow[] {
-    return [...this.rows.values()].filter((w) => w.node === null && w.attempts >= maxAttempts);
+  /** Waiting work that was assigned its last attempt and lost with its agent (each time); each row is returned once. */
+  exhausted(): WorkRow[] {
+    const out = [...this.spent].flatMap((id) => {
+      const w = this.rows.get(id);
+      return w && w.node === null ? [w] : [];
+    });
+    this.spent.clear();
+    return out;
   }
 
   overdue(now: number): WorkRow[] {
