@@ -73,6 +73,7 @@ export class Agent {
 
   private hello(shard: number): AgentMessage {
     const running = [...this.running].filter(([, r]) => r.conn.shard === shard).map(([id, r]) => ({ kind: r.kind, id }));
+    running.push(...(this.connections[shard]?.outbox.finishing() ?? []));
     return {
       type: "hello",
       version: PROTOCOL_VERSION,
@@ -82,7 +83,7 @@ export class Agent {
       privileged: this.config.privileged,
       langs: this.config.langs,
       slots: this.draining ? 0 : this.config.slots,
-      running,
+      running: running.slice(0, 1024),
       warm: this.warm(),
     };
   }

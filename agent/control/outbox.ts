@@ -23,6 +23,16 @@ export class Outbox {
     this.unacked.delete(ackKey(a));
   }
 
+  /**
+   * Work whose outcome awaits its ack, as hello's `running` lists it: the dispatcher then keeps it
+   * assigned here rather than give it to another agent before the outcome, sent after hello, arrives.
+   */
+  finishing(): { kind: "task" | "build"; id: string }[] {
+    return this.pending().flatMap<{ kind: "task" | "build"; id: string }>((m) =>
+      m.type === "task.done" ? [{ kind: "task", id: m.taskId }] : m.type === "build.done" ? [{ kind: "build", id: m.buildId }] : [],
+    );
+  }
+
   pending(): Report[] {
     return [...this.unacked.values()];
   }

@@ -18,9 +18,11 @@ class Dispatcher {
     this.server.on("connection", (ws) => {
       const frames: AgentMessage[] = [];
       const listeners: (() => void)[] = [];
-      Object.assign(ws, { frames, listeners });
+      const hellos: AgentMessage[] = [];
+      Object.assign(ws, { frames, listeners, hellos });
       ws.on("message", (data) => {
         const msg = JSON.parse(data.toString()) as AgentMessage;
+        if (msg.type === "hello") hellos.push(msg);
         if (msg.type === "hello") return ws.send(JSON.stringify({ type: "welcome", heartbeatMs: 60_000, shard: "test" } satisfies DispatcherMessage));
         frames.push(msg);
         for (const l of listeners.splice(0)) l();
@@ -48,6 +50,10 @@ class Dispatcher {
     return s.frames.shift()!;
   }
 
+  static hello(ws: WebSocket): AgentMessage | undefined {
+    return (ws as WebSocket & { hellos: AgentMessage[] }).hellos[0];
+  }
+
   static send(ws: WebSocket, msg: DispatcherMessage) {
     ws.send(JSON.stringify(msg));
   }
@@ -63,8 +69,9 @@ afterEach(async () => {
 });
 
 function connect(dispatcher: Dispatcher) {
-  const conn = new DispatcherConnection(dispatcher.url, {}, {
-    hello: () => ({ type: "hello", version: PROTOCOL_VERSION, nodeId: "n1", cpus: 1, memMiB: 512, privileged: false, langs: ["py"], slots: 1, running: [], warm: [] }),
+  // As the agent's hello does: work whose outcome awaits its ack counts as running (agent.ts).
+  const conn: DispatcherConnection = new DispatcherConnection(dispatcher.url, {}, {
+    hello: () => ({ type: "hello", version: PROTOCOL_VERSION, nodeId: "n1", cpus: 1, memMiB: 512, privileged: false, langs: ["py"], slots: 1, running: conn.outbox.finishing(), warm: [] }),
     heartbeat: () => ({ type: "heartbeat", free: 1, warm: [], draining: false }),
     onMessage: () => undefined,
   }, 0);
@@ -87,6 +94,7 @@ describe("reports after a reconnect", () => {
 
     const second = await dispatcher.connection();
     expect(await Dispatcher.frame(second)).toEqual(done("t1"));
+    expect(Dispatcher.hello(second)).toMatchObject({ running: [{ kind: "task", id: "t1" }] });
     Dispatcher.send(second, { type: "ack", of: "task.done", id: "t1" });
     await eventuallyEmpty(conn);
     conn.send(done("t2"));
@@ -96,6 +104,7 @@ describe("reports after a reconnect", () => {
     // Only the unacknowledged t2 comes again.
     const third = await dispatcher.connection();
     expect(await Dispatcher.frame(third)).toEqual(done("t2"));
+    expect(Dispatcher.hello(third)).toMatchObject({ running: [{ kind: "task", id: "t2" }] });
     Dispatcher.send(third, { type: "ack", of: "task.done", id: "t2" });
     await eventuallyEmpty(conn);
   });
