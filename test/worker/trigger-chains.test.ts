@@ -100,6 +100,25 @@ describe("triggers firing after a task", () => {
     expect(JSON.parse(note!.log)).toContain(`[dispatcher] 10 trigger(s) not fired: the chain of task ${root} reached its limit of ${MAX_CHAIN_TASKS} tasks`);
   });
 
+  it("fires the triggers of many tasks finishing together, once for each", async () => {
+    const agent = await FakeAgent.connect("together", { slots: 100 });
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    const b = await deployedFunction(token);
+    await newTrigger(token, { functionId: a, nextId: b, includeResult: true });
+    const firsts = await Promise.all(Array.from({ length: 30 }, () => callJson(`/v1/task/${a}`, 201, { token, method: "POST" }).then((r) => r.id as string)));
+    for (let i = 0; i < 30; i++) await agent.next("task.assign");
+    for (const id of firsts) agent.done(id, JSON.stringify({ from: id }));
+    const parents = new Set<string>();
+    for (let i = 0; i < 30; i++) {
+      const t = await agent.next("task.assign");
+      expect(t.functionId).toBe(b);
+      parents.add(JSON.parse(t.input!.body!).from);
+    }
+    expect([...parents].sort()).toEqual([...firsts].sort());
+    expect(await agent.none("task.assign")).toBe(true);
+  });
+
   it("holds a triggered task of a paused function until it is resumed", async () => {
     const agent = await FakeAgent.connect("pausednext");
     const { token } = await newAccount();
