@@ -84,6 +84,7 @@ export class Agent {
 
   private hello(shard: number): AgentMessage {
     const running = [...this.running].filter(([, r]) => r.conn.shard === shard).map(([id, r]) => ({ kind: r.kind, id }));
+    running.push(...(this.connections[shard]?.outbox.finishing() ?? []));
     return {
       type: "hello",
       version: PROTOCOL_VERSION,
@@ -94,7 +95,7 @@ export class Agent {
       langs: this.config.langs,
       slots: this.draining ? 0 : this.config.slots,
       builds: this.config.maxBuilds,
-      running,
+      running: running.slice(0, 1024),
       warm: this.warm(),
     };
   }
@@ -140,7 +141,7 @@ export class Agent {
       // The error may name host paths or errno codes: those stay in the agent's log above.
       const message = `the agent could not run this ${msg.type === "build.assign" ? "build" : "task"}`;
       if (msg.type === "build.assign") report({ type: "build.done", buildId: id, ok: false, reason: `agent error: ${message}` });
-      else report({ type: "task.done", taskId: id, status: 500, headers: { "content-type": "application/json" }, body: Buffer.from(JSON.stringify({ error: { code: "agent_error", message } })).toString("base64"), bodyUploaded: false, log: [`[runtime] agent error: ${message}`], durationMs: 0 });
+      else report({ type: "task.done", taskId: id, status: 500, headers: { "content-type": "application/json" }, body: Buffer.from(JSON.stringify({ error: { code: "agent_error", message } })).toString("base64"), bodyUploaded: false, log: [`[runtime] agent error: ${message}`], logUploaded: false, durationMs: 0 });
     } finally {
       this.running.delete(id);
       // A new warm container is news for placement; a finished task alone is not (the dispatcher

@@ -1,6 +1,8 @@
 import WebSocket from "ws";
-import { dispatcherMessage, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
+import { dispatcherMessage, FRAME_BUDGET_BYTES, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 import { log } from "../log.js";
+import { splitBuildLog } from "./frame-budget.js";
+import { Outbox } from "./outbox.js";
 
 export interface ConnectionHooks {
   /** The hello frame, built fresh for every (re)connect. */
@@ -15,11 +17,12 @@ const MAX_BACKOFF_MS = 30_000;
 /**
  * One WebSocket to one dispatcher shard. It reconnects with exponential backoff and jitter (a
  * deploy drops every socket at once; jitter keeps the fleet from reconnecting in lockstep), says
- * hello again, and sends reports queued while it was down, so no outcome is lost to a reconnect.
+ * hello again, and sends every report the dispatcher has not acknowledged (see Outbox), so no
+ * outcome is lost to a reconnect, whether it was queued while down or sent on a socket that died.
  */
 export class DispatcherConnection {
   private ws?: WebSocket;
-  private outbox: AgentMessage[] = [];
+  readonly outbox = new Outbox();
   private backoff = MIN_BACKOFF_MS;
   private heartbeatTimer?: NodeJS.Timeout;
   private reconnectTimer?: NodeJS.Timeout;
@@ -42,10 +45,26 @@ export class DispatcherConnection {
     return this.ready;
   }
 
-  /** Sends now, or after the next hello if the socket is down. */
+  /**
+   * Sends now if the socket is up. A report is also kept until acknowledged (and so sent after the
+   * next hello if the socket is down); other frames are moot after a reconnect and are dropped.
+   */
   send(msg: AgentMessage): void {
-    if (this.ready && this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
-    else this.outbox.push(msg);
+    for (const part of msg.type === "build.log" ? splitBuildLog(msg) : [msg]) {
+      const frame = JSON.stringify(part);
+      const bytes = Buffer.byteLength(frame);
+      if (bytes > FRAME_BUDGET_BYTES) {
+        // The dispatcher's edge would close the socket over it, losing every report in flight.
+        log("error", "frame over budget dropped", { shard: this.shard, type: part.type, bytes });
+        continue;
+      }
+      this.outbox.keep(part);
+      this.write(frame);
+    }
+  }
+
+  private write(frame: string): void {
+    if (this.ready && this.ws?.readyState === WebSocket.OPEN) this.ws.send(frame);
   }
 
   sendHeartbeat(): void {
@@ -79,6 +98,7 @@ export class DispatcherConnection {
       }
       if (msg.type === "welcome") return this.onWelcome(msg.heartbeatMs);
       if (msg.type === "ping") return this.send({ type: "pong", t: msg.t });
+      if (msg.type === "ack") return this.outbox.settle(msg);
       this.hooks.onMessage(msg, this);
     });
     ws.on("unexpected-response", (_req, res) => {
@@ -100,8 +120,7 @@ export class DispatcherConnection {
     this.ready = true;
     this.backoff = MIN_BACKOFF_MS;
     log("info", "connected to dispatcher", { shard: this.shard, heartbeatMs });
-    const pending = this.outbox.splice(0);
-    for (const m of pending) this.send(m);
+    for (const m of this.outbox.pending()) this.write(JSON.stringify(m));
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = setInterval(() => this.sendHeartbeat(), heartbeatMs);
   }

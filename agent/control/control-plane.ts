@@ -36,11 +36,11 @@ export class ControlPlane {
     return (await res.json()) as T;
   }
 
-  async put(p: string, body: Buffer): Promise<void> {
+  async put(p: string, body: Buffer, contentType = "application/octet-stream"): Promise<void> {
     await this.ok(
       await fetch(this.url(p), {
         method: "PUT",
-        headers: this.headers({ "content-type": "application/octet-stream", "content-length": String(body.length) }),
+        headers: this.headers({ "content-type": contentType, "content-length": String(body.length) }),
         body,
       }),
       `PUT ${p}`,

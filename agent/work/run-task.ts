@@ -3,11 +3,9 @@ import { taskInput } from "../../shared/protocol/messages.js";
 import type { Agent } from "../agent.js";
 import type { Runner } from "../runner/index.js";
 import { log } from "../log.js";
+import { fitTaskDone } from "../control/frame-budget.js";
 
 type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
-
-/** Bodies up to this size travel in the `task.done` frame; larger ones are PUT first. */
-const INLINE_BODY_BYTES = 512 * 1024;
 
 export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void, signal?: AbortSignal): Promise<void> {
   const artifact = await agent.artifacts.acquire(msg.buildId, msg.artifactPath);
@@ -26,23 +24,16 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
   } finally {
     await artifact.release();
   }
-  let body: string | null = result.body.length ? result.body.toString("base64") : null;
-  let bodyUploaded = false;
-  if (result.body.length > INLINE_BODY_BYTES) {
-    await agent.control.put(msg.resultPath, result.body);
-    body = null;
-    bodyUploaded = true;
-  }
   const status = result.status >= 100 && result.status <= 599 ? result.status : 502;
-  report({
-    type: "task.done",
-    taskId: msg.taskId,
-    status,
-    headers: result.headers,
-    body,
-    bodyUploaded,
-    log: result.log.slice(0, 10_000).map((l) => l.slice(0, 8192)),
-    durationMs: result.durationMs,
-  });
+  const { logPath } = msg;
+  // Whatever would not fit in one frame is PUT first (see frame-budget.ts).
+  const frame = await fitTaskDone(
+    { taskId: msg.taskId, status, headers: result.headers, body: result.body, log: result.log, durationMs: result.durationMs },
+    {
+      body: (bytes) => agent.control.put(msg.resultPath, bytes),
+      ...(logPath ? { log: (json: Buffer) => agent.control.put(logPath, json, "application/json") } : {}),
+    },
+  );
+  report(frame);
   log("debug", "task finished", { taskId: msg.taskId, status, ms: result.durationMs, container: result.container });
 }

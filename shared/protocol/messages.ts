@@ -6,7 +6,19 @@ import { taskInput as taskInputSchema } from "../schemas/task.js";
  * discriminated union on `type`. Both sides parse every frame with these schemas and drop (and log)
  * what does not parse, so a bad frame never takes a connection or a queue down.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
+
+/**
+ * No frame either side sends is larger than this (UTF-8 bytes of its JSON). Cloudflare closes a
+ * WebSocket on a message over 1 MiB, and with it every report in flight on that socket: bodies
+ * and logs that would not fit are uploaded over HTTP first (see agent/control/frame-budget.ts).
+ */
+export const FRAME_BUDGET_BYTES = 256 * 1024;
+/** An uploaded task log (a JSON array of lines) is cut to this size by the agent. */
+export const MAX_LOG_UPLOAD_BYTES = 16 * 1024 * 1024;
+export const MAX_LOG_LINES = 10_000;
+export const MAX_LOG_LINE_CHARS = 8192;
+export const logLines = z.array(z.string().max(MAX_LOG_LINE_CHARS)).max(MAX_LOG_LINES);
 
 const id = z.string().regex(/^[a-z0-9]{1,64}$/);
 const lang = z.enum(["go", "py", "js", "cs", "rb", "rs"]);
@@ -61,7 +73,7 @@ export const buildLog = z.object({
   type: z.literal("build.log"),
   buildId: id,
   first: z.int().min(0).max(10_000_000),
-  lines: z.array(z.string().max(8192)).max(1000),
+  lines: z.array(z.string().max(MAX_LOG_LINE_CHARS)).max(1000),
 });
 export const buildDone = z.object({
   type: z.literal("build.done"),
@@ -78,9 +90,11 @@ export const taskDone = z.object({
   status: z.int().min(100).max(599),
   headers: z.record(z.string().max(256), z.string().max(8192)),
   /** base64 of the body when it is small; otherwise it was PUT to the result URL first. */
-  body: z.string().max(1_400_000).nullable(),
+  body: z.string().max(FRAME_BUDGET_BYTES).nullable(),
   bodyUploaded: z.boolean(),
-  log: z.array(z.string().max(8192)).max(10_000),
+  log: logLines,
+  /** The log was PUT to the log URL first (`log` is then empty). */
+  logUploaded: z.boolean().default(false),
   durationMs: z.int().min(0),
 });
 
@@ -116,12 +130,41 @@ export const taskAssign = z.object({
   input: taskInputSchema.nullable(),
   inputPath: z.string(),
   resultPath: z.string(),
+  /** Where a log too large for the report frame is PUT; absent in assignments queued before protocol 2. */
+  logPath: z.string().optional(),
 });
 
 export const taskCancel = z.object({ type: z.literal("task.cancel"), taskId: id });
 
-export const dispatcherMessage = z.discriminatedUnion("type", [welcome, ping, buildAssign, taskAssign, taskCancel]);
+/**
+ * The dispatcher has taken a report for good (a task's outcome is in its durable log, a build's
+ * record is written): the agent forgets it. Reports not yet acknowledged are sent again after a
+ * reconnect; the dispatcher takes each once. `first` names a build.log batch.
+ */
+export const reportKind = z.enum(["task.done", "build.started", "build.log", "build.done"]);
+export const ack = z.object({ type: z.literal("ack"), of: reportKind, id, first: z.int().min(0).optional() });
+
+export const dispatcherMessage = z.discriminatedUnion("type", [welcome, ping, buildAssign, taskAssign, taskCancel, ack]);
 export type DispatcherMessage = z.infer<typeof dispatcherMessage>;
+export type Ack = z.infer<typeof ack>;
+
+/** The acknowledgement that settles a report; undefined for frames that are not reports. */
+export function ackFor(m: AgentMessage): Ack | undefined {
+  switch (m.type) {
+    case "task.done":
+      return { type: "ack", of: m.type, id: m.taskId };
+    case "build.log":
+      return { type: "ack", of: m.type, id: m.buildId, first: m.first };
+    case "build.started":
+    case "build.done":
+      return { type: "ack", of: m.type, id: m.buildId };
+    default:
+      return undefined;
+  }
+}
+
+/** One report's identity, the same for the report and its ack. */
+export const ackKey = (a: Ack) => `${a.of}:${a.id}:${a.first ?? ""}`;
 
 /** Parses one text frame; undefined when it is not JSON or not a known message. */
 export function parseFrame<S extends z.ZodType>(schema: S, data: string | ArrayBuffer): z.output<S> | undefined {

@@ -169,3 +169,20 @@ describe("many tasks at once", () => {
     expect(JSON.parse((await result(user, id)).body)).toEqual({ echo: { p: 1 } });
   });
 });
+
+describe("a report larger than a WebSocket message", () => {
+  it("a task printing 10,000 lines of 8 KiB and answering 600 KB arrives whole, once, its log cut to 16 MiB", async () => {
+    const LOUD_PY = {
+      "handler.py": ["def handle(event, context):", "    for i in range(10000):", "        print(str(i).ljust(8000, 'x'))", "    return {'big': 'y' * 600000}", ""].join("\n"),
+    };
+    const { functionId } = await deploy(user, "py", await zipSources(LOUD_PY), "loud");
+    const { id, res } = await invoke(user, functionId);
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body).big).toHaveLength(600_000);
+    const { log } = await user.json("GET", `/v1/task/${id}/log`, 200);
+    expect(log[0]).toBe("0".padEnd(8000, "x"));
+    expect(log.at(-1)).toMatch(/^\[runtime\] \d+ more log lines dropped \(the log is limited to 16777216 bytes\)$/);
+    expect(log.length).toBeGreaterThan(2000);
+    expect((await user.json("GET", `/v1/function/${functionId}`, 200)).metrics).toMatchObject({ completedTasks: 1, pendingTasks: 0 });
+  });
+});

@@ -1,6 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { ADMIN, callJson } from "./helpers.js";
-import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
+import { PROTOCOL_VERSION, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 
 type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { type: T }>;
 
@@ -64,7 +64,7 @@ export class FakeAgent {
 
   hello(opts: HelloOptions = {}) {
     this.send({
-      type: "hello", version: 1, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
+      type: "hello", version: PROTOCOL_VERSION, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
       ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
       ...(opts.builds === undefined ? {} : { builds: opts.builds }),

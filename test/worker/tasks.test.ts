@@ -145,6 +145,7 @@ describe("POST /v1/task/<function_id>", () => {
         endpoint_id: null,
         trigger_id: null,
         parent_task_id: null,
+        chain_id: null,
         hop: 0,
         issued_at: expect.closeTo(Date.now(), -4),
         assigned_at: null,

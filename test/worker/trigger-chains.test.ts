@@ -1,6 +1,8 @@
+import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, deployedFunction, newAccount, newTrigger } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
+import { MAX_CHAIN_TASKS } from "../../worker/dispatch/chain.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
@@ -73,6 +75,48 @@ describe("triggers firing after a task", () => {
     const list = await callJson(`/v1/task/list?functionId=${a}`, 200, { token });
     expect(list).toHaveLength(11);
     await agent.close();
+  });
+
+  it(`issues at most ${MAX_CHAIN_TASKS} tasks a chain, however wide it fans out, and says so in the parents' logs`, async () => {
+    const agent = await FakeAgent.connect("fanout", { slots: 1000 });
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    // Ten self-triggers: 10^hops tasks without a limit.
+    for (let i = 0; i < 10; i++) await newTrigger(token, { functionId: a, nextId: a, includeResult: false });
+    const { id: root } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    let ran = 0;
+    for (;;) {
+      const t = await agent.next("task.assign", 1000).catch(() => undefined);
+      if (!t) break;
+      agent.done(t.taskId, "ok");
+      ran++;
+    }
+    expect(ran).toBe(1 + MAX_CHAIN_TASKS);
+    const counted = await env.DB.prepare("select count(*) as n from tasks where chain_id = ?").bind(root).first<{ n: number }>();
+    expect(counted!.n).toBe(MAX_CHAIN_TASKS);
+    const { n: cutParents } = (await env.DB.prepare("select count(*) as n from tasks where chain_id = ? and log like '%reached its limit%'").bind(root).first<{ n: number }>())!;
+    expect(cutParents).toBeGreaterThan(0);
+    const [note] = (await env.DB.prepare("select log from tasks where chain_id = ? and log like '%reached its limit%' limit 1").bind(root).all<{ log: string }>()).results;
+    expect(JSON.parse(note!.log)).toContain(`[dispatcher] 10 trigger(s) not fired: the chain of task ${root} reached its limit of ${MAX_CHAIN_TASKS} tasks`);
+  });
+
+  it("fires the triggers of many tasks finishing together, once for each", async () => {
+    const agent = await FakeAgent.connect("together", { slots: 100 });
+    const { token } = await newAccount();
+    const a = await deployedFunction(token);
+    const b = await deployedFunction(token);
+    await newTrigger(token, { functionId: a, nextId: b, includeResult: true });
+    const firsts = await Promise.all(Array.from({ length: 30 }, () => callJson(`/v1/task/${a}`, 201, { token, method: "POST" }).then((r) => r.id as string)));
+    for (let i = 0; i < 30; i++) await agent.next("task.assign");
+    for (const id of firsts) agent.done(id, JSON.stringify({ from: id }));
+    const parents = new Set<string>();
+    for (let i = 0; i < 30; i++) {
+      const t = await agent.next("task.assign");
+      expect(t.functionId).toBe(b);
+      parents.add(JSON.parse(t.input!.body!).from);
+    }
+    expect([...parents].sort()).toEqual([...firsts].sort());
+    expect(await agent.none("task.assign")).toBe(true);
   });
 
   it("holds a triggered task of a paused function until it is resumed", async () => {

@@ -13,6 +13,7 @@ import {
   newTrigger,
   RECORD_ID,
 } from "./helpers.js";
+import { MAX_TRIGGERS_PER_FUNCTION } from "../../worker/services/triggers.js";
 
 async function twoFunctions() {
   const { token } = await newAccount();
@@ -46,6 +47,28 @@ describe("POST /v1/trigger", () => {
     const { token, first } = await twoFunctions();
     const id = await newTrigger(token, { functionId: first, nextId: first, includeResult: false });
     expect(await callJson(`/v1/trigger/${id}`, 200, { token })).toMatchObject({ status: 200, tags: [], description: "", includeResult: false });
+  });
+
+  it(`refuses a trigger past ${MAX_TRIGGERS_PER_FUNCTION} on one function with 409, and frees a place when one is deleted`, async () => {
+    const { token, first, next } = await twoFunctions();
+    const ids: string[] = [];
+    for (let i = 0; i < MAX_TRIGGERS_PER_FUNCTION; i++) ids.push(await newTrigger(token, { functionId: first, nextId: first, includeResult: false }));
+    const err = await expectError(call("/v1/trigger", { token, json: { functionId: first, nextId: next, includeResult: false } }), 409, "conflict");
+    expect(err.message).toBe(`function ${first} already has ${MAX_TRIGGERS_PER_FUNCTION} triggers, the most a function can have: delete one first`);
+    expect((await callJson(`/v1/trigger/list?functionId=${first}`, 200, { token })).totalCount).toBe(MAX_TRIGGERS_PER_FUNCTION);
+    // Triggers into the function count for the one they start from, not for it.
+    await newTrigger(token, { functionId: next, nextId: first, includeResult: false });
+    await expectNoContent(call(`/v1/trigger/${ids[0]}`, { token, method: "DELETE" }));
+    await newTrigger(token, { functionId: first, nextId: next, includeResult: false });
+  });
+
+  it(`keeps at most ${MAX_TRIGGERS_PER_FUNCTION} triggers when many are created at once`, async () => {
+    const { token, first } = await twoFunctions();
+    const results = await Promise.all(Array.from({ length: 16 }, () => call("/v1/trigger", { token, json: { functionId: first, nextId: first, includeResult: false } })));
+    const created = results.filter((r) => r.status === 201).length;
+    expect(results.every((r) => r.status === 201 || r.status === 409)).toBe(true);
+    expect(created).toBeLessThanOrEqual(MAX_TRIGGERS_PER_FUNCTION);
+    expect((await callJson(`/v1/trigger/list?functionId=${first}`, 200, { token })).totalCount).toBe(created);
   });
 
   it("requires functionId, nextId and includeResult", async () => {
@@ -175,11 +198,12 @@ describe("DELETE /v1/trigger/<trigger_id>", () => {
 });
 
 describe("GET /v1/trigger/list", () => {
-  /** n triggers of `first`, plus one of `next`, oldest first. */
+  /** n triggers of `first` (past the limit of one function, of a third one), plus one of `next`, oldest first. */
   async function manyTriggers(n: number) {
     const ctx = await twoFunctions();
+    const third = n > MAX_TRIGGERS_PER_FUNCTION ? await newFunction(ctx.token, { name: "third" }) : ctx.first;
     const ids: string[] = [];
-    for (let i = 0; i < n; i++) ids.push(await newTrigger(ctx.token, { functionId: ctx.first, nextId: ctx.next, status: 200 + i }));
+    for (let i = 0; i < n; i++) ids.push(await newTrigger(ctx.token, { functionId: i < MAX_TRIGGERS_PER_FUNCTION ? ctx.first : third, nextId: ctx.next, status: 200 + i }));
     const ofNext = await newTrigger(ctx.token, { functionId: ctx.next, nextId: ctx.first });
     return { ...ctx, ids, ofNext };
   }

@@ -165,6 +165,8 @@ export const tasks = sqliteTable(
     endpointId: text("endpoint_id"),
     triggerId: text("trigger_id"),
     parentTaskId: text("parent_task_id"),
+    /** The first task of the chain a triggered task belongs to (null for that first task): chains are counted by it. */
+    chainId: text("chain_id"),
     hop: integer("hop").notNull().default(0),
     issuedAt: integer("issued_at").notNull(),
     assignedAt: integer("assigned_at"),
@@ -199,6 +201,7 @@ export const tasks = sqliteTable(
     // Admission counts an account's unfinished tasks on every issue; the sweep reads only what it purges.
     index("tasks_account_unfinished").on(t.accountId).where(sql`${t.finishedAt} is null`),
     index("tasks_unpurged").on(t.finishedAt).where(sql`${t.purgedAt} is null`),
+    index("tasks_chain").on(t.chainId).where(sql`chain_id is not null`),
   ],
 );
 

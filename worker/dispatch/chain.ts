@@ -1,25 +1,36 @@
-import { sql, type SQL } from "drizzle-orm";
-import { rowOf } from "../db/client.js";
+import { getTableColumns, sql, type SQL } from "drizzle-orm";
+import { rowOf, sqlBatch } from "../db/client.js";
 import type { Db } from "../db/client.js";
-import { functions } from "../db/schema.js";
+import { functions, tasks } from "../db/schema.js";
 import { ApiError } from "../errors.js";
-import { issueTask, type TaskRow } from "../services/tasks.js";
+import { stageInput, taskRow, type NewTask, type TaskRow } from "../services/tasks.js";
 import { admissionColumns, admit, type AdmissionLimits } from "../services/admission.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import { periodOf } from "../billing/plans.js";
+import { base64Of } from "../http/task-body.js";
+import { utf8OrUndefined } from "../http/validate.js";
 
 /** A chain stops after 10 hops from its first task (a self-trigger included). */
 export const MAX_HOPS = 10;
 
-/** The next function's body: the first task's response, as JSON when it parses, else a JSON string. */
-export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<string> {
-  let text = t.resultBody ?? "";
-  if (t.resultKey) text = (await (await bucket.get(t.resultKey))?.text()) ?? "";
+/**
+ * The next function's body and its type: a text result as JSON when it parses, else as a JSON
+ * string (application/json); a binary result byte for byte (base64 on the way) with its own
+ * Content-Type.
+ */
+export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<Pick<TaskInput, "body" | "bodyEncoding"> & { contentType: string }> {
+  let bytes: Uint8Array = new TextEncoder().encode(t.resultBody ?? "");
+  if (t.resultKey) bytes = new Uint8Array((await (await bucket.get(t.resultKey))?.arrayBuffer()) ?? new ArrayBuffer(0));
+  const text = utf8OrUndefined(bytes, true);
+  if (text === undefined) {
+    const type = Object.entries(t.resultHeaders ?? {}).find(([k]) => k.toLowerCase() === "content-type")?.[1];
+    return { body: base64Of(bytes), bodyEncoding: "base64", contentType: type ?? "application/octet-stream" };
+  }
   try {
     JSON.parse(text);
-    return text;
+    return { body: text, contentType: "application/json" };
   } catch {
-    return JSON.stringify(text);
+    return { body: JSON.stringify(text), contentType: "application/json" };
   }
 }
 
@@ -50,38 +61,113 @@ export function triggerCandidate(raw: Record<string, unknown>) {
 }
 export type TriggerCandidate = ReturnType<typeof triggerCandidate>;
 
+/** A chain issues at most this many tasks after its first, in all (counted in D1 by chain_id). */
+export const MAX_CHAIN_TASKS = 100;
+
+type ChainedRow = ReturnType<typeof taskRow>;
+
 /**
- * Issues a task of `nextId` for every trigger of the finished task's function whose status equals
- * the task's final status. Returns the new tasks for the caller to enqueue. A next function with no
- * successful build cannot run, nor one whose account is out of quota or at its pending cap: that
- * trigger is skipped (and logged, never retried), the others still fire.
+ * Issues a task of the next function for every trigger of a finished task's function whose status
+ * equals the task's final status, for many finished tasks at once: one insert for all of them.
+ * A next function with no successful build cannot run, nor one whose account is out of quota or at
+ * its pending cap: that trigger is skipped (and logged, never retried), the others still fire. A chain stops at MAX_HOPS, and at MAX_CHAIN_TASKS tasks:
+ * triggers past it do not fire, and the parent's log says so. Returns the new tasks to enqueue.
  */
-export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLimits, done: TaskRow, candidates: TriggerCandidate[], newTaskId: (functionId: string) => string): Promise<TaskRow[]> {
-  if (done.hop >= MAX_HOPS) return [];
+export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLimits, done: TaskRow[], candidates: TriggerCandidate[], newTaskId: (functionId: string) => string): Promise<TaskRow[]> {
   const now = Date.now();
-  const matching = candidates.filter((m) => m.trigger.functionId === done.functionId && m.trigger.status === done.status);
-  if (!matching.length) return [];
-  const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, done) : null;
-  const issued: TaskRow[] = [];
-  for (const candidate of matching) {
-    const { trigger, next } = candidate;
-    const input: TaskInput = {
-      method: "POST",
-      query: {},
-      headers: trigger.includeResult ? { "content-type": "application/json" } : {},
-      body: trigger.includeResult ? body : null,
-    };
-    try {
-      issued.push(
-        await issueTask(db, bucket, { id: newTaskId(next.id), accountId: done.accountId, fn: next, buildId: admit(candidate, limits, now), input, triggerId: trigger.id, parentTaskId: done.id, hop: done.hop + 1 }, now),
-      );
+  const planned: Promise<ChainedRow>[] = [];
+  for (const parent of done) {
+    if (parent.hop >= MAX_HOPS) continue;
+    const matching = candidates.filter((m) => m.trigger.functionId === parent.functionId && m.trigger.status === parent.status);
+    if (!matching.length) continue;
+    const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, parent) : null;
+    for (const candidate of matching) {
+      const { trigger, next } = candidate;
+      let buildId: string;
+      try {
+        buildId = admit(candidate, limits, now);
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+        console.warn(JSON.stringify({ level: "warn", msg: "trigger skipped", triggerId: trigger.id, reason: e.message }));
+        continue;
+      }
       // The candidates' counts were read once for the whole batch: each task issued from them
       // reserves its invocation there too, or a fan-out would pass the plan and the pending cap.
-      for (const c of candidates) if (c.next.accountId === done.accountId) c.pending++;
-    } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
-      console.warn(JSON.stringify({ level: "warn", msg: "trigger skipped", triggerId: trigger.id, reason: e.message }));
+      for (const c of candidates) if (c.next.accountId === parent.accountId) c.pending++;
+      const input: TaskInput =
+        trigger.includeResult && body
+          ? { method: "POST", query: {}, headers: { "content-type": body.contentType }, body: body.body, ...(body.bodyEncoding ? { bodyEncoding: body.bodyEncoding } : {}) }
+          : { method: "POST", query: {}, headers: {}, body: null };
+      const o: NewTask = { id: newTaskId(next.id), accountId: parent.accountId, input, triggerId: trigger.id, parentTaskId: parent.id, hop: parent.hop + 1, chainId: parent.chainId ?? parent.id };
+      planned.push(stageInput(bucket, o, now).then((staged) => taskRow(o, staged, now, next, buildId)));
     }
   }
+  if (!planned.length) return [];
+  const rows = await Promise.all(planned);
+  const inserted = await sqlBatch(db, byteSlices(rows).map(insertWithinChainLimit));
+  const issued = inserted.flat().map((raw) => rowOf(tasks, raw));
+  const ids = new Set(issued.map((t) => t.id));
+  const cut = rows.filter((r) => !ids.has(r.id));
+  if (cut.length) await chainLimitReached(db, bucket, cut);
   return issued;
+}
+
+/** A D1 value holds about 2 MB: rows (with inputs up to 64 KiB) go in slices of about 1 MB of JSON. */
+const SLICE_BYTES = 1_000_000;
+
+function byteSlices(rows: ChainedRow[]): ChainedRow[][] {
+  const out: ChainedRow[][] = [[]];
+  let bytes = 0;
+  for (const r of rows) {
+    const size = JSON.stringify(r).length;
+    if (out.at(-1)!.length && bytes + size > SLICE_BYTES) {
+      out.push([]);
+      bytes = 0;
+    }
+    out.at(-1)!.push(r);
+    bytes += size;
+  }
+  return out;
+}
+
+/**
+ * Inserts chained tasks, all in one statement (one JSON parameter, whatever their number), each
+ * only while its chain has fewer than MAX_CHAIN_TASKS: the tasks already in D1 plus those before
+ * it in this insert. SQLite reads the select in full before inserting (it reads the table it
+ * inserts into), so the count is the one before the insert; a D1 statement runs alone, so two
+ * shards firing triggers of one chain at once cannot both take its last places. (Slices of one
+ * firing are statements of one D1 batch, run in order: each counts what those before it inserted.)
+ */
+function insertWithinChainLimit(rows: ChainedRow[]): SQL {
+  const columns = getTableColumns(tasks);
+  const keys = Object.keys(rows[0]!) as (keyof ChainedRow & keyof typeof columns)[];
+  const names = sql.join(keys.map((k) => sql.identifier(columns[k].name)), sql`, `);
+  const picks = sql.join(keys.map((k) => sql`json_extract(value, ${sql.raw(`'$.${k}'`)}) as ${sql.identifier(columns[k].name)}`), sql`, `);
+  return sql`insert into ${tasks} (${names})
+    select ${names} from (
+      select ${picks}, row_number() over (partition by json_extract(value, '$.chainId') order by key) as nth
+      from json_each(${JSON.stringify(rows)})
+    ) as j
+    where j.nth + (select count(*) from ${tasks} as c where c.chain_id = j.chain_id) <= ${MAX_CHAIN_TASKS}
+    returning *`;
+}
+
+/** Tasks a chain had no room for: their inputs go, and each parent's log (when in D1) gets a line saying why. */
+async function chainLimitReached(db: Db, bucket: R2Bucket, cut: ChainedRow[]) {
+  const byParent = new Map<string, ChainedRow[]>();
+  for (const r of cut) byParent.set(r.parentTaskId!, [...(byParent.get(r.parentTaskId!) ?? []), r]);
+  const notes = [...byParent].map(([id, rows]) => ({
+    id,
+    line: `[dispatcher] ${rows.length} trigger(s) not fired: the chain of task ${rows[0]!.chainId} reached its limit of ${MAX_CHAIN_TASKS} tasks`,
+  }));
+  for (const n of notes) console.warn(JSON.stringify({ level: "warn", component: "dispatcher", msg: "chain limit reached", parentTaskId: n.id, line: n.line }));
+  const keys = cut.flatMap((r) => (r.inputKey ? [r.inputKey] : []));
+  await Promise.all([
+    keys.length ? bucket.delete(keys) : undefined,
+    sqlBatch(db, [
+      sql`update ${tasks} set log = json_insert(tasks.log, '$[#]', o.line)
+        from (select json_extract(value, '$.id') as id, json_extract(value, '$.line') as line from json_each(${JSON.stringify(notes)})) as o
+        where tasks.id = o.id and tasks.log is not null`,
+    ]),
+  ]);
 }

@@ -1,19 +1,18 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../env.js";
 import { openDb, type Db } from "../db/client.js";
-import { agentMessage, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
+import { ackFor, agentMessage, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 import { artifactKey } from "../lib/storage-keys.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
-import { fireTriggers } from "./chain.js";
+import { ChainFiring } from "./chain-firing.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./records.js";
 import { AssignedMarks } from "./assigned-marks.js";
 import { BuildLimits } from "./build-limits.js";
 import { Waiters } from "./waiters.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
+import { abandonedReason, abandonedReport } from "./attempts.js";
 import type { TaskRow } from "../services/tasks.js";
-import { enqueueTasks, newTaskId } from "./client.js";
-import { admissionLimits } from "../services/admission.js";
 import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, type Access } from "./nodes.js";
 import type { z } from "zod";
@@ -42,6 +41,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly waiters = new Waiters();
   private readonly marks: AssignedMarks;
   private readonly revoked: RevokedTokens;
+  private readonly chains: ChainFiring;
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
@@ -57,6 +57,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.revoked = new RevokedTokens(ctx.storage.sql);
     this.db = openDb(env.DB);
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
+    this.chains = new ChainFiring(env, this.db, { id: ctx.id, self: this }, (e, taskIds) => log("error", "firing triggers failed", { taskIds, error: String(e) }));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
   }
 
@@ -191,6 +192,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     ws.serializeAttachment(att);
     if (!reportsOwnWork(this.queue, att.nodeId, msg)) return;
     await this.onReport(att, msg, now, typeof data === "string" ? data : undefined);
+    // Taken for good (or moot): the agent may forget it. A report that failed is not acknowledged,
+    // and the agent sends it again after its next reconnect.
+    const ack = ackFor(msg);
+    if (ack) this.send(ws, ack);
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
@@ -349,15 +354,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
     this.outcomes.remove(batch.map((o) => o.taskId));
     for (const o of batch) this.waiters.wake(o.taskId, finished.get(o.taskId) ?? null);
-    const limits = admissionLimits(this.env);
-    for (const done of finished.values()) {
-      try {
-        const next = await fireTriggers(this.db, this.env.BUCKET, limits, done, triggers, (fn) => newTaskId(this.env, fn));
-        if (next.length) await enqueueTasks(this.env, next, { id: this.ctx.id, self: this });
-      } catch (e) {
-        log("error", "firing triggers failed", { taskId: done.id, error: String(e) });
-      }
-    }
+    this.chains.add([...finished.values()], triggers);
     return true;
   }
 
@@ -365,13 +362,24 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     if (w.kind === "task") {
       this.accept(w, null, now, 0); // written by the alarm's commit, with any others
-    } else {
-      this.queue.remove(w.id);
-      await this.inOrder(w.id, async () => {
-        await this.logBuildLine(w, "build failed: no result from the agent in time");
-        await buildMoved(this.db, w.id, "FAILED", now);
-      });
-    }
+    } else await this.failBuild(w, "no result from the agent in time", now);
+  }
+
+  /** Work lost with its agent MAX_ATTEMPTS times fails rather than run again (see attempts.ts). */
+  private abandon(w: WorkRow, now: number): void {
+    log("warn", "work given up", { id: w.id, kind: w.kind, attempts: w.attempts });
+    if (w.kind === "task") {
+      this.accept(w, abandonedReport(w), now, 0);
+      void this.commit();
+    } else void this.failBuild(w, abandonedReason(w), now).catch((e) => log("error", "failing a build failed", { buildId: w.id, error: String(e) }));
+  }
+
+  private failBuild(w: WorkRow, reason: string, now: number): Promise<void> {
+    this.queue.remove(w.id);
+    return this.inOrder(w.id, async () => {
+      await this.logBuildLine(w, `build failed: ${reason}`);
+      await buildMoved(this.db, w.id, "FAILED", now);
+    });
   }
 
   private async logBuildLine(w: WorkRow, line: string) {
@@ -385,6 +393,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     // Work held by a node with no open socket goes back first: a close event is not the only way
     // a socket ends, and work must never wait on an agent that is gone.
     this.queue.requeueAbsent(agents.map((a) => a.nodeId));
+    for (const w of this.queue.exhausted()) this.abandon(w, Date.now());
     const busy = new Map(agents.map((a) => [a.nodeId, this.queue.countAssignedTo(a.nodeId)]));
     // Every agent full (the usual state under load): nothing to assign, no need to read the queue.
     if (!agents.some((a) => a.slots > busy.get(a.nodeId)!)) return;

@@ -13,6 +13,7 @@
  * pump nor a liveness round walks a backlog: what they read is bounded by the agents' slots.
  */
 import { FairQueue } from "./fairness.js";
+import { MAX_ATTEMPTS } from "./attempts.js";
 
 export type WorkKind = "task" | "build";
 
@@ -31,6 +32,8 @@ export interface WorkRow {
   node: string | null;
   assigned_at: number | null;
   deadline: number | null;
+  /** How often it was assigned: work lost with its agent this often is given up (see attempts.ts). */
+  attempts: number;
 }
 
 export interface NewWork {
@@ -46,7 +49,7 @@ export interface NewWork {
   payload: unknown;
 }
 
-const COLUMNS = "id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline";
+const COLUMNS = "id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline, attempts";
 
 export class WorkQueue {
   /** Every row, waiting or assigned. */
@@ -55,13 +58,24 @@ export class WorkQueue {
   /** The rows assigned to a node (node not null). */
   private readonly running = new Map<string, WorkRow>();
   private paused = new Set<string>();
+  /** Ids of work put back after its last attempt, for exhausted(): so no pump scans the queue for them. */
+  private spent = new Set<string>();
 
-  constructor(private readonly sql: SqlStorage) {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly maxAttempts = MAX_ATTEMPTS,
+  ) {
     sql.exec(`create table if not exists work (
       id text primary key, kind text not null, account_id text not null, function_id text not null,
       lang text not null, privileged integer not null, cpu real not null, mem integer not null,
       timeout_s integer not null, payload text not null, enqueued_at integer not null,
-      node text, assigned_at integer, deadline integer)`);
+      node text, assigned_at integer, deadline integer, attempts integer not null default 0)`);
+    try {
+      // Queues created before attempts were counted gain the column (SQLite has no "add column if not exists").
+      sql.exec("alter table work add column attempts integer not null default 0");
+    } catch {
+      /* already there */
+    }
     sql.exec("create index if not exists work_node on work(node)");
     sql.exec("create index if not exists work_function on work(function_id)");
     // The waiting rows in FairQueue's lane order: a fresh instance rebuilds its lanes from one
@@ -76,11 +90,13 @@ export class WorkQueue {
     this.rows = new Map();
     this.fair.clear();
     this.running.clear();
+    this.spent = new Set();
     const read = (query: string) => this.sql.exec<WorkRow & Record<string, SqlStorageValue>>(`select ${COLUMNS} from work ${query}`);
     for (const r of read("indexed by work_waiting where node is null order by account_id, kind, function_id, enqueued_at, id")) {
       const w = { ...r };
       this.rows.set(w.id, w);
       this.fair.add(w);
+      if (w.attempts >= this.maxAttempts) this.spent.add(w.id);
     }
     for (const r of read("where node is not null")) {
       const w = { ...r };
@@ -101,7 +117,7 @@ export class WorkQueue {
     );
     const row: WorkRow = {
       id: w.id, kind: w.kind, account_id: w.accountId, function_id: w.functionId, lang: w.lang, privileged, cpu: w.cpu, mem: w.mem,
-      timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null,
+      timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null, attempts: 0,
     };
     this.rows.set(w.id, row);
     this.fair.add(row);
@@ -128,13 +144,15 @@ export class WorkQueue {
    * storage no longer hold it, which only an edit behind the queue's back can cause.
    */
   assign(id: string, node: string, now: number, deadline: number): string | undefined {
-    const [stored] = this.sql.exec<{ payload: string }>("update work set node = ?, assigned_at = ?, deadline = ? where id = ? returning payload", node, now, deadline, id).toArray();
+    const [stored] = this.sql
+      .exec<{ payload: string; attempts: number }>("update work set node = ?, assigned_at = ?, deadline = ?, attempts = attempts + 1 where id = ? returning payload, attempts", node, now, deadline, id)
+      .toArray();
     const w = this.rows.get(id);
     if (!stored) this.forget(id);
     else if (w) {
       this.fair.delete(w);
       this.fair.served(w.account_id);
-      Object.assign(w, { node, assigned_at: now, deadline });
+      Object.assign(w, { node, assigned_at: now, deadline, attempts: stored.attempts });
       this.running.set(id, w);
     }
     return stored?.payload;
@@ -175,6 +193,7 @@ export class WorkQueue {
   }
 
   private unassign(w: WorkRow) {
+    if (w.attempts >= this.maxAttempts) this.spent.add(w.id);
     w.node = null;
     w.assigned_at = null;
     w.deadline = null;
@@ -213,6 +232,16 @@ export class WorkQueue {
       this.sql.exec("delete from paused where function_id = ?", functionId);
       this.paused.delete(functionId);
     }
+  }
+
+  /** Waiting work that was assigned its last attempt and lost with its agent (each time); each row is returned once. */
+  exhausted(): WorkRow[] {
+    const out = [...this.spent].flatMap((id) => {
+      const w = this.rows.get(id);
+      return w && w.node === null ? [w] : [];
+    });
+    this.spent.clear();
+    return out;
   }
 
   overdue(now: number): WorkRow[] {

@@ -63,14 +63,16 @@ async function outcomeElement(bucket: R2Bucket, o: Outcome) {
       await bucket.put(key, bytes);
     }
   }
+  // An uploaded log is already in R2 under the task's log key; a large inline one is put there.
   let log: string[] | null = r.log;
-  let logKey: string | null = null;
-  const logJson = JSON.stringify(r.log);
-  if (logJson.length > INLINE_LOG_BYTES) {
+  let logKey: string | null = r.logUploaded ? taskLogKey(o.accountId, o.taskId) : null;
+  const logJson = r.logUploaded ? "" : JSON.stringify(r.log);
+  if (!r.logUploaded && logJson.length > INLINE_LOG_BYTES) {
     logKey = taskLogKey(o.accountId, o.taskId);
     await bucket.put(logKey, logJson, { httpMetadata: { contentType: "application/json" } });
     log = null;
   }
+  if (r.logUploaded) log = null;
   return { ...common, status: r.status, headers: r.headers, body, key, log, logKey, durationMs: r.durationMs };
 }
 

@@ -8,6 +8,7 @@ export const agentPaths = {
   artifact: (buildId: string) => `/v1/agent/builds/${buildId}/artifact`,
   input: (taskId: string) => `/v1/agent/tasks/${taskId}/input`,
   result: (taskId: string) => `/v1/agent/tasks/${taskId}/result`,
+  log: (taskId: string) => `/v1/agent/tasks/${taskId}/log`,
 };
 
 /** Builds run with generous fixed limits; the builder caps CPU, memory and time itself. */
@@ -36,6 +37,7 @@ export function taskWork(t: TaskRow): NewWork {
       input: t.input ? JSON.parse(t.input) : null,
       inputPath: agentPaths.input(t.id),
       resultPath: agentPaths.result(t.id),
+      logPath: agentPaths.log(t.id),
     },
   };
 }

@@ -49,7 +49,7 @@ export const OPERATIONS: Operation[] = [
   { method: "patch", path: "/v1/tag/:id", summary: "Edit a tag", group: "tags", auth: "account", body: json(tag.tagEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "delete", path: "/v1/tag/:id", summary: "Delete a tag and detach it everywhere", group: "tags", auth: "account", ok: noContent, errors: [401, 404] },
 
-  { method: "post", path: "/v1/trigger", summary: "Create a trigger", group: "triggers", auth: "account", body: json(trig.triggerCreate), ok: created("trigger"), errors: [400, 401, 415] },
+  { method: "post", path: "/v1/trigger", summary: "Create a trigger (at most 10 a function: 409 past that)", group: "triggers", auth: "account", body: json(trig.triggerCreate), ok: created("trigger"), errors: [400, 401, 409, 415] },
   { method: "get", path: "/v1/trigger/list", summary: "List triggers (paged)", group: "triggers", auth: "account", query: trig.triggerListFilter, body: listFilterBody(trig.triggerListFilter), ok: { status: 200, schema: out.triggerList, description: "Pagination envelope." }, errors: [400, 401, 404] },
   { method: "get", path: "/v1/trigger/:id", summary: "Get a trigger", group: "triggers", auth: "account", ok: { status: 200, schema: out.triggerGet, description: "The trigger." }, errors: [401, 404] },
   { method: "patch", path: "/v1/trigger/:id", summary: "Edit a trigger", group: "triggers", auth: "account", body: json(trig.triggerEdit), ok: noContent, errors: [400, 401, 404, 415] },
@@ -100,6 +100,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/agent/builds/:id/artifact", summary: "Download a build's artifact", group: "agent", auth: "agent", ok: { status: 200, description: "The artifact tar.", contentType: "application/octet-stream" }, errors: [401, 404] },
   { method: "get", path: "/v1/agent/tasks/:id/input", summary: "A task's input", group: "agent", auth: "agent", ok: { status: 200, description: "{method, query, headers, body}" }, errors: [401, 404] },
   { method: "put", path: "/v1/agent/tasks/:id/result", summary: "Upload a large result body", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [400, 401, 404, 411, 413] },
+  { method: "put", path: "/v1/agent/tasks/:id/log", summary: "Upload a log too large for the report frame (a JSON array of lines)", group: "agent", auth: "agent", body: { contentType: "application/json", required: true }, ok: noContent, errors: [400, 401, 404, 411, 413] },
 
   { method: "get", path: "/healthz", summary: "Liveness", group: "meta", auth: "none", ok: { status: 200, description: "ok", contentType: "text/plain" }, errors: [] },
   { method: "get", path: "/v1/openapi.json", summary: "This document", group: "meta", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" }, errors: [] },

@@ -5,6 +5,7 @@ import { artifactKey, taskResultKey } from "../lib/storage-keys.js";
 import { allShards, shardCount, shardStub } from "../dispatch/client.js";
 import { forwardConnect } from "../dispatch/nodes.js";
 import { agentBuild, agentTask } from "../services/agent-work.js";
+import { storeUploadedLog } from "../services/task-logs.js";
 
 const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
 const MAX_RESULT_BYTES = 64 * 1024 * 1024;
@@ -61,6 +62,11 @@ export const agentRoutes = new Hono<AppEnv>()
   .put("/tasks/:id/result", async (c) => {
     const t = await agentTask(c, c.req.param("id"), "task");
     await putSized(c.env.BUCKET, taskResultKey(t.accountId, t.id), c.req.raw, MAX_RESULT_BYTES);
+    return c.body(null, 204);
+  })
+  .put("/tasks/:id/log", async (c) => {
+    const t = await agentTask(c, c.req.param("id"), "task");
+    await storeUploadedLog(c.env.BUCKET, t, c.req.raw);
     return c.body(null, 204);
   });
 

@@ -43,6 +43,7 @@ export interface NewTask {
   triggerId?: string;
   parentTaskId?: string;
   hop?: number;
+  chainId?: string;
 }
 
 export interface IssueOptions extends NewTask {
@@ -52,13 +53,13 @@ export interface IssueOptions extends NewTask {
 }
 
 /** A new task's id and its input: inline when small, else already put in R2 under `inputKey`. */
-interface StagedInput {
+export interface StagedInput {
   id: string;
   input: string | null;
   inputKey: string | null;
 }
 
-async function stageInput(bucket: R2Bucket, o: NewTask, now: number): Promise<StagedInput> {
+export async function stageInput(bucket: R2Bucket, o: NewTask, now: number): Promise<StagedInput> {
   const id = o.id;
   const json = JSON.stringify(o.input);
   if (json.length <= INLINE_INPUT_BYTES) return { id, input: json, inputKey: null };
@@ -76,7 +77,7 @@ type TaskFunction = Pick<FunctionRow, "id" | "lang" | "timeout" | "cpuCount" | "
  * plain insert (issueTask, `V` never), or the function table's columns and a subquery for the
  * insert-select that reads them in the same statement (issueFunctionTask, `V` SQL or a column).
  */
-function taskRow<V = never>(o: NewTask, staged: StagedInput, now: number, fn: FunctionFields<NoInfer<V>>, buildId: string | NoInfer<V>) {
+export function taskRow<V = never>(o: NewTask, staged: StagedInput, now: number, fn: FunctionFields<NoInfer<V>>, buildId: string | NoInfer<V>) {
   return {
     id: staged.id,
     accountId: o.accountId,
@@ -86,6 +87,7 @@ function taskRow<V = never>(o: NewTask, staged: StagedInput, now: number, fn: Fu
     endpointId: o.endpointId ?? null,
     triggerId: o.triggerId ?? null,
     parentTaskId: o.parentTaskId ?? null,
+    chainId: o.chainId ?? null,
     hop: o.hop ?? 0,
     issuedAt: now,
     timeout: fn.timeout,

@@ -1,7 +1,7 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, count, desc, eq, lte } from "drizzle-orm";
 import { runBatch, type Db } from "../db/client.js";
 import { functions, triggers } from "../db/schema.js";
-import { notFound, validationFailed } from "../errors.js";
+import { ApiError, notFound, validationFailed } from "../errors.js";
 import type { PageRequest } from "../http/paginate.js";
 import { given, listPage, saveEdit } from "./records.js";
 import { newId } from "../lib/ids.js";
@@ -13,6 +13,23 @@ import { getOwnFunction } from "./functions.js";
 async function assertOwnFunctionField(db: Db, accountId: string, field: string, id: string) {
   const [row] = await db.select({ id: functions.id }).from(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId)));
   if (!row) throw validationFailed([{ field, message: `no function ${id} in this account` }]);
+}
+
+/**
+ * A function fires at most this many triggers: k self-triggers make k^hops tasks, so fan-out is
+ * bounded here and, per chain, when triggers fire (MAX_CHAIN_TASKS in dispatch/chain.ts).
+ */
+export const MAX_TRIGGERS_PER_FUNCTION = 10;
+
+/**
+ * Checked after the insert, so that concurrent creates cannot all pass a check made before: a
+ * trigger past the limit in id order (its place among the function's triggers) is taken back.
+ */
+async function keepWithinLimit(db: Db, functionId: string, id: string) {
+  const [row] = await db.select({ n: count() }).from(triggers).where(and(eq(triggers.functionId, functionId), lte(triggers.id, id)));
+  if ((row?.n ?? 0) <= MAX_TRIGGERS_PER_FUNCTION) return;
+  await runBatch(db, [...unlinkRecords(db, [id]), db.delete(triggers).where(eq(triggers.id, id))]);
+  throw new ApiError("conflict", `function ${functionId} already has ${MAX_TRIGGERS_PER_FUNCTION} triggers, the most a function can have: delete one first`);
 }
 
 export async function createTrigger(db: Db, accountId: string, input: TriggerCreate): Promise<string> {
@@ -33,6 +50,7 @@ export async function createTrigger(db: Db, accountId: string, input: TriggerCre
     }),
     ...replaceLinks(db, id, input.tag ?? []),
   ]);
+  await keepWithinLimit(db, input.functionId, id);
   return id;
 }
 
