@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { taskInput as taskInputSchema } from "../schemas/task.js";
+import { storageChange, storageGiven } from "../schemas/storage.js";
 
 /**
  * The agent ↔ dispatcher wire protocol: JSON text frames over one WebSocket, each a member of a
@@ -96,6 +97,8 @@ export const taskDone = z.object({
   /** The log was PUT to the log URL first (`log` is then empty). */
   logUploaded: z.boolean().default(false),
   durationMs: z.int().min(0),
+  /** The response's GC-Storage header, taken off the recorded headers: set or clear the function's storage. */
+  storage: storageChange.optional(),
 });
 
 export const agentMessage = z.discriminatedUnion("type", [hello, heartbeat, pong, buildStarted, buildLog, buildDone, taskDone]);
@@ -132,6 +135,10 @@ export const taskAssign = z.object({
   resultPath: z.string(),
   /** Where a log too large for the report frame is PUT; absent in assignments queued before protocol 2. */
   logPath: z.string().optional(),
+  /** Where a storage value too large for the report frame is PUT. */
+  storagePath: z.string().optional(),
+  /** The function's storage when the task was assigned (the request's GC-Storage header). */
+  storage: storageGiven.optional(),
 });
 
 export const taskCancel = z.object({ type: z.literal("task.cancel"), taskId: id });

@@ -69,9 +69,14 @@ describe("a public link opened in a browser", () => {
     expect(await page.locator("#task-status").textContent()).toMatch(/^(pending|running)$/);
 
     // The meta refresh reloads the page until the result replaces it: the image itself.
-    // Expressions as strings: they run in the page, whose DOM types this Node project does not load.
-    await page.waitForFunction('document.contentType === "image/png"', undefined, { timeout: 60_000, polling: 200 });
-    const size = await page.evaluate('(() => { const img = document.querySelector("img"); return img ? { w: img.naturalWidth, h: img.naturalHeight } : null; })()');
+    // Functions, not strings: the pages' CSP forbids eval. They are serialized and run in the page
+    // (so they name nothing of this file), whose DOM types this Node project does not load.
+    type Doc = { contentType: string; querySelector(s: string): { naturalWidth: number; naturalHeight: number } | null };
+    await page.waitForFunction(() => (globalThis as unknown as { document: Doc }).document.contentType === "image/png", undefined, { timeout: 60_000, polling: 200 });
+    const size = await page.evaluate(() => {
+      const img = (globalThis as unknown as { document: Doc }).document.querySelector("img");
+      return img ? { w: img.naturalWidth, h: img.naturalHeight } : null;
+    });
     expect(size).toEqual({ w: 2, h: 1 });
     await page.close();
   });

@@ -52,7 +52,10 @@ describe("acknowledging reports", () => {
     expect(await again.none("task.assign")).toBe(true);
   });
 
-  it("takes a report that reaches the dispatcher only after the task was requeued, and stops the second run", async () => {
+  // Reports count only from the node the work is assigned to (agents see only their own work): a
+  // report that arrives after its task went to another node is acknowledged, so the agent forgets
+  // it, and dropped; the run the task is assigned to now is the one recorded.
+  it("acknowledges and drops a report that reaches the dispatcher only after the task went to another node", async () => {
     const lost = await FakeAgent.connect("lost-report");
     const { token } = await newAccount();
     const id = await task(token, await deployedFunction(token));
@@ -62,9 +65,10 @@ describe("acknowledging reports", () => {
     expect((await other.next("task.assign")).taskId).toBe(id);
     const back = await FakeAgent.connect("lost-report", { slots: 0 });
     back.done(id, "from the first run");
-    await back.next("ack");
-    expect((await other.next("task.cancel")).taskId).toBe(id);
-    expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("from the first run");
+    expect(await back.next("ack")).toEqual({ type: "ack", of: "task.done", id });
+    other.done(id, "from the second run");
+    await other.next("ack");
+    expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("from the second run");
     expect(await usageRows(id)).toBe(1);
   });
 });
@@ -111,7 +115,7 @@ describe("PUT /v1/agent/tasks/<id>/log (a log too large for the report frame)", 
     const { logPath } = await agent.next("task.assign");
     // 3,000 lines of 1,000 characters: 3 MB, three times the socket's message limit.
     const lines = Array.from({ length: 3000 }, (_, i) => `${i}:`.padEnd(1000, "x"));
-    const put = await call(logPath!, { token: await FakeAgent.token(), method: "PUT", body: JSON.stringify(lines), headers: { "content-type": "application/json" } });
+    const put = await call(logPath!, { token: agent.token, method: "PUT", body: JSON.stringify(lines), headers: { "content-type": "application/json" } });
     expect(put.status).toBe(204);
     agent.done(id, "ok", 200, { log: [], logUploaded: true });
     await agent.next("ack");
@@ -124,12 +128,13 @@ describe("PUT /v1/agent/tasks/<id>/log (a log too large for the report frame)", 
     const { token } = await newAccount();
     const id = await task(token, await deployedFunction(token));
     const { logPath } = await agent.next("task.assign");
-    const agentToken = await FakeAgent.token();
+    const agentToken = agent.token;
     await expectError(call(logPath!, { token: agentToken, method: "PUT", body: JSON.stringify({ lines: "no" }) }), 400, "validation_failed");
     await expectError(call(logPath!, { token: agentToken, method: "PUT", body: JSON.stringify(["x".repeat(9000)]) }), 400, "validation_failed");
     agent.done(id, "ok");
     await call(`/v1/task/${id}/result?wait=5`, { token });
-    await expectError(call(logPath!, { token: agentToken, method: "PUT", body: JSON.stringify(["late"]) }), 400, "validation_failed");
+    // The task is no longer open work of this node: the route answers as for any other's task.
+    await expectError(call(logPath!, { token: agentToken, method: "PUT", body: JSON.stringify(["late"]) }), 404, "not_found");
     expect((await callJson(`/v1/task/${id}/log`, 200, { token })).log).toEqual([`ran ${id}`]);
   });
 });

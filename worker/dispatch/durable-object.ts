@@ -13,6 +13,9 @@ import { Waiters } from "./waiters.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import { abandonedReason, abandonedReport } from "./attempts.js";
 import type { TaskRow } from "../services/tasks.js";
+import { DispatcherStorage, withStorage } from "../storage/dispatcher-store.js";
+import { storageWritten } from "../storage/records.js";
+import { agentPaths } from "./work.js";
 import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, type Access } from "./nodes.js";
 import type { z } from "zod";
@@ -42,6 +45,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly marks: AssignedMarks;
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
+  private readonly storage: DispatcherStorage;
   /** The D1 write in flight, and whether outcomes arrived during it. */
   private committing: Promise<void> | undefined;
   private commitAgain = false;
@@ -55,6 +59,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.queue = new WorkQueue(ctx.storage.sql);
     this.outcomes = new OutcomeLog(ctx.storage.sql);
     this.revoked = new RevokedTokens(ctx.storage.sql);
+    this.storage = new DispatcherStorage(ctx.storage.sql);
     this.db = openDb(env.DB);
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     this.chains = new ChainFiring(env, this.db, { id: ctx.id, self: this }, (e, taskIds) => log("error", "firing triggers failed", { taskIds, error: String(e) }));
@@ -79,6 +84,11 @@ export class Dispatcher extends DurableObject<Bindings> {
     return finished;
   }
 
+  /** The owner cleared the function's storage: tasks assigned from now on get none. */
+  async clearStorage(functionId: string): Promise<void> {
+    this.storage.clear(functionId);
+  }
+
   async setPaused(functionId: string, paused: boolean): Promise<void> {
     this.queue.setPaused(functionId, paused);
     if (!paused) await this.pump();
@@ -86,6 +96,7 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** The function was deleted: drop its queued work and stop what runs. */
   async cancelFunction(functionId: string): Promise<void> {
+    this.storage.clear(functionId);
     for (const w of this.queue.removeFunction(functionId)) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
@@ -125,6 +136,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    */
   async resync(): Promise<void> {
     this.queue.reload();
+    this.storage.reload();
     if (!this.committing) this.outcomes.reload();
     this.alarmAt = undefined;
     await this.pump();
@@ -190,8 +202,9 @@ export class Dispatcher extends DurableObject<Bindings> {
       setDraining(att, { agent: msg.draining });
     }
     ws.serializeAttachment(att);
-    if (!reportsOwnWork(this.queue, att.nodeId, msg)) return;
-    await this.onReport(att, msg, now, typeof data === "string" ? data : undefined);
+    // Reports count only from the node the work is assigned to; another's (or one whose work is
+    // gone: a duplicate, a late report) is moot, and acknowledged so the agent forgets it.
+    if (reportsOwnWork(this.queue, att.nodeId, msg)) await this.onReport(att, msg, now, typeof data === "string" ? data : undefined);
     // Taken for good (or moot): the agent may forget it. A report that failed is not acknowledged,
     // and the agent sends it again after its next reconnect.
     const ack = ackFor(msg);
@@ -317,6 +330,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private accept(w: WorkRow, report: TaskDone | null, now: number, rttMs: number, frame?: string) {
     const mark = this.marks.take(w.id);
     this.queue.remove(w.id);
+    if (report?.storage) this.storage.apply(w.function_id, w.account_id, w.id, report.storage, now);
     const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report };
     this.outcomes.add(outcome, frame);
   }
@@ -352,6 +366,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!batch.length) return false;
     const now = Date.now();
     const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
+    await storageWritten(this.db, this.env.BUCKET, batch);
     this.outcomes.remove(batch.map((o) => o.taskId));
     for (const o of batch) this.waiters.wake(o.taskId, finished.get(o.taskId) ?? null);
     this.chains.add([...finished.values()], triggers);
@@ -410,8 +425,9 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     const now = Date.now();
     for (const { w, a } of assigned) {
-      const payload = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
-      // The payload is the frame, serialized once when queued.
+      const queued = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
+      // The payload is the frame, serialized once when queued; a task gets its function's storage as it is now.
+      const payload = queued !== undefined && w.kind === "task" ? withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)) : queued;
       if (payload !== undefined) for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
     }
     if (assigned.length) await this.scheduleAlarm();

@@ -9,6 +9,8 @@ export const agentPaths = {
   input: (taskId: string) => `/v1/agent/tasks/${taskId}/input`,
   result: (taskId: string) => `/v1/agent/tasks/${taskId}/result`,
   log: (taskId: string) => `/v1/agent/tasks/${taskId}/log`,
+  /** Where task `taskId` PUTs the storage it sets, and where a later task GETs a value task `setBy` set. */
+  storage: (taskId: string, setBy = taskId) => `/v1/agent/tasks/${taskId}/storage/${setBy}`,
 };
 
 /** Builds run with generous fixed limits; the builder caps CPU, memory and time itself. */
@@ -38,6 +40,7 @@ export function taskWork(t: TaskRow): NewWork {
       inputPath: agentPaths.input(t.id),
       resultPath: agentPaths.result(t.id),
       logPath: agentPaths.log(t.id),
+      storagePath: agentPaths.storage(t.id),
     },
   };
 }

@@ -7,6 +7,7 @@ import * as build from "../../shared/schemas/build.js";
 import * as task from "../../shared/schemas/task.js";
 import * as admin from "../../shared/schemas/admin.js";
 import * as out from "../../shared/schemas/responses.js";
+import * as storage from "../../shared/schemas/storage.js";
 
 type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
 
@@ -41,6 +42,8 @@ export const OPERATIONS: Operation[] = [
   { method: "patch", path: "/v1/function/:id", summary: "Edit a function", group: "functions", auth: "account", body: json(fn.functionEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "delete", path: "/v1/function/:id", summary: "Delete a function, its triggers, endpoints and builds; cancel its pending tasks", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "post", path: "/v1/function/:id/togglePause", summary: "Pause or resume a function", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
+  { method: "get", path: "/v1/function/:id/storage", summary: "Read the function's storage (what its tasks set with the GC-Storage response header)", group: "functions", auth: "account", ok: { status: 200, schema: storage.storageOut, description: "{size, updatedAt, value (base64)}; 404 when nothing is stored." }, errors: [401, 404] },
+  { method: "delete", path: "/v1/function/:id/storage", summary: "Clear the function's storage", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "get", path: "/v1/function/:id/capabilities", summary: "Get capabilities", group: "functions", auth: "account", ok: { status: 200, schema: out.capabilitiesOut, description: "timeout s, cpuCount CPUs, memSize MiB." }, errors: [401, 404] },
   { method: "post", path: "/v1/function/:id/capabilities", summary: "Set capabilities", group: "functions", auth: "account", body: json(fn.capabilitiesSet), ok: noContent, errors: [400, 401, 404, 415] },
 
@@ -100,6 +103,8 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/agent/builds/:id/artifact", summary: "Download a build's artifact", group: "agent", auth: "agent", ok: { status: 200, description: "The artifact tar.", contentType: "application/octet-stream" }, errors: [401, 404] },
   { method: "get", path: "/v1/agent/tasks/:id/input", summary: "A task's input", group: "agent", auth: "agent", ok: { status: 200, description: "{method, query, headers, body}" }, errors: [401, 404] },
   { method: "put", path: "/v1/agent/tasks/:id/result", summary: "Upload a large result body", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [400, 401, 404, 411, 413] },
+  { method: "put", path: "/v1/agent/tasks/:id/storage/:setBy", summary: "Upload a storage value too large for the report frame (the task's own id as setBy)", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [401, 404, 411, 413] },
+  { method: "get", path: "/v1/agent/tasks/:id/storage/:setBy", summary: "The storage value task setBy stored, for a later task of the same function", group: "agent", auth: "agent", ok: { status: 200, description: "The stored bytes.", contentType: "application/octet-stream" }, errors: [401, 404] },
   { method: "put", path: "/v1/agent/tasks/:id/log", summary: "Upload a log too large for the report frame (a JSON array of lines)", group: "agent", auth: "agent", body: { contentType: "application/json", required: true }, ok: noContent, errors: [400, 401, 404, 411, 413] },
 
   { method: "get", path: "/healthz", summary: "Liveness", group: "meta", auth: "none", ok: { status: 200, description: "ok", contentType: "text/plain" }, errors: [] },

@@ -6,6 +6,8 @@ import { allShards, shardCount, shardStub } from "../dispatch/client.js";
 import { forwardConnect } from "../dispatch/nodes.js";
 import { agentBuild, agentTask } from "../services/agent-work.js";
 import { storeUploadedLog } from "../services/task-logs.js";
+import { storageValueKey } from "../storage/keys.js";
+import { MAX_STORAGE_BYTES } from "../../shared/schemas/storage.js";
 
 const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
 const MAX_RESULT_BYTES = 64 * 1024 * 1024;
@@ -63,6 +65,19 @@ export const agentRoutes = new Hono<AppEnv>()
     const t = await agentTask(c, c.req.param("id"), "task");
     await putSized(c.env.BUCKET, taskResultKey(t.accountId, t.id), c.req.raw, MAX_RESULT_BYTES);
     return c.body(null, 204);
+  })
+  // A storage value too large for the report frame: the task PUTs it under its own id.
+  .put("/tasks/:id/storage/:setBy", async (c) => {
+    const t = await agentTask(c, c.req.param("id"), "task");
+    if (c.req.param("setBy") !== t.id) throw notFound("task");
+    await putSized(c.env.BUCKET, storageValueKey(t.accountId, t.functionId, t.id), c.req.raw, MAX_STORAGE_BYTES);
+    return c.body(null, 204);
+  })
+  // A later task of the same function reads the value the task `setBy` stored.
+  .get("/tasks/:id/storage/:setBy", async (c) => {
+    const t = await agentTask(c, c.req.param("id"), "task");
+    if (!/^[a-z0-9]{1,64}$/.test(c.req.param("setBy"))) throw notFound("storage");
+    return streamObject(c.env.BUCKET, storageValueKey(t.accountId, t.functionId, c.req.param("setBy")), "storage");
   })
   .put("/tasks/:id/log", async (c) => {
     const t = await agentTask(c, c.req.param("id"), "task");

@@ -4,7 +4,8 @@ import { jsonBody, query } from "../http/validate.js";
 import { capabilitiesSet, functionCreate, functionEdit, functionListQuery } from "../../shared/schemas/function.js";
 import { deletePrefix, functionPrefix } from "../lib/storage-keys.js";
 import { getOwnTags } from "../services/tags.js";
-import { cancelFunction, setPaused } from "../dispatch/client.js";
+import { cancelFunction, dispatcherFor, setPaused } from "../dispatch/client.js";
+import { clearStorage, readStorage } from "../storage/service.js";
 import {
   capabilitiesOf,
   createFunction,
@@ -45,6 +46,13 @@ export const functionRoutes = new Hono<AppEnv>()
     await cancelFunction(c.env, id);
     // Zips and artifacts go after the records: a failure here leaves orphans, never dangling rows.
     c.executionCtx.waitUntil(deletePrefix(c.env.BUCKET, functionPrefix(accountId, id)));
+    return c.body(null, 204);
+  })
+  .get("/:id/storage", async (c) => c.json(await readStorage(c.var.db, c.env.BUCKET, c.var.caller.accountId, c.req.param("id"))))
+  .delete("/:id/storage", async (c) => {
+    const id = c.req.param("id");
+    await clearStorage(c.var.db, c.env.BUCKET, c.var.caller.accountId, id);
+    await dispatcherFor(c.env, id).clearStorage(id);
     return c.body(null, 204);
   })
   .get("/:id/capabilities", async (c) =>
