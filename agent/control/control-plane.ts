@@ -36,6 +36,11 @@ export class ControlPlane {
     return (await res.json()) as T;
   }
 
+  async getBytes(p: string): Promise<Buffer> {
+    const res = await this.ok(await fetch(this.url(p), { headers: this.headers() }), `GET ${p}`);
+    return Buffer.from(await res.arrayBuffer());
+  }
+
   async put(p: string, body: Buffer, contentType = "application/octet-stream"): Promise<void> {
     await this.ok(
       await fetch(this.url(p), {

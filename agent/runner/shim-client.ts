@@ -40,7 +40,8 @@ export function exchangeOver(socket: net.Socket, request: FunctionRequest, invoc
   headers[INVOCATION_HEADER] = invocationId;
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { createConnection: () => socket, method: request.method.toUpperCase(), path: requestTarget(request), headers },
+      // maxHeaderSize: a response may set GC-Storage, up to 1 MiB base64-encoded in one header.
+      { createConnection: () => socket, method: request.method.toUpperCase(), path: requestTarget(request), headers, maxHeaderSize: 4 * 1024 * 1024 },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;

@@ -16,8 +16,11 @@ export type TaskRow = typeof tasks.$inferSelect;
 /** Inputs up to this size stay in the D1 row; larger ones go to R2 (D1 rows stop near 1 MB). */
 const INLINE_INPUT_BYTES = 64 * 1024;
 
-/** Headers a function never sees: credentials of the caller and the edge's own. */
-const HIDDEN_HEADERS = /^(authorization|cookie|cf-.*|x-forwarded-.*|x-real-ip)$/i;
+/**
+ * Headers a function never sees: credentials of the caller, the edge's own, and GC-Storage (only
+ * the function's own stored value arrives under that name).
+ */
+const HIDDEN_HEADERS = /^(authorization|cookie|cf-.*|x-forwarded-.*|x-real-ip|gc-storage)$/i;
 
 export function inputFromRequest(req: Request, body: TaskBody): TaskInput {
   const url = new URL(req.url);

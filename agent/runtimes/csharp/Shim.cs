@@ -55,7 +55,9 @@ namespace Gcfaas.Shim
             using (var stream = new NetworkStream(client))
             {
                 string invocation;
-                var request = ReadRequest(stream, out invocation);
+                // Buffered: the request is read a byte at a time up to each line end (headers may carry
+                // a GC-Storage value of a megabyte or more).
+                var request = ReadRequest(new BufferedStream(stream, 65536), out invocation);
                 if (request == null) return;
                 var response = Run(handler, handle, loadError, request);
                 var marker = "\u001eGCFAAS_END:" + invocation + "\u001e\n";
@@ -183,7 +185,7 @@ namespace Gcfaas.Shim
         {
             var bytes = new List<byte>();
             int b;
-            while ((b = stream.ReadByte()) != -1 && bytes.Count < 65536)
+            while ((b = stream.ReadByte()) != -1 && bytes.Count < 4 * 1024 * 1024)
             {
                 if (b == '\n') break;
                 if (b != '\r') bytes.Add((byte)b);

@@ -86,7 +86,8 @@ process.on("unhandledRejection", (err) => console.error(err && err.stack ? err.s
 process.on("uncaughtException", (err) => console.error(err && err.stack ? err.stack : err));
 
 // The connection waits for its call as long as the container stays warm: no server timeouts.
-const server = http.createServer({ requestTimeout: 0, headersTimeout: 0 }, (req, res) => {
+// maxHeaderSize: GC-Storage values (up to 1 MiB) arrive base64-encoded in one header.
+const server = http.createServer({ requestTimeout: 0, headersTimeout: 0, maxHeaderSize: 4 * 1024 * 1024 }, (req, res) => {
   const chunks = [];
   req.on("data", (chunk) => chunks.push(chunk));
   req.on("end", async () => {

@@ -20,7 +20,8 @@ FUNCTION_DIR = os.environ.get("GCFAAS_FUNCTION_DIR", "/function")
 SOCKET_PATH = os.environ.get("GCFAAS_SOCKET", "/run/gcfaas/agent.sock")
 INVOCATION_HEADER = "x-gcfaas-invocation"
 MARKER = "\x1eGCFAAS_END:{}\x1e\n"
-MAX_HEADER_LINE = 65536
+# GC-Storage values (up to 1 MiB) arrive base64-encoded in one header line.
+MAX_HEADER_LINE = 4 * 1024 * 1024
 
 sys.path.insert(0, os.path.join(FUNCTION_DIR, ".python_packages"))
 sys.path.insert(0, FUNCTION_DIR)

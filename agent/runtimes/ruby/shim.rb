@@ -10,6 +10,8 @@ $stderr.sync = true
 
 FUNCTION_DIR = ENV.fetch("GCFAAS_FUNCTION_DIR", "/function")
 SOCKET_PATH = ENV.fetch("GCFAAS_SOCKET", "/run/gcfaas/agent.sock")
+# GC-Storage values (up to 1 MiB) arrive base64-encoded in one header line.
+MAX_HEADER_LINE = 4 * 1024 * 1024
 INVOCATION_HEADER = "x-gcfaas-invocation"
 STATUS_TEXT = { 200 => "OK", 500 => "Internal Server Error" }.freeze
 
@@ -110,12 +112,12 @@ rescue Exception => e # rubocop:disable Lint/RescueException -- one bad call mus
 end
 
 def read_request(client)
-  request_line = client.gets("\r\n", 65_536)
+  request_line = client.gets("\r\n", MAX_HEADER_LINE)
   return nil if request_line.nil? || request_line.strip.empty?
 
   method, target, = request_line.strip.split(" ", 3)
   headers = {}
-  while (line = client.gets("\r\n", 65_536))
+  while (line = client.gets("\r\n", MAX_HEADER_LINE))
     line = line.chomp("\r\n")
     break if line.empty?
 

@@ -6,7 +6,8 @@ use std::os::unix::net::UnixStream;
 use std::panic;
 
 const INVOCATION_HEADER: &str = "x-gcfaas-invocation";
-const MAX_HEADER_LINE: u64 = 65536;
+// GC-Storage values (up to 1 MiB) arrive base64-encoded in one header line.
+const MAX_HEADER_LINE: u64 = 4 * 1024 * 1024;
 
 fn main() {
     let path = std::env::var("GCFAAS_SOCKET").unwrap_or_else(|_| "/run/gcfaas/agent.sock".to_string());
