@@ -13,6 +13,7 @@ import { ArtifactStore } from "./work/artifact-store.js";
 import { BuildSlots } from "./work/build-slots.js";
 import { checkBuildSpaces, removeLeftoverBuildSpaces } from "./builder/build-space.js";
 import { FUNCTION_UID } from "./runtimes/languages.js";
+import { AgentMetrics } from "./metrics/agent-metrics.js";
 
 type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
 
@@ -31,6 +32,7 @@ export class Agent {
   readonly control: ControlPlane;
   readonly artifacts: ArtifactStore;
   readonly buildSlots: BuildSlots;
+  readonly metrics: AgentMetrics;
 
   constructor(
     readonly config: AgentConfig,
@@ -39,6 +41,13 @@ export class Agent {
     this.control = new ControlPlane(config.url, config.token);
     this.artifacts = new ArtifactStore(path.join(config.stateDir, "downloads"), this.control, runner, config.keepArtifacts);
     this.buildSlots = new BuildSlots(config.maxBuilds, runner);
+    this.metrics = new AgentMetrics({
+      slots: () => config.slots,
+      busySlots: () => this.running.size,
+      runningBuilds: () => this.buildSlots.busy,
+      warmContainers: () => runner.containers().length,
+      draining: () => this.draining,
+    });
   }
 
   async start(): Promise<void> {
@@ -129,7 +138,9 @@ export class Agent {
     if (this.running.has(id)) return; // a re-sent assignment of work already under way
     const entry = { kind: msg.type === "build.assign" ? ("build" as const) : ("task" as const), conn, cancelled: false, abort: new AbortController() };
     this.running.set(id, entry);
+    const started = performance.now();
     const report = (m: AgentMessage) => {
+      this.metrics.finished(msg.lang, (performance.now() - started) / 1000, m);
       // A cancelled task's outcome is dropped: the dispatcher already recorded one.
       if (!(entry.kind === "task" && entry.cancelled && m.type === "task.done")) conn.send(m);
     };
@@ -138,6 +149,7 @@ export class Agent {
       else await runTask(this, this.runner, msg, report, entry.abort.signal);
     } catch (e) {
       log("error", "work failed unexpectedly", { id, error: (e as Error).stack ?? String(e) });
+      this.metrics.failed("agent_error");
       // The error may name host paths or errno codes: those stay in the agent's log above.
       const message = `the agent could not run this ${msg.type === "build.assign" ? "build" : "task"}`;
       if (msg.type === "build.assign") report({ type: "build.done", buildId: id, ok: false, reason: `agent error: ${message}` });
