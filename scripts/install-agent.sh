@@ -72,7 +72,9 @@ if [ "$uninstall" -eq 1 ]; then
   systemd_runs && systemctl daemon-reload
   # A killed build leaves its loop-mounted space behind; unmount before deleting the folder.
   awk -v s="$state/" 'index($2, s) == 1 { print $2 }' /proc/self/mounts 2>/dev/null | sort -r | xargs -r -n 1 umount -l || true
-  rm -rf "$PREFIX" "$ENV_FILE" "$state"
+  rm -rf "$PREFIX" "$ENV_FILE"
+  # The state folder may itself be a mount point: then its contents go and the folder stays.
+  rm -rf "$state" 2>/dev/null || find "$state" -mindepth 1 -delete
   rmdir /etc/gcfaas 2>/dev/null || true
   if [ "$remove_images" -eq 1 ]; then
     for l in "${ALL_LANGS[@]}"; do
@@ -129,6 +131,8 @@ need=()
 command -v dockerd >/dev/null 2>&1 || docker_answers || need+=(docker.io)
 command -v docker >/dev/null 2>&1 || need+=(docker.io)
 command -v runsc >/dev/null 2>&1 || need+=(runsc)
+# Each build gets a loop-mounted ext4 space of its own.
+command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
 [ "$build_images" -eq 1 ] && [ -z "$images_tar" ] && ! command -v mmdebstrap >/dev/null 2>&1 && need+=(mmdebstrap)
 [ "$(node_major)" -ge 20 ] || need+=(nodejs)
 if [ ${#need[@]} -gt 0 ]; then
