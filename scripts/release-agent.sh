@@ -4,7 +4,10 @@
 # laid out with the repository's relative paths so that scripts/images/build-offline.sh and the
 # agent find them next to the bundle.
 #
-#   scripts/release-agent.sh [OUT_DIR]        default dist/agent
+#   scripts/release-agent.sh [--with-images python,node,...] [OUT_DIR]      default dist/agent
+#
+# --with-images also saves those built runtime images (gcfaas/<lang>:offline, or the tag in
+# GCFAAS_IMAGE_TAG) into OUT_DIR/images.tar, which install-agent.sh then loads instead of building.
 #
 #   OUT_DIR/gcfaas-agent.mjs        the agent (node gcfaas-agent.mjs --help)
 #   OUT_DIR/agent/runtimes/<lang>/  shims, Dockerfiles and Debian package lists per language
@@ -13,10 +16,15 @@
 #   OUT_DIR/VERSION                 package version and commit
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+images=""
+if [ "${1:-}" = "--with-images" ]; then
+  images="${2:?--with-images needs a list of languages, e.g. python,node}"
+  shift 2
+fi
 OUT="$(mkdir -p "${1:-$ROOT/dist/agent}" && cd "${1:-$ROOT/dist/agent}" && pwd)"
 cd "$ROOT"
 
-rm -rf "$OUT/agent" "$OUT/scripts"
+rm -rf "$OUT/agent" "$OUT/scripts" "$OUT/images.tar"
 mkdir -p "$OUT/agent" "$OUT/scripts"
 
 # ESM output: bundled CommonJS packages still call require() for Node's built-in modules, which
@@ -32,6 +40,13 @@ cp -r agent/runtimes "$OUT/agent/runtimes"
 find "$OUT/agent/runtimes" -maxdepth 1 -type f -delete
 cp -r scripts/images "$OUT/scripts/images"
 cp scripts/install-agent.sh "$OUT/install-agent.sh"
+
+if [ -n "$images" ]; then
+  tags=()
+  IFS=, read -r -a dirs <<<"$images"
+  for d in "${dirs[@]}"; do tags+=("gcfaas/$d:${GCFAAS_IMAGE_TAG:-offline}"); done
+  docker save -o "$OUT/images.tar" "${tags[@]}"
+fi
 
 version="$(node -p 'require("./package.json").version')"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"

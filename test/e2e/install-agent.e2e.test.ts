@@ -135,12 +135,14 @@ describe("install-agent.sh on a clean Debian 12", () => {
     expect(output).toMatch(/journalctl -u gcfaas-agent -f/);
   });
 
-  it("runs again without the settings it was given, installing nothing and keeping lines added by hand", async () => {
+  it("upgrades from a release that ships its images, installing nothing, keeping settings not given and lines added by hand", async () => {
     const metricsPort = await freePort();
     await fs.appendFile(debian.file("etc/gcfaas/agent.env"), `GCFAAS_METRICS=127.0.0.1:${metricsPort}\n`);
-    const again = await debian.run([...INSTALLER, "--slots", "3"], { GCFAAS_IMAGE_TAG: IMAGE_TAG });
+    await run("bash", [path.join(ROOT, "scripts/release-agent.sh"), "--with-images", "python", debian.file("root/release-with-images")], { env: { ...process.env, GCFAAS_IMAGE_TAG: IMAGE_TAG } });
+    const again = await debian.run(["/bin/bash", "/root/release-with-images/install-agent.sh", "--slots", "3"], { GCFAAS_IMAGE_TAG: IMAGE_TAG });
     expect(again.code, again.output).toBe(0);
-    expect(again.output).not.toMatch(/installing|registered runsc/);
+    expect(again.output).not.toMatch(/installing|registered runsc|building runtime images/);
+    expect(again.output).toMatch(/loading runtime images from \/root\/release-with-images\/images\.tar/);
     expect(parseEnvFile(await readRoot("etc/gcfaas/agent.env"))).toMatchObject({ GCFAAS_URL: worker.url, GCFAAS_AGENT_TOKEN: token, GCFAAS_SLOTS: "3", GCFAAS_METRICS: `127.0.0.1:${metricsPort}` });
     expect((await fs.stat(debian.file("etc/gcfaas/agent.env"))).mode & 0o777).toBe(0o600);
   });
