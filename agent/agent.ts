@@ -14,6 +14,7 @@ import { BuildSlots } from "./work/build-slots.js";
 import { checkBuildSpaces, removeLeftoverBuildSpaces } from "./builder/build-space.js";
 import { FUNCTION_UID } from "./runtimes/languages.js";
 import { AgentMetrics } from "./metrics/agent-metrics.js";
+import { AGENT_VERSION } from "./version.js";
 
 type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
 
@@ -106,6 +107,7 @@ export class Agent {
       builds: this.config.maxBuilds,
       running: running.slice(0, 1024),
       warm: this.warm(),
+      agentVersion: AGENT_VERSION,
     };
   }
 
