@@ -97,10 +97,12 @@ slots="${slots:-$(env_value GCFAAS_SLOTS)}"
 langs="${langs:-$(env_value GCFAAS_LANGS)}"
 state_dir="${state_dir:-$(env_value GCFAAS_STATE_DIR)}"
 state_dir="${state_dir:-$DEFAULT_STATE_DIR}"
-[[ "$url" =~ ^https?://[^[:space:]\"\'\\]+$ ]] || die "--url must be the control plane's http(s) URL"
+# No quotes, spaces, $ or ; in values: the env file is read by systemd and by a shell (set -a; . file).
+url_re='^https?://[A-Za-z0-9._~:/%@-]+$'
+[[ "$url" =~ $url_re ]] || die "--url must be the control plane's http(s) URL"
 [[ "$token" =~ ^gca_[0-9a-f]{64}$ ]] || die "--token must be an agent token (gca_…) minted with POST /v1/admin/agent-tokens"
 [[ "$node_id" =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "--node-id must be 1-64 of A-Z a-z 0-9 . _ -"
-[ -z "$slots" ] || [[ "$slots" =~ ^[1-9][0-9]{0,3}$ ]] || die "--slots must be a number from 1 to 1024"
+[ -z "$slots" ] || { [[ "$slots" =~ ^[1-9][0-9]{0,3}$ ]] && [ "$slots" -le 1024 ]; } || die "--slots must be a number from 1 to 1024"
 [[ "$state_dir" =~ ^/[A-Za-z0-9._/-]+$ ]] || die "--state-dir must be an absolute path"
 image_langs=("${ALL_LANGS[@]}")
 if [ -n "$langs" ]; then

@@ -67,6 +67,22 @@ afterAll(async () => {
   await run("docker", ["image", "rm", `gcfaas/python:${IMAGE_TAG}`]).catch(() => undefined);
 });
 
+describe("install-agent.sh settings", () => {
+  it("refuses values that the env file could not hold safely (it is also read by a shell) before writing anything", async () => {
+    for (const [flag, value, message] of [
+      ["--url", "http://127.0.0.1:1;touch /tmp/ran", /--url must be the control plane's http\(s\) URL/],
+      ["--node-id", "a b", /--node-id must be 1-64 of/],
+      ["--slots", "2000", /--slots must be a number from 1 to 1024/],
+    ] as const) {
+      const args = { "--url": worker.url, "--node-id": NODE_ID, "--slots": "2", [flag]: value };
+      const { code, output } = await debian.run([...INSTALLER, ...Object.entries(args).flat(), "--token", token]);
+      expect(code, output).toBe(1);
+      expect(output).toMatch(message);
+    }
+    expect(existsSync(debian.file("etc/gcfaas"))).toBe(false);
+  });
+});
+
 describe("install-agent.sh on a host without Node.js 20", () => {
   it("refuses, naming the way out, before installing anything", async () => {
     const { code, output } = await debian.run([...INSTALLER, "--url", worker.url, "--token", token, "--node-id", NODE_ID]);
