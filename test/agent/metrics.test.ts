@@ -37,7 +37,7 @@ function sample(text: string, name: string, labels = ""): number | undefined {
   return line === undefined ? undefined : Number(line.slice(key.length + 1));
 }
 
-const taskDone = (status: number): AgentMessage => ({ type: "task.done", taskId: "t", status, headers: {}, body: null, bodyUploaded: false, log: [], durationMs: 1 });
+const taskDone = (status: number): AgentMessage => ({ type: "task.done", taskId: "t", status, headers: {}, body: null, bodyUploaded: false, log: [], logUploaded: false, durationMs: 1 });
 const buildDone = (ok: boolean): AgentMessage => (ok ? { type: "build.done", buildId: "b", ok: true, artifactSize: 10 } : { type: "build.done", buildId: "b", ok: false, reason: "pip failed" });
 
 describe("GET /metrics", () => {
