@@ -13,6 +13,8 @@ import { ArtifactStore } from "./work/artifact-store.js";
 import { BuildSlots } from "./work/build-slots.js";
 import { checkBuildSpaces, removeLeftoverBuildSpaces } from "./builder/build-space.js";
 import { FUNCTION_UID } from "./runtimes/languages.js";
+import { AgentMetrics } from "./metrics/agent-metrics.js";
+import { AGENT_VERSION } from "./version.js";
 
 type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
 
@@ -31,6 +33,7 @@ export class Agent {
   readonly control: ControlPlane;
   readonly artifacts: ArtifactStore;
   readonly buildSlots: BuildSlots;
+  readonly metrics: AgentMetrics;
 
   constructor(
     readonly config: AgentConfig,
@@ -39,6 +42,13 @@ export class Agent {
     this.control = new ControlPlane(config.url, config.token);
     this.artifacts = new ArtifactStore(path.join(config.stateDir, "downloads"), this.control, runner, config.keepArtifacts);
     this.buildSlots = new BuildSlots(config.maxBuilds, runner);
+    this.metrics = new AgentMetrics({
+      slots: () => config.slots,
+      busySlots: () => this.running.size,
+      runningBuilds: () => this.buildSlots.busy,
+      warmContainers: () => runner.containers().length,
+      draining: () => this.draining,
+    });
   }
 
   async start(): Promise<void> {
@@ -97,6 +107,7 @@ export class Agent {
       builds: this.config.maxBuilds,
       running: running.slice(0, 1024),
       warm: this.warm(),
+      agentVersion: AGENT_VERSION,
     };
   }
 
@@ -129,7 +140,9 @@ export class Agent {
     if (this.running.has(id)) return; // a re-sent assignment of work already under way
     const entry = { kind: msg.type === "build.assign" ? ("build" as const) : ("task" as const), conn, cancelled: false, abort: new AbortController() };
     this.running.set(id, entry);
+    const started = performance.now();
     const report = (m: AgentMessage) => {
+      this.metrics.finished(msg.lang, (performance.now() - started) / 1000, m);
       // A cancelled task's outcome is dropped: the dispatcher already recorded one.
       if (!(entry.kind === "task" && entry.cancelled && m.type === "task.done")) conn.send(m);
     };
@@ -138,6 +151,7 @@ export class Agent {
       else await runTask(this, this.runner, msg, report, entry.abort.signal);
     } catch (e) {
       log("error", "work failed unexpectedly", { id, error: (e as Error).stack ?? String(e) });
+      this.metrics.failed("agent_error");
       // The error may name host paths or errno codes: those stay in the agent's log above.
       const message = `the agent could not run this ${msg.type === "build.assign" ? "build" : "task"}`;
       if (msg.type === "build.assign") report({ type: "build.done", buildId: id, ok: false, reason: `agent error: ${message}` });

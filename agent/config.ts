@@ -31,6 +31,11 @@ const schema = z.object({
   buildPids: z.coerce.number().int().min(64),
   // The control plane takes artifacts of at most 512 MiB.
   maxArtifactMiB: z.coerce.number().int().min(1).max(512),
+  metrics: z
+    .string()
+    .regex(/^(?:(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):)?\d{1,5}$/, "must be PORT or HOST:PORT (0 turns metrics off)")
+    .transform(parseListenAddress)
+    .refine((a) => a === null || a.port <= 65535, "port must be at most 65535"),
 });
 export type AgentConfig = z.infer<typeof schema> & { cpus: number; memMiB: number };
 
@@ -53,6 +58,7 @@ const FLAGS = {
   "build-memory": { type: "string", env: "GCFAAS_BUILD_MEMORY_MIB" },
   "build-pids": { type: "string", env: "GCFAAS_BUILD_PIDS" },
   "max-artifact": { type: "string", env: "GCFAAS_MAX_ARTIFACT_MIB" },
+  metrics: { type: "string", env: "GCFAAS_METRICS" },
   help: { type: "boolean", env: "" },
 } as const;
 
@@ -76,7 +82,17 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --build-memory MIB     a build's memory [2048]                (GCFAAS_BUILD_MEMORY_MIB)
   --build-pids N         a build's processes and threads [1024] (GCFAAS_BUILD_PIDS)
   --max-artifact MIB     largest artifact a build makes [256]   (GCFAAS_MAX_ARTIFACT_MIB)
+  --metrics [HOST:]PORT  Prometheus metrics at /metrics, 0 = off [127.0.0.1:9464] (GCFAAS_METRICS)
 `;
+
+/** "9464" (loopback), "0.0.0.0:9464", "[::1]:9464"; port 0 means no metrics server. */
+function parseListenAddress(value: string): { host: string; port: number } | null {
+  const at = value.lastIndexOf(":");
+  const port = Number(value.slice(at + 1));
+  if (port === 0) return null;
+  const host = at < 0 ? "127.0.0.1" : value.slice(0, at).replace(/^\[(.*)\]$/, "$1");
+  return { host, port };
+}
 
 const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v);
 
@@ -110,6 +126,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     buildMemoryMiB: get("build-memory") ?? String(DEFAULT_BUILD_LIMITS.memoryMiB),
     buildPids: get("build-pids") ?? String(DEFAULT_BUILD_LIMITS.pids),
     maxArtifactMiB: get("max-artifact") ?? String(DEFAULT_BUILD_LIMITS.maxArtifactMiB),
+    metrics: get("metrics") ?? "127.0.0.1:9464",
   };
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {

@@ -1,6 +1,7 @@
 import { Agent } from "./agent.js";
 import { loadConfig, USAGE } from "./config.js";
 import { log } from "./log.js";
+import { startMetricsServer } from "./metrics/server.js";
 import { Runner } from "./runner/index.js";
 import { ensureOfflineImages } from "./runtimes/images.js";
 
@@ -23,6 +24,15 @@ async function main() {
   });
   const agent = new Agent(config, runner);
   await agent.start();
+  if (config.metrics) {
+    // A taken port costs the metrics, not the work: a supervisor restarting the agent over it
+    // would stop every task on the node for the sake of a scrape.
+    const { host, port } = config.metrics;
+    await startMetricsServer(agent.metrics.registry, host, port).then(
+      ({ address }) => log("info", "metrics served", { url: `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}/metrics` }),
+      (e: unknown) => log("error", "metrics not served", { host, port, error: String(e) }),
+    );
+  }
   keepServing();
   let stopping = false;
   const stop = (signal: string) => {

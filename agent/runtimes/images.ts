@@ -1,12 +1,18 @@
 import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { offlineImageTag, RUNTIME_DIR, type Lang } from "./languages.js";
 
 const run = promisify(execFile);
-const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
+/**
+ * The folder holding agent/runtimes/ and scripts/images/: the repository when run from source
+ * (this file is agent/runtimes/images.ts), or the release folder when run as the bundled
+ * gcfaas-agent.mjs, which scripts/release-agent.sh lays out with the same relative paths.
+ */
+const REPO_ROOT = [import.meta.dirname, path.resolve(import.meta.dirname, "../..")].find((dir) => existsSync(path.join(dir, "agent/runtimes"))) ?? path.resolve(import.meta.dirname, "../..");
 const BUILD_SCRIPT = path.join(REPO_ROOT, "scripts/images/build-offline.sh");
 
 /** Same value as scripts/images/shim-hash.sh: a changed shim must rebuild its image layer. */

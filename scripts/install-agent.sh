@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# Installs the gcfaas agent on this host as a systemd service. Run as root on Debian 12 or
+# Ubuntu 22.04+, from a release folder (scripts/release-agent.sh) or a repository checkout (the
+# release is built first). Idempotent: a re-run upgrades the agent and keeps settings not given.
+#
+#   install-agent.sh --url URL --token gca_… [--node-id ID] [--slots N] [--langs py,js,…]
+#                    [--state-dir DIR] [--images-tar FILE | --no-images] [--nodesource]
+#   install-agent.sh --uninstall [--remove-images]
+#
+# Installs what is missing: Docker Engine (Debian's docker.io), gVisor (runsc, registered as a
+# Docker runtime) and Node.js >= 20 (Debian's nodejs when its version suffices; NodeSource's
+# repository only with --nodesource). Places the agent in /opt/gcfaas-agent, builds the runtime
+# images (or loads --images-tar), writes /etc/gcfaas/agent.env (mode 600) and the unit
+# gcfaas-agent.service, and starts it when systemd runs. See docs/agents.md.
+set -euo pipefail
+
+PREFIX=/opt/gcfaas-agent
+ENV_FILE=/etc/gcfaas/agent.env
+UNIT_FILE=/etc/systemd/system/gcfaas-agent.service
+DAEMON_JSON=/etc/docker/daemon.json
+DEFAULT_STATE_DIR=/var/lib/gcfaas-agent
+# Longest drain: a build may run 10 minutes, then uploads its artifact; tasks end within 2.
+STOP_TIMEOUT_SECONDS=900
+ALL_LANGS=(py js go rb rs cs)
+
+say() { echo "install-agent: $*"; }
+die() { echo "install-agent: $*" >&2; exit 1; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+
+url="" token="" node_id="" slots="" langs="" state_dir="" images_tar="" release=""
+build_images=1 uninstall=0 remove_images=0 nodesource=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --url) url="${2:?--url needs a value}"; shift ;;
+    --token) token="${2:?--token needs a value}"; shift ;;
+    --node-id) node_id="${2:?--node-id needs a value}"; shift ;;
+    --slots) slots="${2:?--slots needs a value}"; shift ;;
+    --langs) langs="${2:?--langs needs a value}"; shift ;;
+    --state-dir) state_dir="${2:?--state-dir needs a value}"; shift ;;
+    --images-tar) images_tar="${2:?--images-tar needs a file}"; shift ;;
+    --release) release="${2:?--release needs a folder}"; shift ;;
+    --no-images) build_images=0 ;;
+    --nodesource) nodesource=1 ;;
+    --uninstall) uninstall=1 ;;
+    --remove-images) remove_images=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+  shift
+done
+
+[ "$(id -u)" -eq 0 ] || die "run as root"
+export DEBIAN_FRONTEND=noninteractive
+# PID 1 being systemd is what makes systemctl work; a chroot or a container without it skips the
+# service steps (the files are still written).
+systemd_runs() { [ -d /run/systemd/system ]; }
+docker_answers() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+lang_dir() { case "$1" in py) echo python ;; js) echo node ;; go) echo go ;; rb) echo ruby ;; rs) echo rust ;; cs) echo csharp ;; *) return 1 ;; esac; }
+# A value of the existing environment file, so that a re-run keeps what it is not given.
+env_value() { [ -f "$ENV_FILE" ] && sed -n "s/^$1=//p" "$ENV_FILE" | tail -n 1 || true; }
+
+if [ "$uninstall" -eq 1 ]; then
+  state="$(env_value GCFAAS_STATE_DIR)"
+  state="${state:-$DEFAULT_STATE_DIR}"
+  if systemd_runs; then
+    # stop drains: running builds and tasks finish first (up to TimeoutStopSec).
+    systemctl disable --now gcfaas-agent.service 2>/dev/null || true
+  elif pgrep -f "$PREFIX/gcfaas-agent.mjs" >/dev/null 2>&1; then
+    say "an agent from $PREFIX still runs outside systemd; stop it (SIGTERM drains it)"
+  fi
+  rm -f "$UNIT_FILE"
+  systemd_runs && systemctl daemon-reload
+  # A killed build leaves its loop-mounted space behind; unmount before deleting the folder.
+  awk -v s="$state/" 'index($2, s) == 1 { print $2 }' /proc/self/mounts 2>/dev/null | sort -r | xargs -r -n 1 umount -l || true
+  rm -rf "$PREFIX" "$ENV_FILE"
+  # The state folder may itself be a mount point: then its contents go and the folder stays.
+  rm -rf "$state" 2>/dev/null || find "$state" -mindepth 1 -delete
+  rmdir /etc/gcfaas 2>/dev/null || true
+  if [ "$remove_images" -eq 1 ]; then
+    for l in "${ALL_LANGS[@]}"; do
+      docker image rm "gcfaas/$(lang_dir "$l"):offline" "gcfaas/$(lang_dir "$l")-base:offline" >/dev/null 2>&1 || true
+    done
+    say "removed the runtime images"
+  fi
+  [ "$remove_images" -eq 1 ] || say "the runtime images stay (--remove-images removes them)"
+  say "uninstalled; Docker, runsc, Node.js and the runsc entry of $DAEMON_JSON stay"
+  exit 0
+fi
+
+# --- settings: flags, else the existing environment file, else defaults --------------------
+url="${url:-$(env_value GCFAAS_URL)}"
+# The token may come from the environment, keeping it out of the process list.
+token="${token:-${GCFAAS_AGENT_TOKEN:-$(env_value GCFAAS_AGENT_TOKEN)}}"
+node_id="${node_id:-$(env_value GCFAAS_NODE_ID)}"
+node_id="${node_id:-$(hostname | tr -c 'A-Za-z0-9._\n-' '-' | cut -c1-64)}"
+slots="${slots:-$(env_value GCFAAS_SLOTS)}"
+langs="${langs:-$(env_value GCFAAS_LANGS)}"
+state_dir="${state_dir:-$(env_value GCFAAS_STATE_DIR)}"
+state_dir="${state_dir:-$DEFAULT_STATE_DIR}"
+# No quotes, spaces, $ or ; in values: the env file is read by systemd and by a shell (set -a; . file).
+url_re='^https?://[A-Za-z0-9._~:/%@-]+$'
+[[ "$url" =~ $url_re ]] || die "--url must be the control plane's http(s) URL"
+[[ "$token" =~ ^gca_[0-9a-f]{64}$ ]] || die "--token must be an agent token (gca_…) minted with POST /v1/admin/agent-tokens"
+[[ "$node_id" =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "--node-id must be 1-64 of A-Z a-z 0-9 . _ -"
+[ -z "$slots" ] || { [[ "$slots" =~ ^[1-9][0-9]{0,3}$ ]] && [ "$slots" -le 1024 ]; } || die "--slots must be a number from 1 to 1024"
+[[ "$state_dir" =~ ^/[A-Za-z0-9._/-]+$ ]] || die "--state-dir must be an absolute path"
+image_langs=("${ALL_LANGS[@]}")
+if [ -n "$langs" ]; then
+  IFS=, read -r -a image_langs <<<"$langs"
+  for l in "${image_langs[@]}"; do lang_dir "$l" >/dev/null || die "--langs: unknown language $l (one of ${ALL_LANGS[*]})"; done
+fi
+[ -z "$images_tar" ] || [ -f "$images_tar" ] || die "--images-tar: no file $images_tar"
+if [ -f /etc/os-release ]; then
+  . /etc/os-release
+  case " ${ID:-} ${ID_LIKE:-} " in *" debian "*|*" ubuntu "*) ;; *) say "warning: made for Debian 12 and Ubuntu 22.04+, this is ${PRETTY_NAME:-unknown}" ;; esac
+fi
+
+# --- the release: next to this script, or built from the checkout it sits in ----------------
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+release="${release:-$here}"
+if [ ! -f "$release/gcfaas-agent.mjs" ] && [ -f "$here/release-agent.sh" ]; then
+  release="$(mktemp -d)"
+  trap 'rm -rf "$release"' EXIT
+  say "building the agent release from the checkout"
+  bash "$here/release-agent.sh" "$release" >/dev/null
+fi
+[ -f "$release/gcfaas-agent.mjs" ] || die "no gcfaas-agent.mjs in $release (run scripts/release-agent.sh, or pass --release DIR)"
+[ -z "$images_tar" ] && [ -f "$release/images.tar" ] && images_tar="$release/images.tar"
+
+# --- packages ------------------------------------------------------------------------------
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+need=()
+command -v dockerd >/dev/null 2>&1 || docker_answers || need+=(docker.io)
+command -v docker >/dev/null 2>&1 || need+=(docker.io)
+command -v runsc >/dev/null 2>&1 || need+=(runsc)
+# Each build gets a loop-mounted ext4 space of its own.
+command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
+[ "$build_images" -eq 1 ] && [ -z "$images_tar" ] && ! command -v mmdebstrap >/dev/null 2>&1 && need+=(mmdebstrap)
+[ "$(node_major)" -ge 20 ] || need+=(nodejs)
+if [ ${#need[@]} -gt 0 ]; then
+  say "updating the package lists"
+  apt-get update -qq
+fi
+if [[ " ${need[*]} " == *" runsc "* ]] && ! apt-cache show runsc >/dev/null 2>&1; then
+  say "warning: no runsc package in this host's apt sources; functions run under runc"
+  need=("${need[@]/runsc/}")
+fi
+if [[ " ${need[*]} " == *" nodejs "* ]]; then
+  candidate="$(apt-cache policy nodejs 2>/dev/null | sed -n 's/^ *Candidate: *\([0-9]*:\)\{0,1\}\([0-9]*\).*/\2/p')"
+  if [ "${candidate:-0}" -lt 20 ] && [ "$nodesource" -eq 1 ]; then
+    say "adding NodeSource's apt repository for Node.js 22"
+    apt-get install -y -qq --no-install-recommends ca-certificates curl gnupg >/dev/null
+    install -d -m 755 /etc/apt/keyrings
+    curl -fsSL --max-time 60 https://deb.nodesource.com/gpgkey/nodesource-repo.gpg.key | gpg --dearmor --yes -o /etc/apt/keyrings/nodesource.gpg
+    echo "deb [signed-by=/etc/apt/keyrings/nodesource.gpg] https://deb.nodesource.com/node_22.x nodistro main" >/etc/apt/sources.list.d/nodesource.list
+    apt-get update -qq
+    candidate=22
+  fi
+  [ "${candidate:-0}" -ge 20 ] || die "the agent needs Node.js >= 20; this host has $(node --version 2>/dev/null || echo none) and its apt sources offer ${candidate:-none}. Re-run with --nodesource (adds deb.nodesource.com), or install Node.js >= 20 on the PATH yourself and re-run"
+fi
+mapfile -t need < <(printf '%s\n' "${need[@]}" | grep . | sort -u)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]}"
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+node_bin="$(command -v node)"
+
+# --- gVisor as a Docker runtime ------------------------------------------------------------
+if command -v runsc >/dev/null 2>&1; then
+  # --network=none: runsc refuses to start in the root network namespace otherwise, and
+  # functions run without a network anyway.
+  changed="$(RUNSC="$(command -v runsc)" FILE="$DAEMON_JSON" "$node_bin" -e '
+    const fs = require("fs"), file = process.env.FILE;
+    let config = {};
+    try { config = JSON.parse(fs.readFileSync(file, "utf8")); } catch (e) { if (e.code !== "ENOENT") { console.error(`${file} is not valid JSON: ${e.message}`); process.exit(1); } }
+    const want = { path: process.env.RUNSC, runtimeArgs: ["--network=none"] };
+    if (JSON.stringify(config.runtimes?.runsc) === JSON.stringify(want)) { console.log("no"); process.exit(0); }
+    config.runtimes = { ...config.runtimes, runsc: want };
+    fs.mkdirSync(require("path").dirname(file), { recursive: true });
+    fs.writeFileSync(file + ".tmp", JSON.stringify(config, null, 2) + "\n");
+    fs.renameSync(file + ".tmp", file);
+    console.log("yes");
+  ')" || die "could not register runsc in $DAEMON_JSON"
+  if [ "$changed" = yes ]; then
+    say "registered runsc as a Docker runtime in $DAEMON_JSON"
+    # SIGHUP makes dockerd re-read its runtimes without stopping containers.
+    if systemd_runs && systemctl is-active --quiet docker.service; then systemctl reload docker.service
+    elif [ -f /var/run/docker.pid ]; then kill -HUP "$(cat /var/run/docker.pid)" || true
+    else say "dockerd loads the runsc runtime at its next start"
+    fi
+  fi
+fi
+
+if ! docker_answers && systemd_runs; then systemctl enable --now docker.service >/dev/null 2>&1 || true; fi
+docker_answers || die "no Docker Engine answers on this host (start dockerd, then re-run)"
+
+# --- the agent -----------------------------------------------------------------------------
+# A fresh copy next to the old one, then two renames: a running agent keeps the file it loaded.
+rm -rf "$PREFIX.new" "$PREFIX.old"
+install -d -m 755 "$PREFIX.new" "$PREFIX.new/agent" "$PREFIX.new/scripts"
+cp "$release/gcfaas-agent.mjs" "$PREFIX.new/"
+[ -f "$release/VERSION" ] && cp "$release/VERSION" "$PREFIX.new/"
+cp -r "$release/agent/runtimes" "$PREFIX.new/agent/runtimes"
+cp -r "$release/scripts/images" "$PREFIX.new/scripts/images"
+[ -d "$PREFIX" ] && mv "$PREFIX" "$PREFIX.old"
+mv "$PREFIX.new" "$PREFIX"
+rm -rf "$PREFIX.old"
+say "placed the agent $(cat "$PREFIX/VERSION" 2>/dev/null || echo) in $PREFIX"
+
+# --- runtime images ------------------------------------------------------------------------
+if [ -n "$images_tar" ]; then
+  say "loading runtime images from $images_tar"
+  docker load -q -i "$images_tar"
+elif [ "$build_images" -eq 1 ]; then
+  dirs=()
+  for l in "${image_langs[@]}"; do dirs+=("$(lang_dir "$l")"); done
+  say "building runtime images (${dirs[*]}); present, current ones are kept"
+  bash "$PREFIX/scripts/images/build-offline.sh" "${dirs[@]}"
+fi
+
+# --- settings file -------------------------------------------------------------------------
+install -d -m 755 /etc/gcfaas
+install -d -m 700 "$state_dir"
+managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_NODE_ID|GCFAAS_SLOTS|GCFAAS_LANGS|GCFAAS_STATE_DIR|GCFAAS_IMAGE_TAG)='
+(
+  umask 077
+  {
+    echo "# gcfaas agent settings (install-agent.sh); every variable is in docs/agents.md"
+    echo "GCFAAS_URL=$url"
+    echo "GCFAAS_AGENT_TOKEN=$token"
+    echo "GCFAAS_NODE_ID=$node_id"
+    [ -n "$slots" ] && echo "GCFAAS_SLOTS=$slots"
+    [ -n "$langs" ] && echo "GCFAAS_LANGS=$langs"
+    echo "GCFAAS_STATE_DIR=$state_dir"
+    # Images built under another tag than "offline" are the ones this agent must use.
+    [ -n "${GCFAAS_IMAGE_TAG:-}" ] && echo "GCFAAS_IMAGE_TAG=$GCFAAS_IMAGE_TAG"
+    # Settings the operator added by hand survive a re-run.
+    [ -f "$ENV_FILE" ] && grep -Ev "$managed|^# gcfaas agent settings" "$ENV_FILE" || true
+  } >"$ENV_FILE.tmp"
+)
+chmod 600 "$ENV_FILE.tmp"
+mv "$ENV_FILE.tmp" "$ENV_FILE"
+say "wrote $ENV_FILE"
+
+# --- the service ---------------------------------------------------------------------------
+install -d -m 755 "$(dirname "$UNIT_FILE")"
+cat >"$UNIT_FILE" <<EOF
+[Unit]
+Description=gcfaas agent: runs builds and tasks of the control plane in Docker
+After=network-online.target docker.service
+Wants=network-online.target docker.service
+
+[Service]
+Type=simple
+EnvironmentFile=$ENV_FILE
+WorkingDirectory=$PREFIX
+ExecStart=$node_bin $PREFIX/gcfaas-agent.mjs
+# SIGTERM drains (running work finishes, nothing new is taken); only the agent gets it, so the
+# children it waits for are not cut short.
+KillSignal=SIGTERM
+KillMode=mixed
+TimeoutStopSec=$STOP_TIMEOUT_SECONDS
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+EOF
+chmod 644 "$UNIT_FILE"
+say "wrote $UNIT_FILE"
+
+if systemd_runs; then
+  systemctl daemon-reload
+  systemctl enable gcfaas-agent.service >/dev/null 2>&1
+  # restart: a re-run starts the new version and settings; the old process drains first.
+  systemctl restart gcfaas-agent.service
+  say "gcfaas-agent is running; follow its log with: journalctl -u gcfaas-agent -f"
+else
+  say "systemd does not run here (a chroot or container?): the service was not started."
+  say "start it by hand with: set -a; . $ENV_FILE; set +a; $node_bin $PREFIX/gcfaas-agent.mjs"
+  say "under systemd, follow its log with: journalctl -u gcfaas-agent -f"
+fi
