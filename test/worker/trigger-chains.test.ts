@@ -30,6 +30,20 @@ describe("triggers firing after a task", () => {
     await agent.close();
   });
 
+  it("hands a binary result on byte for byte, with its Content-Type", async () => {
+    const agent = await FakeAgent.connect("binary-chain");
+    const { token } = await newAccount();
+    const [a, b] = [await deployedFunction(token, { name: "a" }), await deployedFunction(token, { name: "b" })];
+    await newTrigger(token, { functionId: a, nextId: b, includeResult: true });
+    const { id: first } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+    expect((await agent.next("task.assign")).taskId).toBe(first);
+    const png = "\x89PNG\r\n\x1a\n\x00\xff\xfe";
+    agent.done(first, png, 200, { headers: { "content-type": "image/png" } });
+    const second = await agent.next("task.assign");
+    expect(second).toMatchObject({ functionId: b, input: { body: btoa(png), bodyEncoding: "base64", headers: { "content-type": "image/png" } } });
+    await agent.close();
+  });
+
   it("does not fire when the status does not match", async () => {
     const agent = await FakeAgent.connect("nomatch");
     const { token } = await newAccount();
