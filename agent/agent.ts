@@ -1,3 +1,4 @@
+import type { SandboxRuntime } from "./docker/sandbox-runtime.js";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { AgentMessage, DispatcherMessage } from "../shared/protocol/messages.js";
@@ -38,6 +39,8 @@ export class Agent {
   constructor(
     readonly config: AgentConfig,
     private readonly runner: Runner,
+    /** What unprivileged functions and builds run under on this node (privileged ones: runc). */
+    readonly sandbox: SandboxRuntime = "runc",
   ) {
     this.control = new ControlPlane(config.url, config.token);
     this.artifacts = new ArtifactStore(path.join(config.stateDir, "downloads"), this.control, runner, config.keepArtifacts);
@@ -108,6 +111,7 @@ export class Agent {
       running: running.slice(0, 1024),
       warm: this.warm(),
       agentVersion: AGENT_VERSION,
+      runtime: this.sandbox,
     };
   }
 

@@ -31,6 +31,8 @@ const schema = z.object({
   buildPids: z.coerce.number().int().min(64),
   // The control plane takes artifacts of at most 512 MiB.
   maxArtifactMiB: z.coerce.number().int().min(1).max(512),
+  /** "auto" runs unprivileged functions and builds under gVisor where Docker has the runsc runtime. */
+  sandbox: z.enum(["auto", "runsc", "runc"], { error: "must be auto, runsc or runc" }),
   metrics: z
     .string()
     .regex(/^(?:(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):)?\d{1,5}$/, "must be PORT or HOST:PORT (0 turns metrics off)")
@@ -59,6 +61,7 @@ const FLAGS = {
   "build-pids": { type: "string", env: "GCFAAS_BUILD_PIDS" },
   "max-artifact": { type: "string", env: "GCFAAS_MAX_ARTIFACT_MIB" },
   metrics: { type: "string", env: "GCFAAS_METRICS" },
+  sandbox: { type: "string", env: "GCFAAS_SANDBOX" },
   help: { type: "boolean", env: "" },
 } as const;
 
@@ -83,6 +86,8 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --build-pids N         a build's processes and threads [1024] (GCFAAS_BUILD_PIDS)
   --max-artifact MIB     largest artifact a build makes [256]   (GCFAAS_MAX_ARTIFACT_MIB)
   --metrics [HOST:]PORT  Prometheus metrics at /metrics, 0 = off [127.0.0.1:9464] (GCFAAS_METRICS)
+  --sandbox auto|runsc|runc  runtime of unprivileged functions and builds: gVisor (runsc)
+                         where Docker has it, else runc [auto]  (GCFAAS_SANDBOX)
 `;
 
 /** "9464" (loopback), "0.0.0.0:9464", "[::1]:9464"; port 0 means no metrics server. */
@@ -127,6 +132,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     buildPids: get("build-pids") ?? String(DEFAULT_BUILD_LIMITS.pids),
     maxArtifactMiB: get("max-artifact") ?? String(DEFAULT_BUILD_LIMITS.maxArtifactMiB),
     metrics: get("metrics") ?? "127.0.0.1:9464",
+    sandbox: get("sandbox") ?? "auto",
   };
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {

@@ -4,6 +4,8 @@ import { log } from "./log.js";
 import { startMetricsServer } from "./metrics/server.js";
 import { Runner } from "./runner/index.js";
 import { ensureOfflineImages } from "./runtimes/images.js";
+import { dockerClient } from "./docker/client.js";
+import { resolveSandbox } from "./docker/sandbox-runtime.js";
 
 /** config → images → runner → agent; SIGTERM/SIGINT drain, a second signal stops at once. */
 async function main() {
@@ -13,7 +15,10 @@ async function main() {
     return;
   }
   if (config.buildImages) await ensureOfflineImages(config.langs, (line) => log("info", line, { component: "images" }));
+  const sandbox = await resolveSandbox(dockerClient(), config.sandbox);
+  log("info", "sandbox runtime", { runtime: sandbox, asked: config.sandbox });
   const runner = await Runner.create({
+    runtime: sandbox === "runsc" ? "runsc" : "",
     stateDir: config.stateDir,
     agentId: config.nodeId,
     idleTimeoutMs: config.idleTimeoutMs,
@@ -22,7 +27,7 @@ async function main() {
     defaultMemoryMiB: config.defaultMemoryMiB,
     allowPrivileged: config.privileged,
   });
-  const agent = new Agent(config, runner);
+  const agent = new Agent(config, runner, sandbox);
   await agent.start();
   if (config.metrics) {
     // A taken port costs the metrics, not the work: a supervisor restarting the agent over it

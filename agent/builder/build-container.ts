@@ -14,6 +14,8 @@ export interface BuildDirs {
 }
 
 export interface ContainerLimits {
+  /** gVisor's runsc where the node has it: dependency installs run untrusted scripts. */
+  runtime?: string | undefined;
   cpus: number;
   memoryMiB: number;
   pids: number;
@@ -30,7 +32,7 @@ export type ContainerOutcome = "ok" | { reason: string; cause: "timeout" | "memo
  */
 export function buildHostConfig(limits: ContainerLimits, dirs: BuildDirs): Docker.HostConfig {
   const binds = (["src", "out", "scratch", "tmp"] as const).map((name) => ({ host: dirs[name], container: `/${name}`, readOnly: false }));
-  const config = sandboxHostConfig({ cpus: limits.cpus, memoryMiB: limits.memoryMiB, pids: limits.pids, tmpfsMiB: 1, privileged: false }, binds);
+  const config = sandboxHostConfig({ cpus: limits.cpus, memoryMiB: limits.memoryMiB, pids: limits.pids, tmpfsMiB: 1, privileged: false, runtime: limits.runtime }, binds);
   // /dev/shm keeps Docker's 64 MiB tmpfs, charged to the container's memory limit.
   return { ...config, Tmpfs: {}, ShmSize: 64 * 1024 * 1024 };
 }

@@ -11,6 +11,8 @@ import { DEFAULT_UNZIP_LIMITS, unzipSafely, ZipRefusedError, type UnzipLimits } 
 import { chownTree } from "./chown-tree.js";
 
 export interface BuildLimits extends UnzipLimits {
+  /** The OCI runtime of the build container ("runsc" for gVisor); Docker's default when absent. */
+  runtime?: string | undefined;
   cpus: number;
   memoryMiB: number;
   timeoutSeconds: number;

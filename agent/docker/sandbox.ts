@@ -8,6 +8,8 @@ export interface SandboxLimits {
   tmpfsMiB: number;
   /** Keep Docker's default capabilities and allow privilege gain; still no network nor host files. */
   privileged: boolean;
+  /** The OCI runtime: "runsc" (gVisor) where the node has it, else Docker's default (runc). */
+  runtime?: string | undefined;
 }
 
 export interface Mount {
@@ -36,6 +38,7 @@ export function sandboxHostConfig(limits: SandboxLimits, mounts: Mount[]): Docke
     Init: true,
     IpcMode: "private",
     Ulimits: [{ Name: "nofile", Soft: 1024, Hard: 1024 }],
+    ...(limits.runtime ? { Runtime: limits.runtime } : {}),
     ...(limits.privileged ? {} : { CapDrop: ["ALL"], SecurityOpt: ["no-new-privileges"] }),
   };
 }

@@ -53,6 +53,7 @@ export class Runner {
       allowPrivileged: options.allowPrivileged ?? false,
       maxResponseBytes: options.maxResponseBytes ?? 10 * 1024 * 1024,
       maxLogLines: options.maxLogLines ?? 10_000,
+      runtime: options.runtime ?? "",
     };
     this.artifacts = new ArtifactCache(path.join(this.settings.stateDir, "artifacts"));
   }
@@ -84,9 +85,10 @@ export class Runner {
       pids: this.settings.pidsLimit,
       tmpfsMiB: this.settings.tmpfsMiB,
       privileged: caps.privileged,
+      runtime: caps.privileged ? undefined : this.settings.runtime || undefined,
     };
     const key = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
-    const finish = (r: Omit<InvokeResult, "durationMs">): InvokeResult => ({ ...r, durationMs: Date.now() - started });
+    const finish = (r: Omit<InvokeResult, "durationMs" | "runtime">): InvokeResult => ({ ...r, durationMs: Date.now() - started, runtime: limits.runtime ?? "runc" });
 
     if (call.signal?.aborted) return finish(cancelledResult([], "cold", ""));
     let slot = this.takeIdle(key);
@@ -246,7 +248,7 @@ export class Runner {
   }
 }
 
-function timeoutResult(seconds: number, log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs"> {
+function timeoutResult(seconds: number, log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime"> {
   return {
     status: 504,
     headers: JSON_HEADERS,
@@ -257,7 +259,7 @@ function timeoutResult(seconds: number, log: string[], container: "cold" | "warm
   };
 }
 
-function cancelledResult(log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs"> {
+function cancelledResult(log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime"> {
   return {
     status: 410,
     headers: JSON_HEADERS,

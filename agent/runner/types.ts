@@ -44,6 +44,8 @@ export interface InvokeResult {
   durationMs: number;
   container: "cold" | "warm";
   containerId: string;
+  /** The OCI runtime the call ran under: "runsc" (gVisor) or "runc". */
+  runtime: string;
 }
 
 export interface RunnerOptions {
@@ -71,6 +73,11 @@ export interface RunnerOptions {
   maxResponseBytes?: number;
   /** Log lines kept per invocation. Default 10,000. */
   maxLogLines?: number;
+  /**
+   * The OCI runtime of unprivileged functions: "runsc" runs them under gVisor. Privileged functions
+   * always run under runc (gVisor cannot give them what they ask for). Default "" (Docker's default).
+   */
+  runtime?: string;
 }
 
 export interface ContainerInfo {

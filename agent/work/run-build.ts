@@ -4,6 +4,7 @@ import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/mess
 import type { Agent } from "../agent.js";
 import type { AgentConfig } from "../config.js";
 import { buildFunction, type BuildLimits } from "../builder/index.js";
+import type { SandboxRuntime } from "../docker/sandbox-runtime.js";
 import { log } from "../log.js";
 import { putFile } from "./upload-file.js";
 
@@ -13,8 +14,11 @@ const FLUSH_LINES = 50;
 const FLUSH_MS = 250;
 
 /** The operator's build settings of this node. */
-export function buildLimitsOf(config: AgentConfig): Partial<BuildLimits> {
-  return { diskMiB: config.buildDiskMiB, memoryMiB: config.buildMemoryMiB, pids: config.buildPids, maxArtifactMiB: config.maxArtifactMiB };
+export function buildLimitsOf(config: AgentConfig, sandbox: SandboxRuntime = "runc"): Partial<BuildLimits> {
+  return {
+    diskMiB: config.buildDiskMiB, memoryMiB: config.buildMemoryMiB, pids: config.buildPids, maxArtifactMiB: config.maxArtifactMiB,
+    runtime: sandbox === "runsc" ? "runsc" : undefined,
+  };
 }
 
 /**
@@ -51,7 +55,7 @@ async function buildIn(agent: Agent, msg: BuildAssign, report: (m: AgentMessage)
       zip,
       workDir: path.join(dir, "build"),
       agentId: agent.config.nodeId,
-      limits: buildLimitsOf(agent.config),
+      limits: buildLimitsOf(agent.config, agent.sandbox),
       onLog: (line) => {
         batch.push(line.slice(0, 8192));
         if (batch.length >= FLUSH_LINES) flush();

@@ -42,7 +42,7 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
       ...(logPath ? { log: (json: Buffer) => agent.control.put(logPath, json, "application/json") } : {}),
     },
   );
-  report(storage ? { ...frame, storage } : frame);
+  report({ ...frame, runtime: result.runtime, ...(storage ? { storage } : {}) });
   log("debug", "task finished", { taskId: msg.taskId, status, ms: result.durationMs, container: result.container });
 }
 

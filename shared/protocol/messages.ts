@@ -99,6 +99,8 @@ export const taskDone = z.object({
   durationMs: z.int().min(0),
   /** The response's GC-Storage header, taken off the recorded headers: set or clear the function's storage. */
   storage: storageChange.optional(),
+  /** The container runtime the call ran under (runsc for gVisor, runc), recorded with the task. */
+  runtime: z.string().max(32).optional(),
 });
 
 export const agentMessage = z.discriminatedUnion("type", [hello, heartbeat, pong, buildStarted, buildLog, buildDone, taskDone]);

@@ -87,6 +87,7 @@ export const taskGet = z.object({
   endpointId: z.string().nullable(),
   triggerId: z.string().nullable(),
   parentTaskId: z.string().nullable(),
+  runtime: z.string().nullable(),
 });
 export const taskList = z.array(z.object({ id: z.string(), issued: unixSeconds, progress: z.int(), status: z.int() }));
 export const taskPending = z.object({ status: z.literal(0), progress: z.int() });

@@ -179,6 +179,8 @@ export const tasks = sqliteTable(
     memSize: integer("mem_size").notNull(),
     privileged: integer("privileged", { mode: "boolean" }).notNull(),
     networkLatency: integer("network_latency").notNull().default(0),
+    /** The container runtime the task ran under on its node (runsc for gVisor, runc), as the agent reported it. */
+    runtime: text("runtime"),
     /** The task's input as JSON when small; larger inputs live in R2 under `inputKey`. */
     input: text("input"),
     inputKey: text("input_key"),

@@ -73,7 +73,7 @@ async function outcomeElement(bucket: R2Bucket, o: Outcome) {
     log = null;
   }
   if (r.logUploaded) log = null;
-  return { ...common, status: r.status, headers: r.headers, body, key, log, logKey, durationMs: r.durationMs };
+  return { ...common, status: r.status, headers: r.headers, body, key, log, logKey, durationMs: r.durationMs, runtime: r.runtime ?? null };
 }
 
 /** Outcomes (or assigned marks) as rows: one JSON parameter, whatever their number; absent keys read NULL. */
@@ -82,7 +82,8 @@ const outcomeRows = (json: string) => sql`(select
   json_extract(value, '$.status') as status, json_extract(value, '$.headers') as headers,
   json_extract(value, '$.body') as body, json_extract(value, '$.key') as result_key, json_extract(value, '$.log') as log, json_extract(value, '$.logKey') as log_key,
   json_extract(value, '$.durationMs') as duration_ms, json_extract(value, '$.node') as node,
-  json_extract(value, '$.assignedAt') as assigned_at, json_extract(value, '$.rtt') as rtt
+  json_extract(value, '$.assignedAt') as assigned_at, json_extract(value, '$.rtt') as rtt,
+  json_extract(value, '$.runtime') as runtime
   from json_each(${json}))`;
 
 /**
@@ -104,7 +105,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
       result_body = o.body, result_key = o.result_key, log = o.log, log_key = o.log_key, duration_ms = o.duration_ms,
       node = coalesce(o.node, tasks.node), assigned_at = coalesce(o.assigned_at, tasks.assigned_at),
-      network_latency = coalesce(o.rtt, tasks.network_latency)
+      network_latency = coalesce(o.rtt, tasks.network_latency), runtime = coalesce(o.runtime, tasks.runtime)
       from ${outcomeRows(json)} as o
       where tasks.id = o.id and tasks.finished_at is null
       returning *`,

@@ -208,6 +208,8 @@ export const describeTask = (t: TaskRow) => ({
   endpointId: t.endpointId,
   triggerId: t.triggerId,
   parentTaskId: t.parentTaskId,
+  /** The container runtime it ran under (runsc: gVisor), null until it ran. */
+  runtime: t.runtime,
 });
 
 /**
