@@ -54,10 +54,10 @@ export class Scheduler extends DurableObject<Bindings> {
     return next;
   }
 
-  /** The schedule is gone: forget it. */
+  /** The schedule is gone: forget it (the table stays, for this instance's next call). */
   async stop(): Promise<void> {
     await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
+    this.ctx.storage.sql.exec("delete from state");
   }
 
   override async alarm(): Promise<void> {
