@@ -19,8 +19,8 @@ const watermarkOf = (id: string) =>
 
 /** Sets the scheduler's clock: the tests move time instead of waiting for it. */
 const setClock = (id: string, now: number) =>
-  runInDurableObject(schedulerFor(env, id), (o: Scheduler) => {
-    o.now = () => now;
+  runInDurableObject(schedulerFor(env, id), (o) => {
+    (o as Scheduler).now = () => now;
   });
 
 const alarmAt = (id: string) => runInDurableObject(schedulerFor(env, id), (_o, state) => state.storage.getAlarm());
