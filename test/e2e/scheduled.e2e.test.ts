@@ -20,8 +20,12 @@ const echo = {
   ].join("\n"),
 };
 
-/** Not UTF-8, so it travels as base64 and must arrive as these exact bytes. */
-const PAYLOAD = Buffer.from([0x00, 0xff, 0xfe, 0x80, 0x0a, 0x47, 0x43]);
+/**
+ * Text with a byte-order mark, CR LF, a NUL and multi-byte characters: every byte must arrive as
+ * sent. (Non-UTF-8 payloads are covered in workerd, test/worker/scheduled.test.ts: the language
+ * shims hand handlers the body as text.)
+ */
+const PAYLOAD = Buffer.from("\ufeffGrüße\r\n✓\u0000end", "utf8");
 
 beforeAll(async () => {
   await ensureOfflineImages(["py"]);

@@ -17,18 +17,31 @@ async function everyMinute(cron = "* * * * *") {
 const watermarkOf = (id: string) =>
   runInDurableObject(schedulerFor(env, id), (_o, state) => state.storage.sql.exec<{ watermark: number }>("select watermark from state").one().watermark);
 
+const clocked = new Set<string>();
+
 /** Sets the scheduler's clock: the tests move time instead of waiting for it. */
-const setClock = (id: string, now: number) =>
-  runInDurableObject(schedulerFor(env, id), (o) => {
+const setClock = (id: string, now: number) => {
+  clocked.add(id);
+  return runInDurableObject(schedulerFor(env, id), (o) => {
     (o as Scheduler).now = () => now;
   });
+};
 
 const alarmAt = (id: string) => runInDurableObject(schedulerFor(env, id), (_o, state) => state.storage.getAlarm());
 
 const tasksOf = async (scheduleId: string) =>
   (await env.DB.prepare("select id, status, input from tasks where scheduled_id = ? order by id").bind(scheduleId).all<{ id: string; status: number; input: string }>()).results;
 
-afterEach(() => clearQueue());
+afterEach(async () => {
+  // A timer left with a stopped clock would find its real alarm early again and again.
+  for (const id of clocked)
+    await runInDurableObject(schedulerFor(env, id), async (o, state) => {
+      (o as Scheduler).now = () => Date.now();
+      await state.storage.deleteAlarm();
+    });
+  clocked.clear();
+  await clearQueue();
+});
 
 describe("a schedule's timer", () => {
   it("is armed for the next matching minute when the schedule is created", async () => {
