@@ -163,7 +163,7 @@ const setPayload: Command = {
     const body = await readDataBytes(ctx, a);
     const contentType = a.str("content-type") ?? (body ? "application/octet-stream" : undefined);
     const query = parseQuery(a);
-    await (await ctx.api()).call("PUT", `/v1/scheduled/${id}/payload`, { query, ...(body ? { body } : {}), headers: contentType ? { "content-type": contentType } : {} });
+    await (await ctx.api()).call("PUT", `/v1/scheduled/${id}/payload`, { query, ...(body ? { body, contentType } : {}), headers: !body && contentType ? { "content-type": contentType } : {} });
     ctx.out.result({ id, payload: true }, () => ctx.out.line(`set the payload of schedule ${id} (${body?.length ?? 0} bytes)`));
   },
 };
