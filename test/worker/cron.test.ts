@@ -20,6 +20,8 @@ describe("parseCron: the five fields", () => {
     expect([...parseCron("5/20 * * * *").minute]).toEqual([5, 25, 45]);
     expect([...parseCron("0 0 * * 7").dayOfWeek]).toEqual([0]);
     expect([...parseCron("0 0 * * 5-7").dayOfWeek].sort()).toEqual([0, 5, 6]);
+    expect([...parseCron("0 0 * * fri-sun").dayOfWeek].sort()).toEqual([0, 5, 6]);
+    expect([...parseCron("0 0 * * sun-tue").dayOfWeek].sort()).toEqual([0, 1, 2]);
     expect([...parseCron("*/7 * * * *").minute]).toEqual([0, 7, 14, 21, 28, 35, 42, 49, 56]);
   });
 

@@ -70,7 +70,8 @@ function parseField(text: string, f: FieldSpec): Set<number> {
     else if (range.includes("-")) {
       const [a, b, ...rest] = range.split("-");
       if (rest.length || a === undefined || b === undefined) throw new CronError(`${f.label} field: "${range}" is not a range`);
-      [lo, hi] = [value(a, f), value(b, f)];
+      // "fri-sun" ends on Sunday: its name counts as 7 at the end of a range.
+      [lo, hi] = [value(a, f), f.name === "dayOfWeek" && b.toLowerCase() === "sun" ? 7 : value(b, f)];
       if (lo > hi) throw new CronError(`${f.label} field: range ${range} runs backwards`);
     } else {
       lo = value(range, f);

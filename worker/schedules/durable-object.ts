@@ -7,6 +7,8 @@ import { ApiError } from "../errors.js";
 import { nextRun, parseCron } from "./cron.js";
 import { issueScheduledTask } from "./issue.js";
 
+const RETRY_MS = 60_000;
+
 interface State {
   scheduleId: string;
   /** Every matching minute up to this instant (ms) has fired or was passed over; the next is after it. */
@@ -64,7 +66,16 @@ export class Scheduler extends DurableObject<Bindings> {
     const known = this.state();
     if (!known) return;
     const db = openDb(this.env.DB);
-    const [s] = await db.select().from(schedules).where(eq(schedules.id, known.scheduleId));
+    let s: typeof schedules.$inferSelect | undefined;
+    try {
+      [s] = await db.select().from(schedules).where(eq(schedules.id, known.scheduleId));
+    } catch (err) {
+      // The runtime retries a failed alarm only a few times, then drops it, and the schedule would
+      // never run again: keep trying every minute instead. The watermark has not moved, so the run
+      // that was due fires (once) when D1 answers again.
+      console.warn(JSON.stringify({ level: "warn", msg: "schedule unreadable; retrying in a minute", scheduleId: known.scheduleId, error: String(err) }));
+      return this.ctx.storage.setAlarm(this.now() + RETRY_MS);
+    }
     if (!s) return this.stop();
     if (!s.active) return;
     // Read again after the await: an arm() may have run meanwhile. From here to the write, nothing yields.
