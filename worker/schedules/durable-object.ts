@@ -78,8 +78,11 @@ export class Scheduler extends DurableObject<Bindings> {
     }
     if (!s) return this.stop();
     if (!s.active) return;
-    // Read again after the await: an arm() may have run meanwhile. From here to the write, nothing yields.
-    const { watermark } = this.state()!;
+    // Read again after the await: an arm() or a stop() may have run meanwhile. From here to the
+    // write, nothing yields.
+    const current = this.state();
+    if (!current) return;
+    const { watermark } = current;
     const now = this.now();
     const cron = parseCron(s.cron);
     const due = nextRun(cron, s.timezone, watermark);
