@@ -109,6 +109,10 @@ describe("nextRuns across daylight-saving transitions", () => {
     expect(runs("0 * * * *", "America/New_York", "2026-03-08T05:30:00Z")).toEqual(["2026-03-08T06:00:00Z", "2026-03-08T07:00:00Z", "2026-03-08T08:00:00Z"]);
   });
 
+  it("Australia/Sydney springs forward in October (2026-10-04, 02:00 → 03:00 AEDT): 02:30 is skipped", () => {
+    expect(runs("30 2 * * *", "Australia/Sydney", "2026-10-02T00:00:00Z")).toEqual(["2026-10-02T16:30:00Z", "2026-10-04T15:30:00Z", "2026-10-05T15:30:00Z"]);
+  });
+
   it("America/New_York falls back (2026-11-01, 02:00 EDT → 01:00 EST): 01:30 runs once, at its first occurrence", () => {
     expect(runs("30 1 * * *", "America/New_York", "2026-10-31T12:00:00Z")).toEqual(["2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z", "2026-11-03T06:30:00Z"]);
     expect(runs("0 * * * *", "America/New_York", "2026-11-01T04:30:00Z", 4)).toEqual(["2026-11-01T05:00:00Z", "2026-11-01T07:00:00Z", "2026-11-01T08:00:00Z", "2026-11-01T09:00:00Z"]);

@@ -109,25 +109,32 @@ const sameMinute = (a: Wall, b: { year: number; month: number; day: number; hour
   a.year === b.year && a.month === b.month && a.day === b.day && a.hour === b.hour && a.minute === b.minute;
 
 /**
- * The first instant whose wall clock in `timeZone` reads this local minute, or null when the minute
- * does not exist there. Offsets are sampled a day either side: zones change them at most twice a
- * year, so those two cover both readings of a minute that happens twice.
+ * The zone's UTC offsets (ms) a day either side of `around`: zones change offset at most twice a
+ * year, so these hold every offset in force within a day of it.
  */
-export function instantOfLocal(year: number, month: number, day: number, hour: number, minute: number, timeZone: string): number | null {
-  const asUtc = Date.UTC(year, month - 1, day, hour, minute);
+function offsetsAround(around: number, timeZone: string): number[] {
   const offsets = new Set<number>();
-  for (const probe of [asUtc - 26 * HOUR_MS, asUtc + 26 * HOUR_MS]) {
+  for (const probe of [around - 26 * HOUR_MS, around + 26 * HOUR_MS]) {
     const w = wallClock(probe, timeZone);
     offsets.add(Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute) - Math.floor(probe / MINUTE_MS) * MINUTE_MS);
   }
-  const readings = [...offsets].map((o) => asUtc - o).filter((t) => sameMinute(wallClock(t, timeZone), { year, month, day, hour, minute }));
+  return [...offsets];
+}
+
+/**
+ * The first instant whose wall clock in `timeZone` reads this local minute, or null when the minute
+ * does not exist there (both readings of a minute that happens twice come from offsetsAround).
+ */
+export function instantOfLocal(year: number, month: number, day: number, hour: number, minute: number, timeZone: string): number | null {
+  const asUtc = Date.UTC(year, month - 1, day, hour, minute);
+  const readings = offsetsAround(asUtc, timeZone)
+    .map((o) => asUtc - o)
+    .filter((t) => sameMinute(wallClock(t, timeZone), { year, month, day, hour, minute }));
   return readings.length ? Math.min(...readings) : null;
 }
 
 /** How far ahead a search goes: 8 years hold a 29th of February even across a skipped leap year. */
 const SEARCH_DAYS = 366 * 8 + 2;
-/** More than any offset change (DST moves clocks by at most 2 h): local minutes this far before `after`'s are past. */
-const MAX_SHIFT_MS = 3 * HOUR_MS;
 
 /**
  * The next `count` run instants strictly after `after` (ms), in order. Local days are walked from
@@ -138,7 +145,9 @@ export function nextRuns(c: Cron, timeZone: string, after: number, count: number
   const start = wallClock(after, timeZone);
   const hours = [...c.hour].sort((a, b) => a - b);
   const minutes = [...c.minute].sort((a, b) => a - b);
-  const startWall = Date.UTC(start.year, start.month - 1, start.day, start.hour, start.minute);
+  // A local minute whose latest possible reading is not after `after` is past: skipped without
+  // asking Intl, which is most of the cost of a search.
+  const smallestOffset = Math.min(...offsetsAround(after, timeZone));
   // The search gives up SEARCH_DAYS after the last run found (or the start): only an expression
   // refused by parseCron could go that long without a run.
   for (let i = -1, lastHit = -1; i - lastHit <= SEARCH_DAYS && out.length < count; i++) {
@@ -147,7 +156,7 @@ export function nextRuns(c: Cron, timeZone: string, after: number, count: number
     if (!dayMatches(c, y, m, day)) continue;
     for (const h of hours) {
       for (const min of minutes) {
-        if (Date.UTC(y, m - 1, day, h, min) < startWall - MAX_SHIFT_MS) continue;
+        if (Date.UTC(y, m - 1, day, h, min) - smallestOffset <= after) continue;
         const t = instantOfLocal(y, m, day, h, min, timeZone);
         if (t !== null && t > after && (out.length === 0 || t > out[out.length - 1]!)) {
           out.push(t);
