@@ -16,6 +16,7 @@ import { config, login, logout } from "./commands/login.js";
 import { tags } from "./commands/tags.js";
 import { task, tasks } from "./commands/tasks.js";
 import { triggers } from "./commands/triggers.js";
+import { schedules } from "./commands/schedules.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -39,6 +40,7 @@ export const COMMANDS: Command[] = [
   build,
   tags,
   triggers,
+  schedules,
   endpoints,
 ];
 

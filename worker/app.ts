@@ -22,6 +22,7 @@ import { metricsRoutes } from "./routes/metrics.js";
 import { tagRoutes } from "./routes/tags.js";
 import { taskRoutes } from "./routes/tasks.js";
 import { triggerRoutes } from "./routes/triggers.js";
+import { scheduledRoutes } from "./routes/scheduled.js";
 
 export function createApp() {
   // `/gc/<id>/?email=…` is what real clients send: every path matches with or without one
@@ -51,6 +52,7 @@ export function createApp() {
   v1.route("/function", functionRoutes);
   v1.route("/tag", tagRoutes);
   v1.route("/trigger", triggerRoutes);
+  v1.route("/scheduled", scheduledRoutes);
   v1.route("/endpoint", endpointRoutes);
   v1.route("/build", buildRoutes);
   v1.route("/task", taskRoutes);

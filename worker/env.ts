@@ -1,12 +1,15 @@
 import type { Db } from "./db/client.js";
 import type { Dispatcher } from "./dispatch/durable-object.js";
 import type { EndpointCounter } from "./counters/durable-object.js";
+import type { Scheduler } from "./schedules/durable-object.js";
 
 export interface Bindings {
   DB: D1Database;
   BUCKET: R2Bucket;
   DISPATCHER: DurableObjectNamespace<Dispatcher>;
   ENDPOINT_COUNTER: DurableObjectNamespace<EndpointCounter>;
+  /** One timer per schedule (worker/schedules/). */
+  SCHEDULER: DurableObjectNamespace<Scheduler>;
   /** How many dispatcher shards functions are spread over (default 1); see docs/dispatch.md. */
   DISPATCH_SHARDS?: string;
   /** The plans, a JSON array (see worker/billing/plans.ts). */

@@ -8,6 +8,7 @@ import { RENEWAL_CRON } from "./crons.js";
 
 export { Dispatcher } from "./dispatch/durable-object.js";
 export { EndpointCounter } from "./counters/durable-object.js";
+export { Scheduler } from "./schedules/durable-object.js";
 
 
 const app = createApp();

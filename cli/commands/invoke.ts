@@ -73,28 +73,35 @@ function printResult(ctx: Context, r: TaskResult): number {
   return 0;
 }
 
-async function readData(ctx: Context, a: Args): Promise<unknown> {
+/** `--data` as bytes: inline text, `@file`, or `-` for stdin; undefined when not given. */
+export async function readDataBytes(ctx: Context, a: Args): Promise<Uint8Array | undefined> {
   const raw = a.str("data");
   if (raw === undefined) return undefined;
-  let text: string;
   if (raw === "-") {
     const chunks: Buffer[] = [];
     for await (const c of ctx.stdin) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
-    text = Buffer.concat(chunks).toString("utf8");
-  } else if (raw.startsWith("@")) {
+    return Buffer.concat(chunks);
+  }
+  if (raw.startsWith("@")) {
     const file = path.resolve(ctx.cwd, raw.slice(1));
-    text = await fs.readFile(file, "utf8").catch(() => {
+    return fs.readFile(file).catch(() => {
       throw new UsageError(`cannot read --data file ${raw.slice(1)}`, a.command);
     });
-  } else text = raw;
+  }
+  return Buffer.from(raw, "utf8");
+}
+
+async function readData(ctx: Context, a: Args): Promise<unknown> {
+  const bytes = await readDataBytes(ctx, a);
+  if (bytes === undefined) return undefined;
   try {
-    return JSON.parse(text);
+    return JSON.parse(Buffer.from(bytes).toString("utf8"));
   } catch (err) {
     throw new UsageError(`--data must be valid JSON (${(err as Error).message})`, a.command);
   }
 }
 
-function parseQuery(a: Args): URLSearchParams {
+export function parseQuery(a: Args): URLSearchParams {
   const q = new URLSearchParams();
   for (const item of a.list("query")) {
     const eq = item.indexOf("=");

@@ -6,3 +6,4 @@ export * from "./endpoint.js";
 export * from "./build.js";
 export * from "./task.js";
 export * from "./admin.js";
+export * from "./scheduled.js";

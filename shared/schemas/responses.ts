@@ -48,6 +48,19 @@ export const endpointGet = z.object({
   createdAt: isoTime,
 });
 export const endpointList = envelope(z.object({ id: z.string(), functionId: z.string(), description: z.string(), tags: z.array(tagOut), createdAt: isoTime }));
+const scheduledFields = {
+  id: z.string(),
+  active: z.boolean(),
+  functionId: z.string(),
+  cron: z.string(),
+  timezone: z.string(),
+  description: z.string(),
+};
+/** A schedule's payload: the query string, the body as base64, and its Content-Type. */
+export const inlinePayload = z.object({ query: z.string(), body: z.string(), contentType: z.string().nullable() }).nullable();
+export const scheduledGet = z.object({ ...scheduledFields, inlinePayload, createdAt: isoTime });
+export const scheduledList = envelope(z.object(scheduledFields));
+
 /** GET /v1/metrics: the caller's tasks and builds, the fleet's nodes (all integers). */
 export const platformMetrics = z.object({
   pendingTasks: z.int(),
@@ -88,6 +101,7 @@ export const taskGet = z.object({
   triggerId: z.string().nullable(),
   parentTaskId: z.string().nullable(),
   runtime: z.string().nullable(),
+  scheduledId: z.string().nullable(),
 });
 export const taskList = z.array(z.object({ id: z.string(), issued: unixSeconds, progress: z.int(), status: z.int() }));
 export const taskPending = z.object({ status: z.literal(0), progress: z.int() });

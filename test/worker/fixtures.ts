@@ -1,4 +1,4 @@
-import { deployedFunction, tinyZip, finishTask, newAccount, newEndpoint, newTag, newTask, newTrigger, sql, uploadBuild } from "./helpers.js";
+import { callJson, deployedFunction, tinyZip, finishTask, newAccount, newEndpoint, newTag, newTask, newTrigger, sql, uploadBuild } from "./helpers.js";
 
 /** One account holding one record of every kind, for the auth and isolation tables. */
 export async function accountWithEverything() {
@@ -9,6 +9,7 @@ export async function accountWithEverything() {
   const next = await deployedFunction(token, { name: "next" });
   const trigger = await newTrigger(token, { functionId: fn, nextId: next, tag: [tag] });
   const endpoint = await newEndpoint(token, fn, { tag: [tag] });
+  const schedule = (await callJson<{ id: string }>("/v1/scheduled", 201, { token, json: { functionId: fn, cron: "0 0 1 1 *", timezone: "UTC" } })).id;
   const build = (await uploadBuild(token, fn)).id;
   const task = await newTask(token, fn);
   const finished = await newTask(token, fn);
@@ -21,7 +22,7 @@ export async function accountWithEverything() {
     accountId,
     Date.now(),
   );
-  return { ...acct, tag, fn, next, trigger, endpoint, build, task, finished, invoice };
+  return { ...acct, tag, fn, next, trigger, endpoint, schedule, build, task, finished, invoice };
 }
 export type Owned = Awaited<ReturnType<typeof accountWithEverything>>;
 
@@ -54,6 +55,13 @@ export const ROUTES: Route[] = [
   { method: "GET", path: (o) => `/v1/trigger/${o.trigger}` },
   { method: "PATCH", path: (o) => `/v1/trigger/${o.trigger}`, json: () => ({ status: 500 }) },
   { method: "DELETE", path: (o) => `/v1/trigger/${o.trigger}` },
+  { method: "POST", path: () => "/v1/scheduled", json: (o) => ({ functionId: o.fn, cron: "0 0 1 1 *", timezone: "UTC" }) },
+  { method: "GET", path: () => "/v1/scheduled/list" },
+  { method: "GET", path: (o) => `/v1/scheduled/${o.schedule}` },
+  { method: "PATCH", path: (o) => `/v1/scheduled/${o.schedule}`, json: () => ({ active: false, cron: "0 0 1 1 *", timezone: "UTC" }) },
+  { method: "PUT", path: (o) => `/v1/scheduled/${o.schedule}/payload?q=1`, body: () => "payload", headers: { "content-type": "text/plain" } },
+  { method: "POST", path: (o) => `/v1/scheduled/${o.schedule}/try` },
+  { method: "DELETE", path: (o) => `/v1/scheduled/${o.schedule}` },
   { method: "POST", path: (o) => `/v1/endpoint/${o.fn}`, json: () => ({}) },
   { method: "GET", path: () => "/v1/endpoint/list" },
   { method: "GET", path: (o) => `/v1/endpoint/${o.endpoint}` },

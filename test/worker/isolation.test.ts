@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { callDirect as call, callJson, expectError, getWithBody, newEndpoint, newFunction } from "./helpers.js";
 import { accountWithEverything, describeRoute, requestOf, ROUTES, type Owned } from "./fixtures.js";
 
-const idsOf = (o: Owned) => [o.tag, o.fn, o.next, o.trigger, o.endpoint, o.build, o.task, o.finished, o.invoice];
+const idsOf = (o: Owned) => [o.tag, o.fn, o.next, o.trigger, o.schedule, o.endpoint, o.build, o.task, o.finished, o.invoice];
 
 describe("isolation between accounts", () => {
   let owner: Owned;

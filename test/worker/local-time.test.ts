@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { localDay, localMinutes, nextLocalMidnight, withinWindow } from "../../worker/public/local-time.js";
+import { localDay, localMinutes, nextLocalMidnight, withinWindow } from "../../shared/time/local-time.js";
 
 const at = (iso: string) => Date.parse(iso);
 

@@ -164,6 +164,7 @@ describe("POST /v1/task/<function_id>", () => {
         log_key: null,
         duration_ms: null,
         purged_at: null,
+        scheduled_id: null,
       });
     }
   });
@@ -221,6 +222,7 @@ describe("GET /v1/task/<task_id>", () => {
       endpointId: null,
       triggerId: null,
       parentTaskId: null,
+      scheduledId: null,
     });
     expect(Math.abs(Number(task.issued) - Date.now() / 1000)).toBeLessThan(5);
   });

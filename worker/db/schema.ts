@@ -122,6 +122,28 @@ export const endpoints = sqliteTable(
   (t) => [index("endpoints_account").on(t.accountId, t.id), index("endpoints_function").on(t.functionId)],
 );
 
+/**
+ * Scheduled runs of a function (worker/schedules/). The payload's body lives in R2 under the
+ * function's prefix; `payloadSetAt` is null until one is set.
+ */
+export const schedules = sqliteTable(
+  "schedules",
+  {
+    id: text("id").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull().references(() => functions.id, { onDelete: "cascade" }),
+    active: integer("active", { mode: "boolean" }).notNull().default(true),
+    cron: text("cron").notNull(),
+    timezone: text("timezone").notNull(),
+    description: text("description").notNull().default(""),
+    payloadQuery: text("payload_query"),
+    payloadContentType: text("payload_content_type"),
+    payloadSetAt: integer("payload_set_at"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("schedules_account").on(t.accountId, t.id), index("schedules_function").on(t.functionId)],
+);
+
 export const builds = sqliteTable(
   "builds",
   {
@@ -194,6 +216,8 @@ export const tasks = sqliteTable(
     durationMs: integer("duration_ms"),
     /** When the retention sweep deleted input, result and log (services/retention.ts); reads then answer 410. */
     purgedAt: integer("purged_at"),
+    /** The schedule that issued the task (worker/schedules/); not a foreign key, as tasks outlive it. */
+    scheduledId: text("scheduled_id"),
   },
   (t) => [
     index("tasks_account").on(t.accountId, t.id),

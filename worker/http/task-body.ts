@@ -16,9 +16,13 @@ export function saysJson(contentType: string | null): boolean {
  * that is valid UTF-8 travels as is; anything else as base64, marked so.
  */
 export async function readTaskBody(req: Request): Promise<TaskBody> {
-  const bytes = await readBytesLimited(req, MAX_TASK_BODY_BYTES);
+  return taskBodyOf(await readBytesLimited(req, MAX_TASK_BODY_BYTES), req.headers.get("content-type"));
+}
+
+/** Bytes already read (a stored schedule payload) as a task's body, by the rules of readTaskBody. */
+export function taskBodyOf(bytes: Uint8Array, contentType: string | null): TaskBody {
   if (bytes.byteLength === 0) return { body: null };
-  if (saysJson(req.headers.get("content-type"))) {
+  if (saysJson(contentType)) {
     const text = utf8OrUndefined(bytes);
     if (text === undefined) throw new ApiError("invalid_json", "the body says it is JSON but is not valid UTF-8");
     // Whitespace alone is no body; invalid JSON answers 400 invalid_json from the parser.

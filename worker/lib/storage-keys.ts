@@ -7,6 +7,9 @@ export const zipKey = (accountId: string, functionId: string, buildId: string) =
   `${functionPrefix(accountId, functionId)}builds/${buildId}/source.zip`;
 export const artifactKey = (accountId: string, functionId: string, buildId: string) =>
   `${functionPrefix(accountId, functionId)}builds/${buildId}/artifact.tar`;
+/** A schedule's payload body: under its function, whose deletion deletes its schedules. */
+export const schedulePayloadKey = (accountId: string, functionId: string, scheduleId: string) =>
+  `${functionPrefix(accountId, functionId)}schedules/${scheduleId}/payload.bin`;
 /** Task inputs and results outlive the function, so they sit under the account, not the function. */
 export const taskInputKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/input.json`;
 export const taskResultKey = (accountId: string, taskId: string) => `acct/${accountId}/tasks/${taskId}/result.bin`;

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import * as fn from "../../shared/schemas/function.js";
 import * as tag from "../../shared/schemas/tag.js";
 import * as trig from "../../shared/schemas/trigger.js";
+import * as sched from "../../shared/schemas/scheduled.js";
 import * as ep from "../../shared/schemas/endpoint.js";
 import * as build from "../../shared/schemas/build.js";
 import * as task from "../../shared/schemas/task.js";
@@ -40,7 +41,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/function/list", summary: "List functions, optionally by tag", group: "functions", auth: "account", query: fn.functionListQuery, ok: { status: 200, schema: out.functionList, description: "Newest first." }, errors: [400, 401, 404] },
   { method: "get", path: "/v1/function/:id", summary: "Get a function", group: "functions", auth: "account", ok: { status: 200, schema: out.functionGetOut, description: "The function with its capabilities and metrics." }, errors: [401, 404] },
   { method: "patch", path: "/v1/function/:id", summary: "Edit a function", group: "functions", auth: "account", body: json(fn.functionEdit), ok: noContent, errors: [400, 401, 404, 415] },
-  { method: "delete", path: "/v1/function/:id", summary: "Delete a function, its triggers, endpoints and builds; cancel its pending tasks", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
+  { method: "delete", path: "/v1/function/:id", summary: "Delete a function, its triggers, endpoints, schedules and builds; cancel its pending tasks", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "post", path: "/v1/function/:id/togglePause", summary: "Pause or resume a function", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "get", path: "/v1/function/:id/storage", summary: "Read the function's storage (what its tasks set with the GC-Storage response header)", group: "functions", auth: "account", ok: { status: 200, schema: storage.storageOut, description: "{size, updatedAt, value (base64)}; 404 when nothing is stored." }, errors: [401, 404] },
   { method: "delete", path: "/v1/function/:id/storage", summary: "Clear the function's storage", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
@@ -57,6 +58,14 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/trigger/:id", summary: "Get a trigger", group: "triggers", auth: "account", ok: { status: 200, schema: out.triggerGet, description: "The trigger." }, errors: [401, 404] },
   { method: "patch", path: "/v1/trigger/:id", summary: "Edit a trigger", group: "triggers", auth: "account", body: json(trig.triggerEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "delete", path: "/v1/trigger/:id", summary: "Delete a trigger", group: "triggers", auth: "account", ok: noContent, errors: [401, 404] },
+
+  { method: "post", path: "/v1/scheduled", summary: "Schedule a function with a cron expression in a time zone", group: "scheduled", auth: "account", body: json(sched.scheduledCreate), ok: created("schedule"), errors: [400, 401, 415] },
+  { method: "get", path: "/v1/scheduled/list", summary: "List schedules (paged)", group: "scheduled", auth: "account", query: sched.scheduledListFilter, body: listFilterBody(sched.scheduledListFilter), ok: { status: 200, schema: out.scheduledList, description: "Pagination envelope." }, errors: [400, 401, 404] },
+  { method: "get", path: "/v1/scheduled/:id", summary: "Get a schedule with its payload", group: "scheduled", auth: "account", ok: { status: 200, schema: out.scheduledGet, description: "The schedule; inlinePayload is null until one is set." }, errors: [401, 404] },
+  { method: "patch", path: "/v1/scheduled/:id", summary: "Edit a schedule (active, cron, timezone, description)", group: "scheduled", auth: "account", body: json(sched.scheduledEdit), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "put", path: "/v1/scheduled/:id/payload", summary: "Set the payload: this request's body (any Content-Type) and query string", group: "scheduled", auth: "account", body: { contentType: "*/*", required: false, description: "Any body, at most 10 MiB, handed to each run byte for byte with its Content-Type." }, ok: noContent, errors: [400, 401, 404, 413] },
+  { method: "post", path: "/v1/scheduled/:id/try", summary: "Run the schedule's function with its payload now", group: "scheduled", auth: "account", ok: created("task"), errors: [401, 402, 404, 409, 429] },
+  { method: "delete", path: "/v1/scheduled/:id", summary: "Delete a schedule", group: "scheduled", auth: "account", ok: noContent, errors: [401, 404] },
 
   { method: "post", path: "/v1/endpoint/:functionId", summary: "Create a public endpoint for a function", group: "endpoints", auth: "account", body: { ...json(ep.endpointCreate, false) }, ok: created("endpoint"), errors: [400, 401, 404, 415] },
   { method: "get", path: "/v1/endpoint/list", summary: "List public endpoints (paged)", group: "endpoints", auth: "account", query: ep.endpointListFilter, body: listFilterBody(ep.endpointListFilter), ok: { status: 200, schema: out.endpointList, description: "Pagination envelope." }, errors: [400, 401, 404] },

@@ -1,6 +1,6 @@
 import { ApiError } from "../errors.js";
 import type { EndpointRow } from "../services/endpoints.js";
-import { localMinutes, withinWindow } from "./local-time.js";
+import { localMinutes, withinWindow } from "../../shared/time/local-time.js";
 
 const DEFAULT_PORTS: Record<string, string> = { "https:": "443", "http:": "80" };
 

@@ -6,7 +6,7 @@ import { endpoints, functions, tasks } from "../db/schema.js";
 import { query } from "../http/validate.js";
 import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
-import { localDay, nextLocalMidnight } from "../public/local-time.js";
+import { localDay, nextLocalMidnight } from "../../shared/time/local-time.js";
 import { callPage, PAGE_HEADERS, pendingPage, prefersHtml } from "../public/pages.js";
 import { counterFor } from "../counters/client.js";
 import { periodOf } from "../billing/plans.js";

@@ -120,7 +120,8 @@ export async function togglePause(db: Db, accountId: string, id: string): Promis
 /**
  * Deletes a function in one batch: pending tasks are cancelled (410) and kept, tag links of the
  * function and of its triggers and endpoints go, and the foreign keys cascade to triggers (as first
- * or next function), endpoints, builds and build logs. Returns nothing to roll back: a batch is atomic.
+ * or next function), endpoints, schedules (whose timers find their row gone and stop), builds and
+ * build logs. Returns nothing to roll back: a batch is atomic.
  */
 export async function deleteFunction(db: Db, accountId: string, id: string, now = Date.now()): Promise<void> {
   await getOwnFunction(db, accountId, id);

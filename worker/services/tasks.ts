@@ -22,13 +22,18 @@ const INLINE_INPUT_BYTES = 64 * 1024;
  */
 const HIDDEN_HEADERS = /^(authorization|cookie|cf-.*|x-forwarded-.*|x-real-ip|gc-storage)$/i;
 
-export function inputFromRequest(req: Request, body: TaskBody): TaskInput {
-  const url = new URL(req.url);
+/** A query string as a task's `query`: a repeated parameter becomes an array. */
+export function queryRecord(params: URLSearchParams): TaskInput["query"] {
   const query: Record<string, string | string[]> = {};
-  for (const key of new Set(url.searchParams.keys())) {
-    const all = url.searchParams.getAll(key);
+  for (const key of new Set(params.keys())) {
+    const all = params.getAll(key);
     query[key] = all.length === 1 ? all[0]! : all;
   }
+  return query;
+}
+
+export function inputFromRequest(req: Request, body: TaskBody): TaskInput {
+  const query = queryRecord(new URL(req.url).searchParams);
   const headers: Record<string, string> = {};
   req.headers.forEach((value, key) => {
     if (!HIDDEN_HEADERS.test(key)) headers[key] = value;
@@ -47,6 +52,8 @@ export interface NewTask {
   parentTaskId?: string;
   hop?: number;
   chainId?: string;
+  /** The schedule that issued the task (worker/schedules/). */
+  scheduledId?: string;
 }
 
 export interface IssueOptions extends NewTask {
@@ -91,6 +98,7 @@ export function taskRow<V = never>(o: NewTask, staged: StagedInput, now: number,
     triggerId: o.triggerId ?? null,
     parentTaskId: o.parentTaskId ?? null,
     chainId: o.chainId ?? null,
+    scheduledId: o.scheduledId ?? null,
     hop: o.hop ?? 0,
     issuedAt: now,
     timeout: fn.timeout,
@@ -130,14 +138,15 @@ const issueStatements = new WeakMap<Plan[], { sql: string; params: unknown[] }>(
 /**
  * The insert-select of issueFunctionTask(), built once per plan configuration with placeholders
  * for what varies per task: building it walks every column and subquery, a cost per request
- * otherwise. (Trigger and parent are those of a task created through the API or an endpoint: none.)
+ * otherwise. (Trigger and parent are those of a task created through the API, an endpoint or a
+ * schedule: none.)
  */
 function issueStatement(db: Db, plans: Plan[]): { sql: string; params: unknown[] } {
   let statement = issueStatements.get(plans);
   if (statement) return statement;
   const p = <T>(name: string) => sql.placeholder(name) as unknown as T;
   const period = p<string>("period");
-  const o: NewTask = { id: p("id"), accountId: p("accountId"), input: p("input"), endpointId: p("endpointId") };
+  const o: NewTask = { id: p("id"), accountId: p("accountId"), input: p("input"), endpointId: p("endpointId"), scheduledId: p("scheduledId") };
   const staged: StagedInput = { id: p("id"), input: p("input"), inputKey: p("inputKey") };
   statement = db
     .insert(tasks)
@@ -168,7 +177,7 @@ export async function issueFunctionTask(db: Db, bucket: R2Bucket, limits: Admiss
   const staged = await stageInput(bucket, o, now);
   const statement = issueStatement(db, limits.plans);
   const values = {
-    id: staged.id, accountId: o.accountId, functionId, endpointId: o.endpointId ?? null, now, period: periodOf(now),
+    id: staged.id, accountId: o.accountId, functionId, endpointId: o.endpointId ?? null, scheduledId: o.scheduledId ?? null, now, period: periodOf(now),
     maxPending: limits.maxPending, input: staged.input, inputKey: staged.inputKey,
   };
   const insert = async () => {
@@ -210,6 +219,7 @@ export const describeTask = (t: TaskRow) => ({
   parentTaskId: t.parentTaskId,
   /** The container runtime it ran under (runsc: gVisor), null until it ran. */
   runtime: t.runtime,
+  scheduledId: t.scheduledId,
 });
 
 /**

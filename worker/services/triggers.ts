@@ -10,7 +10,7 @@ import type { TriggerCreate, TriggerEdit } from "../../shared/schemas/trigger.js
 import { assertOwnTags, replaceLinks, tagsOf, unlinkRecords } from "./tags.js";
 import { getOwnFunction } from "./functions.js";
 
-async function assertOwnFunctionField(db: Db, accountId: string, field: string, id: string) {
+export async function assertOwnFunctionField(db: Db, accountId: string, field: string, id: string) {
   const [row] = await db.select({ id: functions.id }).from(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId)));
   if (!row) throw validationFailed([{ field, message: `no function ${id} in this account` }]);
 }
