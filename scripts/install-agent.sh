@@ -167,20 +167,8 @@ node_bin="$(command -v node)"
 
 # --- gVisor as a Docker runtime ------------------------------------------------------------
 if command -v runsc >/dev/null 2>&1; then
-  # --network=none: runsc refuses to start in the root network namespace otherwise, and
-  # functions run without a network anyway.
-  changed="$(RUNSC="$(command -v runsc)" FILE="$DAEMON_JSON" "$node_bin" -e '
-    const fs = require("fs"), file = process.env.FILE;
-    let config = {};
-    try { config = JSON.parse(fs.readFileSync(file, "utf8")); } catch (e) { if (e.code !== "ENOENT") { console.error(`${file} is not valid JSON: ${e.message}`); process.exit(1); } }
-    const want = { path: process.env.RUNSC, runtimeArgs: ["--network=none"] };
-    if (JSON.stringify(config.runtimes?.runsc) === JSON.stringify(want)) { console.log("no"); process.exit(0); }
-    config.runtimes = { ...config.runtimes, runsc: want };
-    fs.mkdirSync(require("path").dirname(file), { recursive: true });
-    fs.writeFileSync(file + ".tmp", JSON.stringify(config, null, 2) + "\n");
-    fs.renameSync(file + ".tmp", file);
-    console.log("yes");
-  ')" || die "could not register runsc in $DAEMON_JSON"
+  changed="$(PATH="$(dirname "$node_bin"):$PATH" bash "$release/scripts/images/register-runsc.sh" "$DAEMON_JSON" "$(command -v runsc)")" \
+    || die "could not register runsc in $DAEMON_JSON"
   if [ "$changed" = yes ]; then
     say "registered runsc as a Docker runtime in $DAEMON_JSON"
     # SIGHUP makes dockerd re-read its runtimes without stopping containers.

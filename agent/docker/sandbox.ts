@@ -18,6 +18,9 @@ export interface Mount {
   readOnly: boolean;
 }
 
+/** Host threads gVisor's sandbox (its kernel and file gofer) needs beside the function's processes. */
+export const RUNSC_PIDS_OVERHEAD = 64;
+
 /**
  * The confinement every function and build container gets: no network, read-only root with a small
  * /tmp, capped memory (no swap), CPUs and pids, an init that reaps zombies, and only the bind mounts
@@ -26,6 +29,8 @@ export interface Mount {
  */
 export function sandboxHostConfig(limits: SandboxLimits, mounts: Mount[]): Docker.HostConfig {
   const memory = Math.round(limits.memoryMiB * 1024 * 1024);
+  // Under gVisor the host's pids limit holds the whole sandbox, gVisor's own threads included.
+  const pids = limits.runtime === "runsc" ? limits.pids + RUNSC_PIDS_OVERHEAD : limits.pids;
   return {
     NetworkMode: "none",
     Binds: mounts.map((m) => `${m.host}:${m.container}:${m.readOnly ? "ro" : "rw"}`),
@@ -34,7 +39,7 @@ export function sandboxHostConfig(limits: SandboxLimits, mounts: Mount[]): Docke
     Memory: memory,
     MemorySwap: memory,
     NanoCpus: Math.round(limits.cpus * 1e9),
-    PidsLimit: limits.pids,
+    PidsLimit: pids,
     Init: true,
     IpcMode: "private",
     Ulimits: [{ Name: "nofile", Soft: 1024, Hard: 1024 }],

@@ -3,7 +3,7 @@
 # and starts dockerd in the background when no daemon runs (no bridge network: functions run
 # --network none). A `docker` on the PATH is not an engine: machines ship the client alone, so the
 # check is for dockerd and for a daemon that answers. Also makes sure mmdebstrap is present for
-# scripts/images/build-offline.sh. Idempotent.
+# scripts/images/build-offline.sh, and gVisor's runsc registered as a Docker runtime. Idempotent.
 set -euo pipefail
 
 daemon_answers() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
@@ -14,6 +14,8 @@ if ! daemon_answers && ! command -v dockerd >/dev/null 2>&1; then
 fi
 command -v docker >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+# gVisor: agents run unprivileged functions and builds under runsc where Docker has it.
+command -v runsc >/dev/null 2>&1 || need_apt+=(runsc)
 if [ ${#need_apt[@]} -gt 0 ]; then
   mapfile -t need_apt < <(printf '%s\n' "${need_apt[@]}" | sort -u)
   echo "installing ${need_apt[*]}"
@@ -22,6 +24,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
+if command -v runsc >/dev/null 2>&1 && [ "$(bash "$(dirname "${BASH_SOURCE[0]}")/register-runsc.sh")" = yes ]; then
+  echo "registered runsc as a Docker runtime"
+  # A running dockerd re-reads its runtimes on SIGHUP; one started below reads the file.
+  if daemon_answers && pid="$(pidof dockerd)"; then kill -HUP $pid; sleep 1; fi
+fi
 if daemon_answers; then
   exit 0
 fi

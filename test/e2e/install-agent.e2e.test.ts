@@ -106,11 +106,11 @@ describe("install-agent.sh on a clean Debian 12", () => {
     expect(installed.code, output).toBe(0);
   }, 600_000);
 
-  it("installs the Docker engine and gVisor from Debian and registers runsc with --network=none", async () => {
+  it("installs the Docker engine and gVisor from Debian and registers runsc with --network=none and --fsgofer-host-uds", async () => {
     expect(output).toMatch(/installing .*docker\.io.*runsc/);
     expect(existsSync(debian.file("usr/sbin/dockerd"))).toBe(true);
     expect(existsSync(debian.file("usr/bin/runsc"))).toBe(true);
-    expect(JSON.parse(await readRoot("etc/docker/daemon.json"))).toEqual({ runtimes: { runsc: { path: "/usr/bin/runsc", runtimeArgs: ["--network=none"] } } });
+    expect(JSON.parse(await readRoot("etc/docker/daemon.json"))).toEqual({ runtimes: { runsc: { path: "/usr/bin/runsc", runtimeArgs: ["--network=none", "--fsgofer-host-uds"] } } });
   });
 
   it("places the bundled agent with its runtime definitions and builds the language's image", async () => {

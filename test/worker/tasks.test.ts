@@ -165,6 +165,7 @@ describe("POST /v1/task/<function_id>", () => {
         duration_ms: null,
         purged_at: null,
         scheduled_id: null,
+        runtime: null,
       });
     }
   });
@@ -223,6 +224,7 @@ describe("GET /v1/task/<task_id>", () => {
       triggerId: null,
       parentTaskId: null,
       scheduledId: null,
+      runtime: null,
     });
     expect(Math.abs(Number(task.issued) - Date.now() / 1000)).toBeLessThan(5);
   });

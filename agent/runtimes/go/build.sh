@@ -9,7 +9,9 @@ export GOCACHE=/scratch/go-cache GOPATH=/scratch/go HOME=/scratch
 # A private copy of the image's warm compile cache: builds never share a writable cache.
 if [ -d /opt/gcfaas/go-cache ]; then mkdir -p "$GOCACHE" && cp -a /opt/gcfaas/go-cache/. "$GOCACHE/"; fi
 cd /src
-if ! ls ./*.go >/dev/null 2>&1; then
+# A glob, not ls: ls uses statx, which gVisor's older releases refuse (EINVAL).
+set -- ./*.go
+if [ ! -e "$1" ]; then
   echo "error: no .go files at the top level of the zip"
   exit 1
 fi
