@@ -6,7 +6,10 @@
  *   cold       Runner.invoke of a function no container is warm for (create, start, load, call)
  *   bare HTTP  one HTTP exchange straight with a warm container's shim over its channel (no runner)
  *   warm       Runner.invoke served by that warm container
- * Usage: npx tsx bench/runtimes.ts [--cold N] [--warm N] [py js go rb rs cs]
+ * Each is measured under runc and, where Docker has it, under gVisor's runsc (both in the same run,
+ * so their figures compare): the bare run with `--runtime=runsc`, the rest with a Runner whose
+ * unprivileged functions run under runsc.
+ * Usage: npx tsx bench/runtimes.ts [--cold N] [--warm N] [--runtimes runc,runsc] [py js go rb rs cs]
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs/promises";
@@ -18,6 +21,8 @@ import { Runner } from "../agent/runner/index.js";
 import { ensureOfflineImages } from "../agent/runtimes/images.js";
 import { isLang, LANGS, offlineImages, RUNTIME_DIR, type Lang } from "../agent/runtimes/languages.js";
 import { zipFolder } from "../test/support/zip.js";
+import { dockerClient } from "../agent/docker/client.js";
+import { resolveSandbox } from "../agent/docker/sandbox-runtime.js";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -25,15 +30,17 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 function parseArgs(argv: string[]) {
   let cold = 7;
   let warm = 300;
+  let runtimes: string[] | undefined;
   const langs: Lang[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
     if (arg === "--cold") cold = Number(argv[++i]);
     else if (arg === "--warm") warm = Number(argv[++i]);
+    else if (arg === "--runtimes") runtimes = (argv[++i] ?? "").split(",");
     else if (isLang(arg)) langs.push(arg);
     else throw new Error(`unknown argument ${arg}`);
   }
-  return { cold, warm, langs: langs.length ? langs : [...LANGS] };
+  return { cold, warm, runtimes, langs: langs.length ? langs : [...LANGS] };
 }
 
 function percentile(samples: number[], p: number): number {
@@ -58,10 +65,10 @@ const BARE_COMMAND: Record<Lang, string[]> = {
 
 const REQUEST = { method: "POST", query: { name: "bench" }, headers: { "content-type": "application/json" }, body: '{"n":1}' };
 
-async function benchLanguage(lang: Lang, runner: Runner, coldRuns: number, warmRuns: number) {
+async function benchLanguage(lang: Lang, runner: Runner, sandbox: string, coldRuns: number, warmRuns: number) {
   const work = await fs.mkdtemp(path.join(os.tmpdir(), `gcfaas-bench-${lang}-`));
   const zip = await zipFolder(path.join(ROOT, "examples", RUNTIME_DIR[lang], "hello"));
-  const built = await buildFunction({ lang, zip, workDir: path.join(work, "build"), onLog: () => undefined });
+  const built = await buildFunction({ lang, zip, workDir: path.join(work, "build"), onLog: () => undefined, limits: { runtime: sandbox === "runsc" ? "runsc" : undefined } });
   if (!built.ok) throw new Error(`${lang}: build failed: ${built.reason}`);
   const image = offlineImages()[lang].run;
   const caps = { timeout: 30, cpuCount: 0, memSize: 0, privileged: false };
@@ -70,7 +77,7 @@ async function benchLanguage(lang: Lang, runner: Runner, coldRuns: number, warmR
   const bareRun: number[] = [];
   for (let i = 0; i < coldRuns; i++) {
     const [entrypoint = "true", ...args] = BARE_COMMAND[lang];
-    bareRun.push(await time(() => run("docker", ["run", "--rm", "--network", "none", "--entrypoint", entrypoint, image, ...args])));
+    bareRun.push(await time(() => run("docker", ["run", "--rm", `--runtime=${sandbox}`, "--network", "none", "--entrypoint", entrypoint, image, ...args])));
   }
 
   const cold: number[] = [];
@@ -106,27 +113,31 @@ async function benchLanguage(lang: Lang, runner: Runner, coldRuns: number, warmR
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)).padStart(7);
 
 async function main() {
-  const { cold, warm, langs } = parseArgs(process.argv.slice(2));
+  const { cold, warm, langs, runtimes } = parseArgs(process.argv.slice(2));
   await ensureOfflineImages(langs, (line) => console.error(line));
-  const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-bench-state-"));
-  const runner = await Runner.create({ stateDir, agentId: "bench" });
+  const available = (await resolveSandbox(dockerClient(), "auto")) === "runsc" ? ["runc", "runsc"] : ["runc"];
+  const sandboxes = runtimes ?? available;
   const rows: string[] = [];
-  try {
-    for (const lang of langs) {
-      console.error(`benchmarking ${lang} (${cold} cold, ${warm} warm)`);
-      const r = await benchLanguage(lang, runner, cold, warm);
-      const p = (xs: number[]) => `${fmt(percentile(xs, 50))} ${fmt(percentile(xs, 95))}`;
-      const overhead = percentile(r.warm, 50) - percentile(r.bareHttp, 50);
-      const ratio = percentile(r.cold, 50) / percentile(r.bareRun, 50);
-      rows.push(`${lang.padEnd(4)} | ${p(r.bareRun)} | ${p(r.cold)} | ${ratio.toFixed(2).padStart(5)} | ${p(r.bareHttp)} | ${p(r.warm)} | ${fmt(overhead)}`);
+  for (const sandbox of sandboxes) {
+    const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-bench-state-"));
+    const runner = await Runner.create({ stateDir, agentId: `bench-${sandbox}`, runtime: sandbox === "runsc" ? "runsc" : "" });
+    try {
+      for (const lang of langs) {
+        console.error(`benchmarking ${lang} under ${sandbox} (${cold} cold, ${warm} warm)`);
+        const r = await benchLanguage(lang, runner, sandbox, cold, warm);
+        const p = (xs: number[]) => `${fmt(percentile(xs, 50))} ${fmt(percentile(xs, 95))}`;
+        const overhead = percentile(r.warm, 50) - percentile(r.bareHttp, 50);
+        const ratio = percentile(r.cold, 50) / percentile(r.bareRun, 50);
+        rows.push(`${lang.padEnd(4)} | ${sandbox.padEnd(5)} | ${p(r.bareRun)} | ${p(r.cold)} | ${ratio.toFixed(2).padStart(5)} | ${p(r.bareHttp)} | ${p(r.warm)} | ${fmt(overhead)}`);
+      }
+    } finally {
+      await runner.shutdown();
+      await fs.rm(stateDir, { recursive: true, force: true });
     }
-  } finally {
-    await runner.shutdown();
-    await fs.rm(stateDir, { recursive: true, force: true });
   }
   console.log(`\nlatency in ms (p50 p95); ${os.cpus().length} CPUs, Docker ${(await run("docker", ["version", "-f", "{{.Server.Version}}"])).stdout.trim()}`);
-  console.log("lang |  bare docker run |   cold start     | cold/ |    bare HTTP     |    warm call     | warm-bare");
-  console.log("     |   p50     p95   |   p50     p95    | bare  |   p50     p95    |   p50     p95    |  p50");
+  console.log("lang | sandbox |  bare docker run |   cold start     | cold/ |    bare HTTP     |    warm call     | warm-bare");
+  console.log("     |         |   p50     p95   |   p50     p95    | bare  |   p50     p95    |   p50     p95    |  p50");
   for (const row of rows) console.log(row);
 }
 

@@ -17,6 +17,7 @@ import { tags } from "./commands/tags.js";
 import { task, tasks } from "./commands/tasks.js";
 import { triggers } from "./commands/triggers.js";
 import { schedules } from "./commands/schedules.js";
+import { nodes } from "./commands/nodes.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -41,6 +42,7 @@ export const COMMANDS: Command[] = [
   tags,
   triggers,
   schedules,
+  nodes,
   endpoints,
 ];
 
