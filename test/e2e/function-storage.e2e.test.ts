@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems, type ZipItem } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, type Api } from "./harness.js";
-import { deploy } from "./deploy.js";
+import { deploy, result } from "./deploy.js";
 
 /**
  * Function storage (GC-Storage) end to end, through the local service, a real agent and Docker:
@@ -229,8 +229,10 @@ def handle(event, context):
     );
     const call = async (size: number) => {
       const { id } = await user.json("POST", `/v1/task/${fn.functionId}?size=${size}`, 201, {});
-      const res = await user("GET", `/v1/task/${id}/result?wait=30`);
-      return { got: Number(await res.text()), log: (await user.json("GET", `/v1/task/${id}/log`, 200)).log as string[] };
+      const res = await result(user, id);
+      const log = (await user.json("GET", `/v1/task/${id}/log`, 200)).log as string[];
+      if (res.status !== 200) throw new Error(`size ${size}: ${res.status} ${res.body.slice(0, 300)}\n${log.join("\n").slice(0, 2000)}`);
+      return { got: Number(res.body), log };
     };
     await call(1000 * 1024);
     expect((await call(0)).got).toBe(1000 * 1024);

@@ -32,8 +32,7 @@ beforeAll(async () => {
   worker = await LocalWorker.create();
   const admin = api(worker.url, ADMIN_TOKEN);
   user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "scheduled" } })).token);
-  const agentToken = (await admin.json("POST", "/v1/admin/agent-tokens", 201, { json: {} })).token;
-  agent = await AgentProcess.start(worker, agentToken, "scheduled-agent", ["--slots", "2"]);
+  agent = await AgentProcess.start(worker, await worker.agentToken("scheduled-agent"), "scheduled-agent", ["--slots", "2"]);
   functionId = (await deploy(user, "py", await zipSources(echo), "echo")).functionId;
 }, 1_800_000);
 
