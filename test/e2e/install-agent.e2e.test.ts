@@ -181,9 +181,10 @@ describe("install-agent.sh on a clean Debian 12", () => {
     const { id, res } = await invoke(user, functionId, { json: { n: 1 } });
     expect(res.status, agentLog).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ ran: "in the debian root", got: { n: 1 } });
-    expect((await user.json("GET", `/v1/task/${id}`, 200)).node).toBe(NODE_ID);
+    // The installer registered gVisor, and the installed agent runs the task under it.
+    expect(await user.json("GET", `/v1/task/${id}`, 200)).toMatchObject({ node: NODE_ID, runtime: "runsc" });
     const nodes = await api(worker.url, ADMIN_TOKEN).json<{ id: string; agentVersion: string | null; connected: boolean }[]>("GET", "/v1/admin/nodes", 200);
-    expect(nodes.find((n) => n.id === NODE_ID)).toMatchObject({ connected: true, agentVersion: (await readRoot("opt/gcfaas-agent/VERSION")).trim() });
+    expect(nodes.find((n) => n.id === NODE_ID)).toMatchObject({ connected: true, runtime: "runsc", agentVersion: (await readRoot("opt/gcfaas-agent/VERSION")).trim() });
 
     const metrics = await (await fetch(`http://${env.GCFAAS_METRICS}/metrics`)).text();
     expect(metrics).toMatch(/^gcfaas_agent_task_duration_seconds_count\{lang="py",status="2xx"\} 1$/m);
