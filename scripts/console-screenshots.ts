@@ -42,6 +42,7 @@ async function main() {
       }
     }
     await post("/v1/trigger", token, { functionId: fn, nextId: next, status: 200, includeResult: true });
+    await post("/v1/scheduled", token, { functionId: next, cron: "0 9 * * mon-fri", timezone: "Europe/London", description: "weekday digest" });
     const ep = (await post(`/v1/endpoint/${fn}`, token, { dailyLimit: 1000, origin: ["https://app.example.com"], timeLimit: { from: "08:00", to: "20:00", timezone: "Europe/Paris" } })).id;
     let task = "";
     for (let i = 0; i < 5; i++) await fetch(`${worker.url}/v1/task/${fn}?name=Ada`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", prefer: "wait=30" }, body: JSON.stringify({ n: i }) }).then((r) => r.arrayBuffer());
@@ -52,7 +53,7 @@ async function main() {
     const pages: [string, string][] = [
       ["functions", "/console"], ["function", `/console/functions/${fn}`], ["builds", "/console/builds"], ["tasks", "/console/tasks"],
       ["task", `/console/tasks/${task}`], ["endpoints", "/console/endpoints"], ["endpoint", `/console/endpoints/${ep}`],
-      ["triggers", "/console/triggers"], ["usage", "/console/usage"], ["tags", "/console/tags"],
+      ["triggers", "/console/triggers"], ["schedules", "/console/schedules"], ["usage", "/console/usage"], ["tags", "/console/tags"],
     ];
     for (const [viewport, size] of [["desktop", { width: 1280, height: 900 }], ["mobile", { width: 375, height: 812 }]] as const) {
       const context = await browser.newContext({ viewport: size });

@@ -142,6 +142,32 @@ describe("the console, as a new user with a token", () => {
     await expect(page.locator("#trigger-graph g.edge text").first().textContent()).resolves.toBe("200 · result");
   });
 
+  it("schedules the function, shows its next runs, sets a payload, tries it and deactivates it", async () => {
+    await page.goto(`${worker.url}/console/schedules`);
+    await page.selectOption("#sc-fn", functionId);
+    await page.fill("#sc-cron", "0 9 * * mon-fri");
+    await page.selectOption("#sc-tz", "Europe/London");
+    await Promise.all([page.waitForURL(/done=/), page.click("text=Create schedule")]);
+    const next = await text(page, ".next-runs");
+    expect(next).toMatch(/^(Mon|Tue|Wed|Thu|Fri) \d\d \w{3} 09:00( · (Mon|Tue|Wed|Thu|Fri) \d\d \w{3} 09:00){2}$/);
+    const [schedule] = (await owner.api.json("GET", "/v1/scheduled/list", 200)).results;
+    expect(schedule).toMatchObject({ functionId, cron: "0 9 * * mon-fri", timezone: "Europe/London", active: true });
+    // A bad expression is refused with the API's message.
+    await page.fill("#sc-cron", "61 * * * *");
+    await Promise.all([page.waitForLoadState("load"), page.click("text=Create schedule")]);
+    expect(await text(page, ".error")).toContain("61");
+    await page.goto(`${worker.url}/console/schedules`);
+    await page.click(`#schedule-${schedule.id} summary`);
+    await page.fill(`#pq-${schedule.id}`, "name=Scheduled");
+    await Promise.all([page.waitForURL(/done=/), page.click(`#schedule-${schedule.id} button:text('Save payload')`)]);
+    expect((await owner.api.json("GET", `/v1/scheduled/${schedule.id}`, 200)).inlinePayload).toMatchObject({ query: "name=Scheduled" });
+    await Promise.all([page.waitForURL(/\/console\/tasks\/[0-9a-z]+/), page.click(`#schedule-${schedule.id} button:text('Try now')`)]);
+    expect(await text(page, "h1")).toMatch(/^Task [0-9a-z]+$/);
+    await page.goto(`${worker.url}/console/schedules`);
+    await Promise.all([page.waitForURL(/done=/), page.click(`#schedule-${schedule.id} button:text('Deactivate')`)]);
+    expect(await text(page, ".next-runs")).toBe("inactive");
+  });
+
   it("pauses the function", async () => {
     await page.goto(`${worker.url}/console/functions/${functionId}`);
     await Promise.all([page.waitForURL(/done=/), page.click("button:text('Pause')")]);
@@ -172,6 +198,7 @@ describe("the console, as a new user with a token", () => {
     const confirm = await text(page, ".error");
     expect(confirm).toContain("1 public endpoint(s)");
     expect(confirm).toContain("1 trigger(s)");
+    expect(confirm).toContain("1 schedule(s)");
     await Promise.all([page.waitForURL(/\/console\?done=/), page.click("button:text('Delete consolefn')")]);
     expect(await text(page, ".notice")).toBe("Function deleted.");
     expect((await owner.api("GET", `/v1/function/${functionId}`)).status).toBe(404);

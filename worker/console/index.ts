@@ -14,6 +14,7 @@ import { registerEndpoints } from "./pages/endpoints.js";
 import { registerTriggers } from "./pages/triggers.js";
 import { registerUsage } from "./pages/usage.js";
 import { registerTags } from "./pages/tags.js";
+import { registerSchedules } from "./pages/schedules.js";
 
 /** Pages may load their own script and style and show images of their own origin; nothing else. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
@@ -62,6 +63,7 @@ export function consoleApp(apiFetch: ApiFetch) {
   registerBuildsAndTasks(app);
   registerEndpoints(app);
   registerTriggers(app);
+  registerSchedules(app);
   registerUsage(app);
   registerTags(app);
 

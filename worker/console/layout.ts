@@ -15,6 +15,7 @@ const NAV: [NonNullable<PageContext["section"]>, string, string][] = [
   ["tasks", "/console/tasks", "Tasks"],
   ["endpoints", "/console/endpoints", "Endpoints"],
   ["triggers", "/console/triggers", "Triggers"],
+  ["schedules", "/console/schedules", "Schedules"],
   ["usage", "/console/usage", "Usage"],
   ["tags", "/console/tags", "Tags"],
 ];

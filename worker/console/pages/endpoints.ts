@@ -4,6 +4,7 @@ import { formOf, seeOther } from "../context.js";
 import { csrfField, errorBox, layout, notice, tagChips } from "../layout.js";
 import type { ApiError } from "../api.js";
 import { tagFilter, tagPicker, type TagItem } from "./functions.js";
+import { zones } from "../zones.js";
 
 interface EndpointDetail {
   functionId: string;
@@ -26,18 +27,6 @@ interface Metrics {
   todayTasks: number;
   pendingTasks: number;
   weekTasks: number;
-}
-
-/** IANA zones for the picker (workerd has the ICU list); a short list where the runtime has none. */
-function zones(): string[] {
-  const intl = Intl as unknown as { supportedValuesOf?: (k: string) => string[] };
-  try {
-    const all = intl.supportedValuesOf?.("timeZone");
-    if (all?.length) return all.includes("UTC") ? all : ["UTC", ...all];
-  } catch {
-    /* fall through */
-  }
-  return ["UTC", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles", "Asia/Tokyo", "Australia/Sydney"];
 }
 
 const lines = (v: string) => v.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);

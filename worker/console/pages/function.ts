@@ -112,17 +112,19 @@ ${endpoints.results.length ? html`<ul>${endpoints.results.map((e) => html`<li><a
 /** What deleting a function takes with it, named before the person confirms. */
 async function renderDelete(c: ConsoleContext, id: string): Promise<Response> {
   const api = c.var.api;
-  const [fn, endpoints, asFirst, builds] = await Promise.all([
+  const [fn, endpoints, asFirst, builds, schedules] = await Promise.all([
     api.get<FnDetail>(`/v1/function/${id}`),
     api.get<Page<unknown>>(`/v1/endpoint/list?functionId=${id}&limit=3`),
     api.get<Page<unknown>>(`/v1/trigger/list?functionId=${id}&limit=3`),
     api.get<Page<unknown>>(`/v1/build/list?functionId=${id}&limit=1`),
+    api.get<Page<unknown>>(`/v1/scheduled/list?functionId=${id}&limit=3`),
   ]);
   const body: Html = html`<h1>Delete ${fn.name}?</h1>
 <div class="error"><p>This deletes the function <strong>${fn.name}</strong> and with it:</p>
 <ul><li>${endpoints.totalCount} public endpoint(s) (their links stop working)</li>
 <li>${asFirst.totalCount} trigger(s) that start after it, and every trigger that starts it</li>
-<li>${builds.totalCount} build(s) and their stored code</li>
+<li>${schedules.totalCount} schedule(s)</li>
+<li>${builds.totalCount} build(s) and their stored code, and its storage (GC-Storage)</li>
 <li>${fn.metrics.pendingTasks} pending task(s), cancelled</li></ul>
 <p>Finished tasks stay readable. This cannot be undone.</p></div>
 <form method="post" action="/console/functions/${fn.id}/delete">${csrfField(c.var.page)}
