@@ -4,7 +4,9 @@ import { fmtTime, yesNo } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
 import { pagedListCommand } from "../paged-list.js";
 import { parseQuery, readDataBytes } from "./invoke.js";
-import { nextRuns, parseCron } from "../../shared/time/cron.js";
+import { fmtLocal, upcoming } from "../../shared/time/schedule-runs.js";
+
+export { upcoming };
 
 interface Schedule {
   id: string;
@@ -24,20 +26,6 @@ export function fmtIn(at: number, now: number): string {
   if (s < 3600) return `in ${Math.round(s / 60)}m`;
   if (s < 86400) return `in ${Math.round(s / 3600)}h`;
   return `in ${Math.round(s / 86400)}d`;
-}
-
-/** A run as the schedule's zone reads it, e.g. "Mon 23 Nov 09:15". */
-const fmtLocal = (at: number, timeZone: string) =>
-  new Intl.DateTimeFormat("en-GB", { timeZone, weekday: "short", day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).format(at).replace(",", "");
-
-/** The next runs the service will issue (the same computation as its timers), or none while inactive. */
-export function upcoming(s: Pick<Schedule, "active" | "cron" | "timezone">, count: number, now = Date.now()): number[] {
-  if (!s.active) return [];
-  try {
-    return nextRuns(parseCron(s.cron), s.timezone, now, count);
-  } catch {
-    return [];
-  }
 }
 
 const nextRunsColumn = (s: Schedule) => {

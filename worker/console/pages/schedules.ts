@@ -4,7 +4,7 @@ import { formOf, seeOther } from "../context.js";
 import { csrfField, errorBox, layout, notice } from "../layout.js";
 import type { ApiError } from "../api.js";
 import { zones } from "../zones.js";
-import { nextRuns, parseCron } from "../../../shared/time/cron.js";
+import { fmtLocal, upcoming } from "../../../shared/time/schedule-runs.js";
 
 interface ScheduleItem {
   id: string;
@@ -18,16 +18,8 @@ interface ScheduleDetail extends ScheduleItem {
   inlinePayload: { query: string; body: string; contentType: string | null } | null;
 }
 
-/** The next runs the service will issue (the same computation as its timers), in the schedule's zone. */
-function upcoming(s: ScheduleItem, count: number): string {
-  if (!s.active) return "inactive";
-  try {
-    const fmt = new Intl.DateTimeFormat("en-GB", { timeZone: s.timezone, weekday: "short", day: "2-digit", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
-    return nextRuns(parseCron(s.cron), s.timezone, Date.now(), count).map((t) => fmt.format(t).replace(",", "")).join(" · ");
-  } catch {
-    return "—";
-  }
-}
+/** The next runs in the schedule's zone, as its timers will issue them. */
+const nextRunsText = (s: ScheduleItem, count: number) => (s.active ? upcoming(s, count).map((t) => fmtLocal(t, s.timezone)).join(" · ") || "—" : "inactive");
 
 async function allSchedules(c: ConsoleContext): Promise<ScheduleItem[]> {
   return (await c.var.api.get<{ results: ScheduleItem[] }>("/v1/scheduled/list?limit=999")).results;
@@ -43,7 +35,7 @@ async function render(c: ConsoleContext, problems: { create?: ApiError; row?: { 
 <tbody>${details.map((s) => {
     const p = s.inlinePayload;
     return html`<tr id="schedule-${s.id}"><td><a href="/console/functions/${s.functionId}">${names.get(s.functionId) ?? s.functionId}</a>${s.description ? html`<div class="hint">${s.description}</div>` : ""}</td>
-<td><code>${s.cron}</code></td><td>${s.timezone}</td><td class="next-runs">${upcoming(s, 3)}</td>
+<td><code>${s.cron}</code></td><td>${s.timezone}</td><td class="next-runs">${nextRunsText(s, 3)}</td>
 <td>${p ? html`${Math.floor((p.body.length * 3) / 4)} bytes${p.contentType ? html` of <code>${p.contentType}</code>` : ""}${p.query ? html`, <code>?${p.query}</code>` : ""}` : "—"}
 <details><summary>Set payload</summary><form method="post" action="/console/schedules/${s.id}/payload">${csrfField(c.var.page)}
 <label for="pq-${s.id}">Query string</label><input id="pq-${s.id}" name="query" type="text" value="${p?.query ?? ""}">
