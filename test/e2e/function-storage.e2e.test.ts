@@ -214,6 +214,45 @@ func Handle(req handler.Request) (handler.Response, error) {
     expect(Buffer.compare(Buffer.from(await second.arrayBuffer()), PNG)).toBe(0);
   }, 600_000);
 
+  it("stores a JSON document on the first call and answers it as application/json on the next (the guide's JSON variant)", async () => {
+    const handler = `package function
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+
+	handler "github.com/openfaas/templates-sdk/go-http"
+)
+
+func Handle(req handler.Request) (handler.Response, error) {
+	h := http.Header{}
+	stored, err := base64.StdEncoding.DecodeString(req.Header.Get("GC-Storage"))
+	if err != nil || len(stored) == 0 {
+		doc, _ := json.Marshal(map[string]interface{}{"user": "root", "password": "root"})
+		h.Set("GC-Storage", base64.StdEncoding.EncodeToString(doc))
+		h.Set("Content-Type", "text/plain")
+		return handler.Response{StatusCode: http.StatusNotFound, Body: []byte("No storage found"), Header: h}, nil
+	}
+	var doc map[string]interface{}
+	if err := json.Unmarshal(stored, &doc); err != nil {
+		return handler.Response{StatusCode: http.StatusInternalServerError, Body: []byte(err.Error())}, nil
+	}
+	body, _ := json.Marshal(doc)
+	h.Set("Content-Type", "application/json")
+	return handler.Response{StatusCode: http.StatusOK, Body: body, Header: h}, nil
+}
+`;
+    const fn = await deploy(user, "go", await zipItems([{ name: "handler.go", data: handler }]), "storagejson");
+    expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
+    const first = await invoke(fn.functionId);
+    expect([first.status, first.body.toString()]).toEqual([404, "No storage found"]);
+    const second = await invoke(fn.functionId);
+    expect(second.status).toBe(200);
+    expect(second.type).toBe("application/json");
+    expect(JSON.parse(second.body.toString())).toEqual({ password: "root", user: "root" });
+  }, 600_000);
+
   it("keeps a value of nearly 1 MiB, and refuses (with a log line) one over it", async () => {
     const fn = await deploy(
       user,
