@@ -87,6 +87,7 @@ async function main() {
   gcfaas is running.
 
     URL          ${worker.url}
+    console      ${worker.url}/console   (sign in with the token)
     token        ${creds.token}
     admin token  ${creds.adminToken}   (ADMIN_TOKEN, for /v1/admin)
     logs         ${path.join(STATE, "logs")}/worker.log, agent.log
