@@ -31,6 +31,7 @@ const anyJson = { contentType: "application/json", required: false, description:
 const noContent = { status: 204, description: "Done; empty body." };
 const created = (what: string) => ({ status: 201, schema: out.created, description: `The new ${what}'s id.` });
 const replay = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*" };
+const publicReplay = { ...replay, description: "The function's response replayed: its status code, Content-Type and body. 404 result_not_ready (Retry-After, X-Task-Status) while the task runs, as the original service answers; an HTML page that refreshes itself for a browser." };
 
 /**
  * Every operation the Worker serves. The OpenAPI document is generated from this table, and a
@@ -74,14 +75,14 @@ export const OPERATIONS: Operation[] = [
   { method: "patch", path: "/v1/endpoint/:id", summary: "Edit a public endpoint", group: "endpoints", auth: "account", body: json(ep.endpointEdit, false), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "delete", path: "/v1/endpoint/:id", summary: "Delete a public endpoint", group: "endpoints", auth: "account", ok: noContent, errors: [401, 404] },
 
-  { method: "post", path: "/v1/build/:functionId", summary: "Upload a zip and build it", group: "builds", auth: "account", query: build.buildCreateQuery, body: { contentType: "application/octet-stream", required: true, description: "A zip of the contents of the function folder, at most 50 MiB." }, ok: created("build"), errors: [400, 401, 404, 413, 415] },
+  { method: "post", path: "/v1/build/:functionId", summary: "Upload a zip and build it", group: "builds", auth: "account", query: build.buildCreateQuery, body: { contentType: "application/octet-stream", required: true, description: "A zip of the contents of the function folder, at most 50 MiB." }, ok: created("build"), errors: [400, 401, 404, 413, 415, 500] },
   { method: "get", path: "/v1/build/list", summary: "List builds (paged)", group: "builds", auth: "account", query: build.buildListQuery, ok: { status: 200, schema: out.buildList, description: "Pagination envelope." }, errors: [400, 401, 404] },
   { method: "get", path: "/v1/build/:id", summary: "Get a build with its timeline and log", group: "builds", auth: "account", ok: { status: 200, schema: out.buildGet, description: "The build." }, errors: [401, 404] },
 
   { method: "post", path: "/v1/task/:functionId", summary: "Run a function once", group: "tasks", auth: "account", body: anyJson, ok: created("task"), errors: [400, 401, 402, 404, 409, 413, 429] },
   { method: "get", path: "/v1/task/list", summary: "List tasks", group: "tasks", auth: "account", query: task.taskListQuery, ok: { status: 200, schema: out.taskList, description: "Newest first." }, errors: [400, 401] },
   { method: "get", path: "/v1/task/:id", summary: "Get a task", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskGet, description: "The task." }, errors: [401, 404] },
-  { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, errors: [400, 401, 404, 410] },
+  { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, errors: [400, 401, 404, 410, 502] },
   { method: "get", path: "/v1/task/:id/log", summary: "The function's stdout and stderr lines", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskLog, description: "Log lines." }, errors: [401, 404, 410] },
 
   { method: "get", path: "/v1/invoice/list", summary: "List invoices", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceList, description: "Newest first." }, errors: [401] },
@@ -92,7 +93,7 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/billing/webhook", summary: "Payment provider webhook (Stripe-style signature)", group: "invoices", auth: "none", body: { contentType: "application/json", required: true, description: "An invoice.payment_succeeded or invoice.payment_failed event." }, ok: { status: 200, description: "{received: true, duplicate}" }, errors: [400, 404] },
   { method: "options", path: "/gc/:id", summary: "CORS preflight of a public endpoint (not counted)", group: "public", auth: "none", ok: { status: 204, description: "CORS headers for an allowed origin." }, errors: [404] },
   { method: "all", path: "/gc/:id", summary: "Call a public endpoint (any method but OPTIONS)", group: "public", auth: "none", body: anyJson, ok: created("task"), errors: [400, 402, 403, 404, 409, 413, 429, 503] },
-  { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: replay, errors: [401, 404, 410] },
+  { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: publicReplay, errors: [401, 404, 410, 502] },
 
   { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
   { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Move an account to another plan", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
