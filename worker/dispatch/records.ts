@@ -1,3 +1,4 @@
+import { utf8OrUndefined } from "../http/validate.js";
 import { and, eq, sql } from "drizzle-orm";
 import { rowOf, sqlBatch, type Db } from "../db/client.js";
 import { buildLogs, builds, tasks } from "../db/schema.js";
@@ -56,7 +57,7 @@ async function outcomeElement(bucket: R2Bucket, o: Outcome) {
   if (r.bodyUploaded) key = taskResultKey(o.accountId, o.taskId);
   else if (r.body) {
     const bytes = Uint8Array.from(atob(r.body), (ch) => ch.charCodeAt(0));
-    const text = bytes.length <= INLINE_RESULT_BYTES ? utf8(bytes) : undefined;
+    const text = bytes.length <= INLINE_RESULT_BYTES ? utf8OrUndefined(bytes, true) : undefined;
     if (text !== undefined) body = text;
     else {
       key = taskResultKey(o.accountId, o.taskId);
@@ -123,14 +124,6 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
     finished.set(row.id, row);
   }
   return { finished, triggers: triggers!.map(triggerCandidate) };
-}
-
-function utf8(bytes: Uint8Array): string | undefined {
-  try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
-  } catch {
-    return undefined;
-  }
 }
 
 /** Moves a build to a new status and appends it to the timeline, unless it already ended. */
