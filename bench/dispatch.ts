@@ -59,7 +59,14 @@ async function main() {
       if (res.status !== 200) throw new Error(`task ${id}: ${res.status} ${await res.text()}`);
       await res.text();
     };
+    // One request (RFC 7240 Prefer: wait): the function's own response, or a 201 had it not finished.
+    const sync = async (i: number) => {
+      const res = await user("POST", `/v1/task/${functionId}`, { json: { i }, headers: { prefer: "wait=30" } });
+      if (res.status !== 200 || res.headers.get("preference-applied") !== "wait") throw new Error(`sync call: ${res.status} ${await res.text()}`);
+      await res.text();
+    };
     for (let i = 0; i < 20; i++) await once(i); // warm the container, the DO and the JIT
+    for (let i = 0; i < 20; i++) await sync(i);
 
     const bare = await bareBaseline(N);
 
@@ -70,11 +77,16 @@ async function main() {
     const cpu0 = hostCpu();
     for (let i = 0; i < N; i++) full.push((await timed(() => once(i)))[0]);
     const seqCpu = (hostCpu() - cpu0) / N;
+    const single: number[] = [];
+    const cpu1 = hostCpu();
+    for (let i = 0; i < N; i++) single.push((await timed(() => sync(i)))[0]);
+    const syncCpu = (hostCpu() - cpu1) / N;
 
-    console.log(`\nWorker host CPU per task, sequential: ${ms(seqCpu)}`);
+    console.log(`\nWorker host CPU per task, sequential: ${ms(seqCpu)} (create → result), ${ms(syncCpu)} (synchronous)`);
     printTable("Warm call latency, sequential", ["path", "n", "p50", "p95", "added at p50"], [
       ["bare HTTP to the warm container (baseline)", N, ms(percentile(bare, 50)), ms(percentile(bare, 95)), "-"],
       ["task create → result (API, DO, agent)", N, ms(percentile(full, 50)), ms(percentile(full, 95)), ms(percentile(full, 50) - percentile(bare, 50))],
+      ["synchronous call, Prefer: wait (one request)", N, ms(percentile(single, 50)), ms(percentile(single, 95)), ms(percentile(single, 50) - percentile(bare, 50))],
     ]);
 
     // "Warm" under load too: as many containers as the agent has slots are started before measuring
