@@ -176,12 +176,7 @@ function stddev(xs: number[]): number {
   return Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / xs.length);
 }
 
-async function main() {
-  const results: RunResult[] = [];
-  for (const shards of values.shards!.split(",").map(Number)) {
-    console.log(`${shards} shard(s): ${AGENTS} agents × ${SLOTS} slots, ${TASKS} tasks over ${FUNCTIONS} functions, ${CLIENTS} clients, ${DELAY} ms per task${values.faults ? ", with faults" : ""}`);
-    results.push(await run(shards));
-  }
+function report(results: RunResult[]): void {
   const base = results[0]!.rate;
   printTable(
     "Fleet",
@@ -191,8 +186,16 @@ async function main() {
       `${Math.min(...r.perAgent)}/${Math.max(...r.perAgent)}`, stddev(r.perAgent).toFixed(1), r.overSlots, r.reassigned, r.wrong.length,
     ]),
   );
-  const bad = results.flatMap((r) => r.wrong.slice(0, 5));
-  for (const w of bad) console.error(w);
+}
+
+async function main() {
+  const results: RunResult[] = [];
+  for (const shards of values.shards!.split(",").map(Number)) {
+    console.log(`${shards} shard(s): ${AGENTS} agents × ${SLOTS} slots, ${TASKS} tasks over ${FUNCTIONS} functions, ${CLIENTS} clients, ${DELAY} ms per task${values.faults ? ", with faults" : ""}`);
+    results.push(await run(shards));
+    report(results); // after each count: a long series keeps what it measured if cut short
+  }
+  for (const w of results.flatMap((r) => r.wrong.slice(0, 5))) console.error(w);
   if (results.some((r) => r.wrong.length || r.overSlots)) process.exit(1);
 }
 
