@@ -12,7 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { ADMIN_TOKEN, LocalWorker, api, type Api } from "../test/e2e/harness.js";
 import { FleetAgent } from "./fleet-agent.js";
-import { ms, percentile, printTable } from "./stats.js";
+import { ms, percentile, printTable, treeCpuMs } from "./stats.js";
 
 const { values } = parseArgs({
   options: {
@@ -42,6 +42,9 @@ interface RunResult {
   overSlots: number;
   reassigned: number;
   wrong: string[];
+  /** CPU per task of the Worker's process tree (workerd) and of this process (the clients and agents). */
+  workerCpuMs: number;
+  benchCpuMs: number;
 }
 
 /** Retries through a Worker restart: a request that got no answer is tried again. */
@@ -100,6 +103,8 @@ async function run(shards: number): Promise<RunResult> {
     const createdAt = new Map<string, number>();
     let next = 0;
     const started = performance.now();
+    const cpu0 = treeCpuMs(worker.child!.pid!);
+    const own0 = process.cpuUsage();
     const faults = values.faults ? faultPlan(agents, worker) : undefined;
     await Promise.all(
       Array.from({ length: CLIENTS }, async () => {
@@ -115,6 +120,10 @@ async function run(shards: number): Promise<RunResult> {
     // Done when every created task has reached an agent and every agent's reports are settled.
     while ([...createdAt.keys()].some((id) => !assignedAt.has(id)) || agents.some((a) => a.busy())) await sleep(50);
     const elapsed = (performance.now() - started) / 1000;
+    // A restart starts a new tree, whose count says nothing of the old one's: not shown then.
+    const workerCpuMs = values.faults ? NaN : (treeCpuMs(worker.child!.pid!) - cpu0) / createdAt.size;
+    const own = process.cpuUsage(own0);
+    const benchCpuMs = (own.user + own.system) / 1000 / createdAt.size;
 
     const wrong = await verify(user, [...createdAt.keys()]);
     const perAgent = agents.map((a) => a.tasksDone);
@@ -126,6 +135,8 @@ async function run(shards: number): Promise<RunResult> {
       overSlots: agents.filter((a) => a.peak > a.slots).length,
       reassigned: [...assignments.values()].filter((n) => n > 1).length,
       wrong,
+      workerCpuMs,
+      benchCpuMs,
     };
   } finally {
     for (const a of agents) a.stop();
@@ -180,10 +191,10 @@ function report(results: RunResult[]): void {
   const base = results[0]!.rate;
   printTable(
     "Fleet",
-    ["shards", "tasks/s", "vs first", "assign p50", "assign p95", "tasks/agent min/max", "stddev", "over slots", "re-assigned", "wrong records"],
+    ["shards", "tasks/s", "vs first", "assign p50", "assign p95", "tasks/agent min/max", "stddev", "over slots", "re-assigned", "wrong records", "Worker CPU/task", "bench CPU/task"],
     results.map((r) => [
       r.shards, r.rate.toFixed(0), `${(r.rate / base).toFixed(2)}×`, ms(percentile(r.assignLat, 50)), ms(percentile(r.assignLat, 95)),
-      `${Math.min(...r.perAgent)}/${Math.max(...r.perAgent)}`, stddev(r.perAgent).toFixed(1), r.overSlots, r.reassigned, r.wrong.length,
+      `${Math.min(...r.perAgent)}/${Math.max(...r.perAgent)}`, stddev(r.perAgent).toFixed(1), r.overSlots, r.reassigned, r.wrong.length, ms(r.workerCpuMs), ms(r.benchCpuMs),
     ]),
   );
 }
