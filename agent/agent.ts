@@ -6,6 +6,7 @@ import { PROTOCOL_VERSION } from "../shared/protocol/messages.js";
 import type { AgentConfig } from "./config.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { DispatcherConnection } from "./control/connection.js";
+import { freeInShard, slotShare } from "./control/slot-shares.js";
 import { log } from "./log.js";
 import type { Runner } from "./runner/index.js";
 import { runBuild } from "./work/run-build.js";
@@ -28,6 +29,8 @@ export class Agent {
   private readonly connections: DispatcherConnection[] = [];
   private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean; abort: AbortController }>();
   private draining = false;
+  /** The dispatcher's shard count: each shard is offered a share of the slots (slot-shares.ts). */
+  private shards = 1;
   private idle?: () => void;
   /** The warm functions the last heartbeat after a task reported. */
   private warmSent = "";
@@ -62,10 +65,11 @@ export class Agent {
     const { shards, nodeId } = await this.control.getJson<{ shards: number; nodeId?: string }>("/v1/agent/config");
     // The dispatcher would close every connection that names another node: say so once, plainly.
     if (nodeId && nodeId !== this.config.nodeId) throw new Error(`the agent token is bound to node ${nodeId}, but this agent runs as ${this.config.nodeId}: start it with --node-id ${nodeId} or mint a token for ${this.config.nodeId}`);
+    this.shards = shards;
     for (let s = 0; s < shards; s++) {
       const conn = new DispatcherConnection(this.control.wsUrl(s), this.control.authHeader, {
         hello: () => this.hello(s),
-        heartbeat: () => this.heartbeat(),
+        heartbeat: () => this.heartbeat(s),
         onMessage: (msg, c) => this.onMessage(msg, c),
       }, s);
       this.connections.push(conn);
@@ -106,7 +110,9 @@ export class Agent {
       memMiB: this.config.memMiB,
       privileged: this.config.privileged,
       langs: this.config.langs,
-      slots: this.draining ? 0 : this.config.slots,
+      // Each shard assigns on its own: it is offered its share, so that the shards together never
+      // hand this node more than its slots.
+      slots: this.draining ? 0 : slotShare(this.config.slots, this.shards, shard),
       builds: this.config.maxBuilds,
       running: running.slice(0, 1024),
       warm: this.warm(),
@@ -115,8 +121,9 @@ export class Agent {
     };
   }
 
-  private heartbeat(): AgentMessage {
-    return { type: "heartbeat", free: Math.max(0, this.config.slots - this.running.size), warm: this.warm(), draining: this.draining };
+  private heartbeat(shard: number): AgentMessage {
+    const running = [...this.running.values()].filter((r) => r.conn.shard === shard).length;
+    return { type: "heartbeat", free: freeInShard(this.config.slots, this.shards, shard, running), warm: this.warm(), draining: this.draining };
   }
 
   private warm() {

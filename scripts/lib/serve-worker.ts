@@ -15,6 +15,8 @@
  * instead of believing the client. GCFAAS_TRUSTED_PROXIES (comma-separated addresses) names
  * proxies in front whose `X-Forwarded-For` is believed.
  *
+ * GCFAAS_DISPATCH_SHARDS overrides wrangler.toml's DISPATCH_SHARDS (bench/fleet.ts compares counts).
+ *
  * Usage: node --import tsx scripts/lib/serve-worker.ts <port> <state dir> <admin token> [info|warn]
  */
 import { spawn } from "node:child_process";
@@ -44,6 +46,14 @@ function bundle(outdir: string): Promise<void> {
   });
 }
 
+function shardsOverride(v: string | undefined): { DISPATCH_SHARDS?: string } {
+  if (v === undefined || v === "") return {};
+  const n = Number(v);
+  // The Worker would quietly fall back to one shard (client.ts); a benchmark must not.
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`GCFAAS_DISPATCH_SHARDS must be a shard count from 1 to 256, not ${v}`);
+  return { DISPATCH_SHARDS: v };
+}
+
 const outdir = path.join(stateDir, "bundle");
 await bundle(outdir);
 const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
@@ -53,7 +63,7 @@ const mf = new Miniflare({
   modules: true,
   scriptPath: path.join(outdir, "index.js"),
   modulesRoot: outdir,
-  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken },
+  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken, ...shardsOverride(process.env.GCFAAS_DISPATCH_SHARDS) },
   host: "127.0.0.1",
   port: 0,
   defaultPersistRoot: path.join(stateDir, "v3"),

@@ -13,6 +13,12 @@ interface HelloOptions {
   runtime?: string;
 }
 
+/** Which shard to connect to, and through which fetch (a Worker with more shards than the test pool's). */
+export interface Via {
+  shard: number;
+  fetch: (req: Request) => Promise<Response>;
+}
+
 /** An agent that speaks the wire protocol from inside the test, to drive the dispatcher directly. */
 export class FakeAgent {
   /** Agents still connected: a test that failed halfway must not leave one to take the next test's work. */
@@ -45,16 +51,16 @@ export class FakeAgent {
   }
 
   /** Connects and says hello as `nodeId` (with a token of its own unless one is given) and waits for the welcome. */
-  static async connect(nodeId: string, opts: HelloOptions & { token?: string } = {}) {
-    const agent = await FakeAgent.socket(nodeId, opts.token ?? (await FakeAgent.token(nodeId)));
+  static async connect(nodeId: string, opts: HelloOptions & { token?: string; via?: Via } = {}) {
+    const agent = await FakeAgent.socket(nodeId, opts.token ?? (await FakeAgent.token(nodeId)), opts.via);
     agent.hello(opts);
     await agent.next("welcome");
     return agent;
   }
 
   /** A socket that has not said hello yet. */
-  static async socket(nodeId: string, token: string) {
-    const res = await SELF.fetch("https://api.test/v1/agent/connect", { headers: { upgrade: "websocket", authorization: `Bearer ${token}` } });
+  static async socket(nodeId: string, token: string, via: Via = { shard: 0, fetch: (r) => SELF.fetch(r) }) {
+    const res = await via.fetch(new Request(`https://api.test/v1/agent/connect?shard=${via.shard}`, { headers: { upgrade: "websocket", authorization: `Bearer ${token}` } }));
     if (!res.webSocket) throw new Error(`no websocket: ${res.status} ${await res.text()}`);
     res.webSocket.accept();
     const agent = new FakeAgent(res.webSocket, nodeId, token);

@@ -1,0 +1,75 @@
+import { createExecutionContext, env } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp } from "../../worker/app.js";
+import { shardOf } from "../../worker/dispatch/client.js";
+import { slotShare } from "../../agent/control/slot-shares.js";
+import { FakeAgent, type Via } from "./fake-agent.js";
+import { deployedFunction, newAccount } from "./helpers.js";
+
+type Assign = { taskId: string };
+
+// The test pool runs one shard; this Worker runs two over the same Durable Object namespace.
+const sharded = { ...env, DISPATCH_SHARDS: "2" };
+const app = createApp();
+const viaShard = (shard: number): Via => ({ shard, fetch: async (r) => app.fetch(r, sharded, createExecutionContext()) });
+
+/** Functions whose work lands on shard 0 and on shard 1. */
+async function oneFunctionPerShard(token: string): Promise<[string, string]> {
+  const on: (string | undefined)[] = [undefined, undefined];
+  while (!on[0] || !on[1]) {
+    const fn = await deployedFunction(token);
+    on[shardOf(sharded, fn)] ??= fn;
+  }
+  return [on[0], on[1]];
+}
+
+async function tasks(token: string, fn: string, n: number) {
+  for (let i = 0; i < n; i++) {
+    const res = await viaShard(0).fetch(new Request(`https://api.test/v1/task/${fn}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" }));
+    expect(res.status).toBe(201);
+  }
+}
+
+/** Every assignment that arrives within a moment of quiet. */
+async function drain(agent: FakeAgent): Promise<Assign[]> {
+  const got: Assign[] = [];
+  for (;;) {
+    try {
+      got.push(await agent.next("task.assign", 500));
+    } catch {
+      return got;
+    }
+  }
+}
+
+afterEach(() => FakeAgent.closeAll());
+
+describe("an agent connected to several shards", () => {
+  it("is never assigned more than its slots in total, however much work waits on each shard", async () => {
+    const { token } = await newAccount();
+    const [fn0, fn1] = await oneFunctionPerShard(token);
+    const agentToken = await FakeAgent.token("fleet-node");
+    const slots = 5;
+    const conns = await Promise.all([0, 1].map((s) => FakeAgent.connect("fleet-node", { token: agentToken, via: viaShard(s), slots: slotShare(slots, 2, s) })));
+    await tasks(token, fn0, 8);
+    await tasks(token, fn1, 8);
+
+    const held = await Promise.all(conns.map(drain));
+    expect(held.map((h) => h.length)).toEqual([3, 2]);
+
+    // A finished task frees a slot of the shard that assigned it, and only that shard fills it.
+    conns[1]!.done(held[1]![0]!.taskId, "done");
+    const more = await Promise.all(conns.map(drain));
+    expect(more.map((h) => h.length)).toEqual([0, 1]);
+  });
+
+  it("offers each shard one slot when it has fewer slots than shards, so no shard's work is stranded", async () => {
+    const { token } = await newAccount();
+    const [fn0, fn1] = await oneFunctionPerShard(token);
+    const agentToken = await FakeAgent.token("small-node");
+    const conns = await Promise.all([0, 1].map((s) => FakeAgent.connect("small-node", { token: agentToken, via: viaShard(s), slots: slotShare(1, 2, s) })));
+    await tasks(token, fn0, 2);
+    await tasks(token, fn1, 2);
+    expect((await Promise.all(conns.map(drain))).map((h) => h.length)).toEqual([1, 1]);
+  });
+});
