@@ -132,7 +132,7 @@ export class FakeAgent {
     await eventually(async () => {
       const { shards } = await callJson("/v1/agent/status", 200, { token });
       return !shards.some((s: { agents: { nodeId: string }[] }) => s.agents.some((a) => a.nodeId === this.nodeId));
-    });
+    }, 10_000); // a loaded CI box can take seconds to deliver the close
   }
 }
 
