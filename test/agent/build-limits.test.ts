@@ -1,22 +1,14 @@
 import fs from "node:fs/promises";
 import path from "node:path";
-import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BuildSpace, removeLeftoverBuildSpaces } from "../../agent/builder/build-space.js";
-import { LABEL_MANAGED, LABEL_ROLE } from "../../agent/docker/client.js";
 import { ensureEnvironment } from "./helpers/environment.js";
-import { buildFiles, removeTempDirs, tempDir } from "./helpers/functions.js";
+import { buildContainersLeft, buildFiles, removeTempDirs, tempDir } from "./helpers/functions.js";
 
-const docker = new Docker();
 const HANDLER = { name: "handler.js", data: "module.exports = async () => 'ok';\n" };
 
 /** A package.json whose preinstall script (run by the build step in /out) is `script`. */
 const preinstall = (script: string) => ({ name: "package.json", data: JSON.stringify({ name: "fill", version: "1.0.0", scripts: { preinstall: script } }) });
-
-async function buildContainers(): Promise<number> {
-  const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`, `${LABEL_ROLE}=build`] } });
-  return list.length;
-}
 
 /** Mount points under `dir`: a build space still mounted would show here. */
 async function mountsUnder(dir: string): Promise<string[]> {
@@ -40,7 +32,7 @@ describe("build space", () => {
     // The 64 MiB the build did write went with its space: no image file, no mount, no folder.
     expect(await fs.readdir(built.workDir)).toEqual([]);
     expect(await mountsUnder(built.workDir)).toEqual([]);
-    expect(await buildContainers()).toBe(0);
+    expect(await buildContainersLeft()).toBe(0);
   });
 
   it("refuses a zip that unpacks to more than the space", async () => {

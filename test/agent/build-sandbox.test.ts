@@ -1,15 +1,7 @@
-import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LABEL_MANAGED, LABEL_ROLE } from "../../agent/docker/client.js";
 import { ensureEnvironment } from "./helpers/environment.js";
-import { buildFiles, removeTempDirs } from "./helpers/functions.js";
+import { buildContainersLeft, buildFiles, removeTempDirs } from "./helpers/functions.js";
 
-const docker = new Docker();
-
-async function buildContainers(): Promise<number> {
-  const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`, `${LABEL_ROLE}=build`] } });
-  return list.length;
-}
 
 const HANDLER = { name: "handler.js", data: "module.exports = async () => 'ok';\n" };
 
@@ -28,7 +20,7 @@ describe("build sandbox", () => {
     expect(built.result.ok).toBe(false);
     expect(built.log).toContain("about to hang");
     expect(built.log.at(-1)).toBe("[build] failed: build timed out after 3 s");
-    expect(await buildContainers()).toBe(0);
+    expect(await buildContainersLeft()).toBe(0);
   });
 
   it("gives build steps no network", async () => {

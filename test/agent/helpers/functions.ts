@@ -1,7 +1,10 @@
+import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import Docker from "dockerode";
 import { buildFunction, type BuildResult } from "../../../agent/builder/index.js";
+import { LABEL_AGENT, LABEL_ROLE } from "../../../agent/docker/client.js";
 import { RUNTIME_DIR, type Lang } from "../../../agent/runtimes/languages.js";
 import type { FunctionRequest, InvokeRequest } from "../../../agent/runner/index.js";
 import { zipFolder, zipItems, type ZipItem } from "../../support/zip.js";
@@ -17,6 +20,18 @@ export interface Built {
 }
 
 let counter = 0;
+
+/**
+ * The agent id this test process builds under: its own, so a container left by an earlier,
+ * interrupted run on the same Docker engine is not counted as this run's.
+ */
+export const BUILD_AGENT_ID = `test-${randomBytes(4).toString("hex")}`;
+
+/** Build containers of this test process still on the engine, running or not. */
+export async function buildContainersLeft(): Promise<number> {
+  const list = await new Docker().listContainers({ all: true, filters: { label: [`${LABEL_AGENT}=${BUILD_AGENT_ID}`, `${LABEL_ROLE}=build`] } });
+  return list.length;
+}
 const tempDirs: string[] = [];
 
 export async function tempDir(prefix: string): Promise<string> {
@@ -33,7 +48,7 @@ export async function removeTempDirs(): Promise<void> {
 export async function buildZip(lang: Lang, zip: Buffer, limits?: Parameters<typeof buildFunction>[0]["limits"]): Promise<Built> {
   const log: string[] = [];
   const workDir = path.join(await tempDir("build"), "work");
-  const result = await buildFunction({ lang, zip, workDir, onLog: (line) => log.push(line), limits, agentId: "test" });
+  const result = await buildFunction({ lang, zip, workDir, onLog: (line) => log.push(line), limits, agentId: BUILD_AGENT_ID });
   counter += 1;
   return { result, log, buildId: `b${Date.now().toString(36)}${counter}`, workDir };
 }
