@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
 import { forceRemove, LABEL_AGENT, LABEL_BUILD, LABEL_FUNCTION, LABEL_MANAGED, LABEL_ROLE } from "../docker/client.js";
@@ -10,17 +11,39 @@ import { CHANNEL_SOCKET, ShimChannel } from "./shim-channel.js";
 import type { ShimResponse } from "./shim-client.js";
 import type { FunctionRequest } from "./types.js";
 
+/** Which function a container serves, as its shim learns it (environment at start, or pool init). */
+export interface FunctionIdentity {
+  functionId: string;
+  buildId: string;
+  timeoutSeconds: number;
+  memoryMiB: number;
+}
+
 export interface ContainerSpec {
   docker: Docker;
   image: string;
-  functionId: string;
-  buildId: string;
   agentId: string;
-  artifactDir: string;
+  /** The host folder bound read-only at /function: the build's artifact, or a pooled container's own. */
+  functionDir: string;
+  /** Set: the container starts serving this function. Null: a pooled container, named by init later. */
+  identity: FunctionIdentity | null;
+  /** The image's default command when absent; pooled containers start their language's pool command. */
+  cmd?: string[];
   socketsDir: string;
   limits: SandboxLimits;
-  timeoutSeconds: number;
   maxLogLines: number;
+}
+
+/** The request a pooled container's shim takes first (see docs/runtimes.md, "Pool mode"). */
+export const INIT_PATH = "/.gcfaas/init";
+
+function identityEnv(identity: FunctionIdentity): string[] {
+  return [
+    `GCFAAS_FUNCTION_ID=${identity.functionId}`,
+    `GCFAAS_BUILD_ID=${identity.buildId}`,
+    `GCFAAS_TIMEOUT=${identity.timeoutSeconds}`,
+    `GCFAAS_MEMORY_MIB=${identity.memoryMiB}`,
+  ];
 }
 
 export type Exchange =
@@ -57,23 +80,18 @@ export class FunctionContainer {
       container = await spec.docker.createContainer({
         name,
         Image: spec.image,
+        ...(spec.cmd ? { Cmd: spec.cmd } : {}),
         User: `${uid}:${uid}`,
-        Env: [
-          `GCFAAS_FUNCTION_ID=${spec.functionId}`,
-          `GCFAAS_BUILD_ID=${spec.buildId}`,
-          `GCFAAS_TIMEOUT=${spec.timeoutSeconds}`,
-          `GCFAAS_MEMORY_MIB=${spec.limits.memoryMiB}`,
-          `GCFAAS_SOCKET=/run/gcfaas/${CHANNEL_SOCKET}`,
-        ],
+        Env: [...(spec.identity ? identityEnv(spec.identity) : ["GCFAAS_POOL=1"]), `GCFAAS_SOCKET=/run/gcfaas/${CHANNEL_SOCKET}`],
+        // Labels cannot change on a running container: a pooled one keeps role "pool" for its life.
         Labels: {
           [LABEL_MANAGED]: "true",
-          [LABEL_ROLE]: "run",
+          [LABEL_ROLE]: spec.identity ? "run" : "pool",
           [LABEL_AGENT]: spec.agentId,
-          [LABEL_FUNCTION]: spec.functionId,
-          [LABEL_BUILD]: spec.buildId,
+          ...(spec.identity ? { [LABEL_FUNCTION]: spec.identity.functionId, [LABEL_BUILD]: spec.identity.buildId } : {}),
         },
         HostConfig: sandboxHostConfig(spec.limits, [
-          { host: spec.artifactDir, container: "/function", readOnly: true },
+          { host: spec.functionDir, container: "/function", readOnly: true },
           { host: channel.dir, container: "/run/gcfaas", readOnly: true },
         ]),
       });
@@ -91,6 +109,11 @@ export class FunctionContainer {
       await channel.close();
       throw err;
     }
+  }
+
+  /** The host folder bound at /function. */
+  get functionDir(): string {
+    return this.spec.functionDir;
   }
 
   get hasExited(): boolean {
@@ -116,6 +139,28 @@ export class FunctionContainer {
     clearTimeout(timer);
     if (outcome === "exited" || this.exited) throw new ContainerExitedEarly(this.log.takeUnfinished());
     if (outcome === "timeout") throw new StartTimeout();
+  }
+
+  /**
+   * Names the function a pooled container serves, once its files are in /function: the shim sets
+   * the function's variables and loads its handler (Go and Rust: the loader execs the binary).
+   */
+  async init(identity: FunctionIdentity, deadline: number): Promise<void> {
+    const request = { method: "POST", path: INIT_PATH, query: {}, headers: {}, body: identityEnv(identity).join("\n") };
+    let timer: NodeJS.Timeout | undefined;
+    const answer = await Promise.race([
+      this.channel.exchange(request, randomBytes(12).toString("hex"), 1024).catch((err: Error) => err),
+      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - Date.now())))),
+    ]);
+    clearTimeout(timer);
+    if (answer === "timeout") throw new StartTimeout();
+    if (answer instanceof Error || answer.status !== 204) {
+      if (this.exited) throw new ContainerExitedEarly(this.log.takeUnfinished());
+      throw new Error(`the pooled runtime refused its init (${answer instanceof Error ? answer.message : answer.status})`);
+    }
+    // As a start does: the shim's next connection says the handler is loaded (for Go and Rust, that
+    // the exec'd binary runs), and a runtime dying here reads as it would at a start.
+    await this.waitReady(deadline);
   }
 
   /** Sends one request; never throws. */
@@ -161,6 +206,8 @@ export class FunctionContainer {
   async remove(): Promise<void> {
     await forceRemove(this.spec.docker, this.id);
     await this.channel.close();
+    // A pooled container's /function is its own folder (its function's files linked in): it goes too.
+    if (!this.spec.identity) await fs.rm(this.spec.functionDir, { recursive: true, force: true });
   }
 }
 

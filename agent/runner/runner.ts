@@ -5,13 +5,15 @@ import path from "node:path";
 import type Docker from "dockerode";
 import { dockerClient, removeLeftoverContainers } from "../docker/client.js";
 import { log } from "../log.js";
-import { offlineImages, type RuntimeImages } from "../runtimes/languages.js";
+import type { SandboxLimits } from "../docker/sandbox.js";
+import { offlineImages, type Lang, type RuntimeImages } from "../runtimes/languages.js";
+import { RuntimePool } from "../pool/runtime-pool.js";
 import { ArtifactCache } from "./artifact-cache.js";
 import { ContainerExitedEarly, FunctionContainer, StartTimeout, type Exchange } from "./function-container.js";
 import { ResponseTooLargeError } from "./shim-client.js";
 import type { ContainerInfo, InvokeRequest, InvokeResult, RunnerOptions } from "./types.js";
 
-type Settings = Required<Omit<RunnerOptions, "docker" | "images">>;
+type Settings = Required<Omit<RunnerOptions, "docker" | "images" | "pool">>;
 
 interface Slot {
   key: string;
@@ -33,6 +35,7 @@ export class Runner {
   private readonly images: RuntimeImages;
   private readonly settings: Settings;
   private readonly artifacts: ArtifactCache;
+  private readonly pool: RuntimePool | null;
   private readonly slots = new Set<Slot>();
   private starting = 0;
   private readonly capacityWaiters: (() => void)[] = [];
@@ -56,6 +59,20 @@ export class Runner {
       runtime: options.runtime ?? "",
     };
     this.artifacts = new ArtifactCache(path.join(this.settings.stateDir, "artifacts"));
+    const pool = options.pool;
+    this.pool =
+      pool && pool.size > 0 && pool.languages.length > 0
+        ? new RuntimePool(pool, {
+            docker: this.docker,
+            images: this.images,
+            agentId: this.settings.agentId,
+            socketsDir: path.join(this.settings.stateDir, "sockets"),
+            dir: path.join(this.settings.stateDir, "pool"),
+            maxLogLines: this.settings.maxLogLines,
+            defaultLimits: this.limitsFor({ timeout: 1, cpuCount: 0, memSize: 0, privileged: false }),
+            hasRoom: () => this.used() < this.settings.maxContainers,
+          })
+        : null;
   }
 
   /** Prepares the state folder and removes containers a previous process with this agentId left. */
@@ -66,6 +83,7 @@ export class Runner {
     await fs.rm(path.join(stateDir, "sockets"), { recursive: true, force: true });
     await fs.mkdir(path.join(stateDir, "sockets"), { recursive: true, mode: 0o711 });
     await removeLeftoverContainers(runner.docker, agentId);
+    await runner.pool?.start();
     return runner;
   }
 
@@ -78,40 +96,39 @@ export class Runner {
     }
     if (!(caps.timeout > 0)) throw new Error(`timeout must be a positive number of seconds, got ${caps.timeout}`);
     const deadline = started + caps.timeout * 1000;
-    const limits = {
-      // Docker refuses more CPUs than the host has; a function asking for more gets them all.
-      cpus: Math.min(caps.cpuCount > 0 ? caps.cpuCount : this.settings.defaultCpus, os.cpus().length),
-      memoryMiB: caps.memSize > 0 ? caps.memSize : this.settings.defaultMemoryMiB,
-      pids: this.settings.pidsLimit,
-      tmpfsMiB: this.settings.tmpfsMiB,
-      privileged: caps.privileged,
-      runtime: caps.privileged ? undefined : this.settings.runtime || undefined,
-    };
+    const limits = this.limitsFor(caps);
     const key = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
-    const finish = (r: Omit<InvokeResult, "durationMs" | "runtime">): InvokeResult => ({ ...r, durationMs: Date.now() - started, runtime: limits.runtime ?? "runc" });
+    let pooled = false;
+    const finish = (r: Omit<InvokeResult, "durationMs" | "runtime" | "pooled">): InvokeResult => ({ ...r, durationMs: Date.now() - started, runtime: limits.runtime ?? "runc", pooled });
 
     if (call.signal?.aborted) return finish(cancelledResult([], "cold", ""));
     let slot = this.takeIdle(key);
     const kind: "cold" | "warm" = slot ? "warm" : "cold";
     if (!slot) {
-      await this.reserveCapacity();
+      // A pooled container already holds its place under the node's cap: it moves to `starting`.
+      const taken = this.pool?.take(call.lang, limits);
+      if (taken) this.starting += 1;
+      else await this.reserveCapacity();
       try {
         const artifactDir = await this.artifacts.dirFor(call.buildId, call.artifactPath);
-        const container = await FunctionContainer.start(
-          {
-            docker: this.docker,
-            image: this.images[call.lang].run,
-            functionId: call.functionId,
-            buildId: call.buildId,
-            agentId: this.settings.agentId,
-            artifactDir,
-            socketsDir: path.join(this.settings.stateDir, "sockets"),
-            limits,
-            timeoutSeconds: caps.timeout,
-            maxLogLines: this.settings.maxLogLines,
-          },
-          deadline,
-        );
+        const identity = { functionId: call.functionId, buildId: call.buildId, timeoutSeconds: caps.timeout, memoryMiB: limits.memoryMiB };
+        const claimed = taken ? await this.pool!.claim(taken, identity, artifactDir, limits, deadline) : null;
+        pooled = claimed !== null;
+        const container =
+          claimed ??
+          (await FunctionContainer.start(
+            {
+              docker: this.docker,
+              image: this.images[call.lang].run,
+              agentId: this.settings.agentId,
+              functionDir: artifactDir,
+              identity,
+              socketsDir: path.join(this.settings.stateDir, "sockets"),
+              limits,
+              maxLogLines: this.settings.maxLogLines,
+            },
+            deadline,
+          ));
         slot = { key, functionId: call.functionId, buildId: call.buildId, container };
         container.busy = true;
         this.slots.add(slot);
@@ -193,10 +210,32 @@ export class Runner {
     };
   }
 
+  /** Ready pooled containers per language (empty when the pool is off). */
+  pooledContainers(): Partial<Record<Lang, number>> {
+    return this.pool?.readyByLang() ?? {};
+  }
+
   async shutdown(): Promise<void> {
     this.closed = true;
     for (const wake of this.capacityWaiters.splice(0)) wake();
-    await Promise.all([...this.slots].map((s) => this.discard(s)));
+    await Promise.all([...[...this.slots].map((s) => this.discard(s)), this.pool?.shutdown()]);
+  }
+
+  private limitsFor(caps: InvokeRequest["capabilities"]): SandboxLimits {
+    return {
+      // Docker refuses more CPUs than the host has; a function asking for more gets them all.
+      cpus: Math.min(caps.cpuCount > 0 ? caps.cpuCount : this.settings.defaultCpus, os.cpus().length),
+      memoryMiB: caps.memSize > 0 ? caps.memSize : this.settings.defaultMemoryMiB,
+      pids: this.settings.pidsLimit,
+      tmpfsMiB: this.settings.tmpfsMiB,
+      privileged: caps.privileged,
+      runtime: caps.privileged ? undefined : this.settings.runtime || undefined,
+    };
+  }
+
+  /** Containers held under the cap: warm and busy ones, starts and builds in progress, the pool. */
+  private used(): number {
+    return this.slots.size + this.starting + (this.pool?.count() ?? 0);
   }
 
   private takeIdle(key: string): Slot | undefined {
@@ -234,10 +273,12 @@ export class Runner {
   private async reserveCapacity(): Promise<void> {
     for (;;) {
       if (this.closed) throw new Error("runner is shut down");
-      if (this.slots.size + this.starting < this.settings.maxContainers) {
+      if (this.used() < this.settings.maxContainers) {
         this.starting += 1;
         return;
       }
+      // A pooled container is the cheapest to give up: it holds no function yet.
+      if (this.pool && (await this.pool.evictOne())) continue;
       const idle = [...this.slots].filter((s) => !s.container.busy).sort((a, b) => a.container.lastUsed - b.container.lastUsed)[0];
       if (idle) {
         await this.discard(idle);
@@ -248,7 +289,7 @@ export class Runner {
   }
 }
 
-function timeoutResult(seconds: number, log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime"> {
+function timeoutResult(seconds: number, log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime" | "pooled"> {
   return {
     status: 504,
     headers: JSON_HEADERS,
@@ -259,7 +300,7 @@ function timeoutResult(seconds: number, log: string[], container: "cold" | "warm
   };
 }
 
-function cancelledResult(log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime"> {
+function cancelledResult(log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime" | "pooled"> {
   return {
     status: 410,
     headers: JSON_HEADERS,

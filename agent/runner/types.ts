@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import type { PoolSettings } from "../pool/runtime-pool.js";
 import type { Lang, RuntimeImages } from "../runtimes/languages.js";
 import type { ShimResponse } from "./shim-client.js";
 
@@ -43,6 +44,8 @@ export interface InvokeResult {
   log: string[];
   durationMs: number;
   container: "cold" | "warm";
+  /** A cold call served by a container taken from the runtime pool. */
+  pooled: boolean;
   containerId: string;
   /** The OCI runtime the call ran under: "runsc" (gVisor) or "runc". */
   runtime: string;
@@ -78,6 +81,8 @@ export interface RunnerOptions {
    * always run under runc (gVisor cannot give them what they ask for). Default "" (Docker's default).
    */
   runtime?: string;
+  /** Pre-started runtime containers (see agent/pool/). Absent or size 0: no pool, cold starts as before. */
+  pool?: PoolSettings;
 }
 
 export interface ContainerInfo {

@@ -1,6 +1,8 @@
 // gcfaas Node.js shim: loads /function/handler.js once and serves one request at a time over
 // connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
 // connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
+// Pool mode (GCFAAS_POOL=1): the container starts with an empty /function; its first request is the
+// init (a body of GCFAAS_NAME=value lines), after which the handler loads and calls are served.
 "use strict";
 const http = require("node:http");
 const net = require("node:net");
@@ -13,13 +15,27 @@ const INVOCATION_HEADER = "x-gcfaas-invocation";
 
 let handle = null;
 let loadError = null;
-try {
-  const mod = require(path.join(FUNCTION_DIR, "handler.js"));
-  handle = typeof mod === "function" ? mod : mod && typeof mod.handle === "function" ? mod.handle : null;
-  if (!handle) loadError = "handler.js must export a function: module.exports = async (event, context) => ...";
-} catch (err) {
-  // A failing load must not end the shim: every call reports it, so it lands in the task log.
-  loadError = err && err.stack ? err.stack : String(err);
+let awaitingInit = process.env.GCFAAS_POOL === "1";
+
+function loadHandler() {
+  try {
+    const mod = require(path.join(FUNCTION_DIR, "handler.js"));
+    handle = typeof mod === "function" ? mod : mod && typeof mod.handle === "function" ? mod.handle : null;
+    if (!handle) loadError = "handler.js must export a function: module.exports = async (event, context) => ...";
+  } catch (err) {
+    // A failing load must not end the shim: every call reports it, so it lands in the task log.
+    loadError = err && err.stack ? err.stack : String(err);
+  }
+}
+
+/** Pool mode's first request: the function's variables, set before its code loads. */
+function takeInit(body) {
+  for (const line of body.toString("utf8").split("\n")) {
+    const at = line.indexOf("=");
+    if (at > 0 && line.startsWith("GCFAAS_")) process.env[line.slice(0, at)] = line.slice(at + 1);
+  }
+  awaitingInit = false;
+  loadHandler();
 }
 
 function parseQuery(search) {
@@ -91,6 +107,12 @@ const server = http.createServer({ requestTimeout: 0, headersTimeout: 0, maxHead
   const chunks = [];
   req.on("data", (chunk) => chunks.push(chunk));
   req.on("end", async () => {
+    if (awaitingInit) {
+      takeInit(Buffer.concat(chunks));
+      res.writeHead(204, { "Content-Length": "0", Connection: "close" });
+      res.end();
+      return;
+    }
     const url = new URL(req.url, "http://function");
     const headers = { ...req.headers };
     const invocation = String(headers[INVOCATION_HEADER] || "");
@@ -156,4 +178,5 @@ function connect() {
     process.exit(1);
   });
 }
+if (!awaitingInit) loadHandler();
 connect();

@@ -5,8 +5,14 @@ socket named by GCFAAS_SOCKET and the shim connects to it, then reads one HTTP/1
 that connection and writes the response; one connection per call. The runner tags each request with
 X-Gcfaas-Invocation; after the handler finishes, the shim writes an end marker carrying that id to
 stdout and to stderr, so the runner can cut the container's output into per-invocation logs.
+
+Pool mode (GCFAAS_POOL=1): the container starts before any function is chosen, with an empty
+/function. Its first connection carries the init request (POST /.gcfaas/init, a body of
+GCFAAS_NAME=value lines): the shim takes those variables, loads the handler the runner has just put
+in /function, answers 204 and then serves calls as above.
 """
 import asyncio
+import importlib
 import inspect
 import json
 import os
@@ -23,8 +29,7 @@ MARKER = "\x1eGCFAAS_END:{}\x1e\n"
 # GC-Storage values (up to 1 MiB) arrive base64-encoded in one header line.
 MAX_HEADER_LINE = 4 * 1024 * 1024
 
-sys.path.insert(0, os.path.join(FUNCTION_DIR, ".python_packages"))
-sys.path.insert(0, FUNCTION_DIR)
+INIT_ANSWER = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
 class Event:
@@ -57,6 +62,11 @@ class Context:
 
 
 def load_handler():
+    # Only now: in pool mode /function was empty until init, and the import system caches what
+    # a sys.path folder held when it first looked.
+    sys.path.insert(0, os.path.join(FUNCTION_DIR, ".python_packages"))
+    sys.path.insert(0, FUNCTION_DIR)
+    importlib.invalidate_caches()
     try:
         import handler  # noqa: E402 - path set above
 
@@ -68,7 +78,7 @@ def load_handler():
         return None, traceback.format_exc()
 
 
-HANDLE, LOAD_ERROR = load_handler()
+HANDLE, LOAD_ERROR = None, "the handler is not loaded"
 
 
 def parse_query(raw):
@@ -172,7 +182,24 @@ class Handler(socketserver.StreamRequestHandler):
         self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + body)
 
 
+def take_init():
+    """Pool mode: the first exchange names the function; its variables are set before it loads."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(SOCKET_PATH)
+        with conn.makefile("rb") as rfile:
+            parsed = read_request(rfile)
+        for line in (parsed[3] if parsed else b"").decode("utf-8", "replace").splitlines():
+            name, _, value = line.partition("=")
+            if name.startswith("GCFAAS_"):
+                os.environ[name] = value
+        loaded = load_handler()
+        conn.sendall(INIT_ANSWER)
+        return loaded
+
+
 def main():
+    global HANDLE, LOAD_ERROR
+    HANDLE, LOAD_ERROR = take_init() if os.environ.get("GCFAAS_POOL") == "1" else load_handler()
     # Connecting is cheap, and the next connection is open before the next call comes: no delay.
     while True:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:

@@ -1,6 +1,8 @@
 # gcfaas Ruby shim: loads /function/handler.rb once and serves one request at a time over
 # connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
 # connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
+# Pool mode (GCFAAS_POOL=1): the container starts with an empty /function; its first exchange is the
+# init (a body of GCFAAS_NAME=value lines), after which the handler loads and calls are served.
 require "json"
 require "socket"
 require "uri"
@@ -54,7 +56,7 @@ rescue Exception => e # rubocop:disable Lint/RescueException -- a failed load mu
   [nil, ([e.full_message(highlight: false)]).join]
 end
 
-HANDLER_RECEIVER, LOAD_ERROR = load_handler
+INIT_ANSWER = "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 def parse_query(raw)
   URI.decode_www_form(raw).each_with_object({}) do |(key, value), query|
@@ -101,11 +103,11 @@ def failure(message)
 end
 
 def run_handler(event, context)
-  unless HANDLER_RECEIVER
-    warn LOAD_ERROR
+  unless $handler_receiver
+    warn $load_error
     return failure("handler failed to load")
   end
-  to_response(HANDLER_RECEIVER.send(:handle, event, context))
+  to_response($handler_receiver.send(:handle, event, context))
 rescue Exception => e # rubocop:disable Lint/RescueException -- one bad call must not end the warm container
   warn e.full_message(highlight: false)
   failure(e.message)
@@ -158,6 +160,23 @@ def serve(client)
 ensure
   client.close
 end
+
+# Pool mode's first exchange: the function's variables, set before its code loads.
+def take_init
+  client = UNIXSocket.new(SOCKET_PATH)
+  parsed = read_request(client)
+  (parsed ? parsed[3] : "").each_line do |line|
+    name, value = line.chomp.split("=", 2)
+    ENV[name] = value.to_s if name.start_with?("GCFAAS_")
+  end
+  loaded = load_handler
+  client.write(INIT_ANSWER)
+  loaded
+ensure
+  client&.close
+end
+
+$handler_receiver, $load_error = ENV["GCFAAS_POOL"] == "1" ? take_init : load_handler
 
 # A runner that cannot be reached ends the shim (UNIXSocket.new raises); a broken exchange costs
 # only that call.
