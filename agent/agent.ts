@@ -53,6 +53,7 @@ export class Agent {
       busySlots: () => this.running.size,
       runningBuilds: () => this.buildSlots.busy,
       warmContainers: () => runner.containers().length,
+      pooledContainers: () => runner.pooledContainers(),
       draining: () => this.draining,
     });
   }

@@ -23,6 +23,10 @@ const schema = z.object({
   langs: z.array(z.enum(LANGS)).min(1),
   idleTimeoutMs: z.coerce.number().int().min(1000),
   maxContainers: z.coerce.number().int().min(1),
+  /** Pre-started containers per language; 0 turns the runtime pool off. */
+  poolSize: z.coerce.number().int().min(0).max(64),
+  poolMax: z.coerce.number().int().min(0).max(64),
+  poolIdleMs: z.coerce.number().int().min(1000),
   keepArtifacts: z.coerce.number().int().min(1),
   buildImages: z.boolean(),
   maxBuilds: z.coerce.number().int().min(1).max(64),
@@ -53,6 +57,9 @@ const FLAGS = {
   langs: { type: "string", env: "GCFAAS_LANGS" },
   "idle-timeout": { type: "string", env: "GCFAAS_IDLE_TIMEOUT_MS" },
   "max-containers": { type: "string", env: "GCFAAS_MAX_CONTAINERS" },
+  "pool-size": { type: "string", env: "GCFAAS_POOL_SIZE" },
+  "pool-max": { type: "string", env: "GCFAAS_POOL_MAX" },
+  "pool-idle": { type: "string", env: "GCFAAS_POOL_IDLE_MS" },
   "keep-artifacts": { type: "string", env: "GCFAAS_KEEP_ARTIFACTS" },
   "no-build-images": { type: "boolean", env: "GCFAAS_NO_BUILD_IMAGES" },
   "max-builds": { type: "string", env: "GCFAAS_MAX_BUILDS" },
@@ -78,6 +85,9 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --langs py,js,...      languages served [all]                 (GCFAAS_LANGS)
   --idle-timeout MS      warm container idle timeout [300000]   (GCFAAS_IDLE_TIMEOUT_MS)
   --max-containers N     containers on this host [16]           (GCFAAS_MAX_CONTAINERS)
+  --pool-size N          pre-started containers per language, 0 = no pool [1] (GCFAAS_POOL_SIZE)
+  --pool-max N           containers a language's pool grows to on demand [4] (GCFAAS_POOL_MAX)
+  --pool-idle MS         demand window; pooled containers above it go after [120000] (GCFAAS_POOL_IDLE_MS)
   --keep-artifacts N     builds whose artifacts stay on disk [32] (GCFAAS_KEEP_ARTIFACTS)
   --no-build-images      do not build missing runtime images    (GCFAAS_NO_BUILD_IMAGES=1)
   --max-builds N         builds at once on this host [2]        (GCFAAS_MAX_BUILDS)
@@ -124,6 +134,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     langs: ((get("langs") as string | undefined) ?? LANGS.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter(Boolean),
     idleTimeoutMs: get("idle-timeout") ?? "300000",
     maxContainers: get("max-containers") ?? "16",
+    poolSize: get("pool-size") ?? "1",
+    poolMax: get("pool-max") ?? "4",
+    poolIdleMs: get("pool-idle") ?? "120000",
     keepArtifacts: get("keep-artifacts") ?? "32",
     buildImages: !get("no-build-images"),
     maxBuilds: get("max-builds") ?? "2",

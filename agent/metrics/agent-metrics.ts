@@ -7,6 +7,8 @@ export interface AgentGaugeSource {
   busySlots(): number;
   runningBuilds(): number;
   warmContainers(): number;
+  /** Ready containers of the runtime pool, per language. */
+  pooledContainers(): Partial<Record<string, number>>;
   draining(): boolean;
 }
 
@@ -40,6 +42,16 @@ export class AgentMetrics {
     gauge("gcfaas_agent_slots_busy", "Builds and tasks running now", () => source.busySlots());
     gauge("gcfaas_agent_builds_running", "Builds holding a build slot now", () => source.runningBuilds());
     gauge("gcfaas_agent_warm_containers", "Function containers on this node, busy or idle", () => source.warmContainers());
+    new Gauge({
+      name: "gcfaas_agent_pooled_containers",
+      help: "Pre-started runtime containers waiting for a function's first call, by language",
+      labelNames: ["lang"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [lang, n] of Object.entries(source.pooledContainers())) this.set({ lang }, n ?? 0);
+      },
+    });
     gauge("gcfaas_agent_draining", "1 while the agent finishes its work before stopping", () => (source.draining() ? 1 : 0));
     this.taskSeconds = new Histogram({
       name: "gcfaas_agent_task_duration_seconds",

@@ -12,9 +12,17 @@ afterEach(async () => {
 });
 
 /** A node whose state the test moves by hand, as the agent's running work would. */
-function fakeNode(): AgentGaugeSource & { state: { busy: number; builds: number; warm: number; draining: boolean } } {
-  const state = { busy: 0, builds: 0, warm: 0, draining: false };
-  return { state, slots: () => 8, busySlots: () => state.busy, runningBuilds: () => state.builds, warmContainers: () => state.warm, draining: () => state.draining };
+function fakeNode(): AgentGaugeSource & { state: { busy: number; builds: number; warm: number; pooled: Record<string, number>; draining: boolean } } {
+  const state = { busy: 0, builds: 0, warm: 0, pooled: {} as Record<string, number>, draining: false };
+  return {
+    state,
+    slots: () => 8,
+    busySlots: () => state.busy,
+    runningBuilds: () => state.builds,
+    warmContainers: () => state.warm,
+    pooledContainers: () => state.pooled,
+    draining: () => state.draining,
+  };
 }
 
 async function serve(metrics: AgentMetrics): Promise<string> {
@@ -49,8 +57,10 @@ describe("GET /metrics", () => {
     expect(sample(text, "gcfaas_agent_slots_busy")).toBe(0);
     expect(sample(text, "gcfaas_agent_warm_containers")).toBe(0);
 
-    Object.assign(node.state, { busy: 3, builds: 1, warm: 5 });
+    Object.assign(node.state, { busy: 3, builds: 1, warm: 5, pooled: { py: 2, go: 1 } });
     text = await scrape(base);
+    expect(sample(text, "gcfaas_agent_pooled_containers", 'lang="py"')).toBe(2);
+    expect(sample(text, "gcfaas_agent_pooled_containers", 'lang="go"')).toBe(1);
     expect(sample(text, "gcfaas_agent_slots_busy")).toBe(3);
     expect(sample(text, "gcfaas_agent_builds_running")).toBe(1);
     expect(sample(text, "gcfaas_agent_warm_containers")).toBe(5);
