@@ -136,6 +136,9 @@ export class RuntimePool {
     }
     try {
       await container.init(identity, deadline);
+      // Its labels cannot change; its name can, so `docker ps` shows whose it is. Off the call's path.
+      const name = `gcfaas-fn-${identity.functionId.replace(/[^A-Za-z0-9_.-]/g, "-")}-${randomBytes(4).toString("hex")}`;
+      void this.host.docker.getContainer(container.id).rename({ name }).catch(() => undefined);
       return container;
     } catch (err) {
       await container.remove().catch(() => undefined);
@@ -172,6 +175,11 @@ export class RuntimePool {
     const { lang } = this.keyLimits.get(key)!;
     const standing = key === this.keyFor(lang, this.host.defaultLimits) ? this.settings.size : 0;
     return Math.max(standing, Math.min(this.settings.max, this.demand.count(key)));
+  }
+
+  /** Room appeared under the node's cap (a container went): fill toward the targets now. */
+  wake(): void {
+    this.refill();
   }
 
   /** Serialised: on two cores, one container start at a time leaves the node's calls their CPU. */

@@ -266,7 +266,10 @@ export class Runner {
     if (!this.slots.delete(slot)) return;
     clearTimeout(slot.idleTimer);
     await slot.container.remove().catch(() => undefined);
-    this.capacityWaiters.shift()?.();
+    const waiter = this.capacityWaiters.shift();
+    // The room goes to whoever waits for it; with nobody waiting, the pool may take it.
+    if (waiter) waiter();
+    else this.pool?.wake();
   }
 
   /** Waits for room under maxContainers, evicting the longest-idle container when the node is full. */

@@ -114,7 +114,10 @@ describe("deleting a function while its task runs", () => {
   it("stops the invocation on the agent: its container is killed, not left to its timeout", async () => {
     const { functionId } = await deploy(user, "py", await zipSources(ECHO_PY), "deletedmidtask");
     const { id } = await user.json("POST", `/v1/task/${functionId}?sleep=25`, 201, { json: { k: 2 } });
-    const running = async () => (await docker.listContainers({ filters: { label: [`${LABEL_FUNCTION}=${functionId}`] } })).length;
+    // A container started for the function carries its label; one taken from the runtime pool, its name.
+    const running = async () =>
+      (await docker.listContainers({ filters: { label: [`${LABEL_FUNCTION}=${functionId}`] } })).length +
+      (await docker.listContainers({ filters: { name: [`gcfaas-fn-${functionId}-`] } })).length;
     for (let i = 0; i < 200 && !(await running()); i++) await sleep(100);
     expect(await running()).toBe(1);
     await sleep(500); // inside the handler's sleep
