@@ -27,6 +27,8 @@ const schema = z.object({
   poolSize: z.coerce.number().int().min(0).max(64),
   poolMax: z.coerce.number().int().min(0).max(64),
   poolIdleMs: z.coerce.number().int().min(1000),
+  /** Languages that get a pool: those served unless narrowed (images without a loader, say). */
+  poolLangs: z.array(z.enum(LANGS)),
   keepArtifacts: z.coerce.number().int().min(1),
   buildImages: z.boolean(),
   maxBuilds: z.coerce.number().int().min(1).max(64),
@@ -60,6 +62,7 @@ const FLAGS = {
   "pool-size": { type: "string", env: "GCFAAS_POOL_SIZE" },
   "pool-max": { type: "string", env: "GCFAAS_POOL_MAX" },
   "pool-idle": { type: "string", env: "GCFAAS_POOL_IDLE_MS" },
+  "pool-langs": { type: "string", env: "GCFAAS_POOL_LANGS" },
   "keep-artifacts": { type: "string", env: "GCFAAS_KEEP_ARTIFACTS" },
   "no-build-images": { type: "boolean", env: "GCFAAS_NO_BUILD_IMAGES" },
   "max-builds": { type: "string", env: "GCFAAS_MAX_BUILDS" },
@@ -87,6 +90,7 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --max-containers N     containers on this host [16]           (GCFAAS_MAX_CONTAINERS)
   --pool-size N          pre-started containers per language, 0 = no pool [1] (GCFAAS_POOL_SIZE)
   --pool-max N           containers a language's pool grows to on demand [4] (GCFAAS_POOL_MAX)
+  --pool-langs py,js,... languages with a pool [those served]   (GCFAAS_POOL_LANGS)
   --pool-idle MS         demand window; pooled containers above it go after [120000] (GCFAAS_POOL_IDLE_MS)
   --keep-artifacts N     builds whose artifacts stay on disk [32] (GCFAAS_KEEP_ARTIFACTS)
   --no-build-images      do not build missing runtime images    (GCFAAS_NO_BUILD_IMAGES=1)
@@ -121,6 +125,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const e = FLAGS[flag].env ? env[FLAGS[flag].env] : undefined;
     return FLAGS[flag].type === "boolean" ? truthy(e) : e;
   };
+  const list = (flag: "langs" | "pool-langs") => (get(flag) as string | undefined)?.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
   const nodeId = (get("node-id") as string | undefined) ?? os.hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 64);
   const raw = {
     url: get("url"),
@@ -131,12 +136,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     defaultCpus: get("default-cpus") ?? "1",
     defaultMemoryMiB: get("default-memory") ?? "256",
     stateDir: path.resolve((get("state-dir") as string | undefined) ?? `.state/agent-${nodeId}`),
-    langs: ((get("langs") as string | undefined) ?? LANGS.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter(Boolean),
+    langs: list("langs") ?? [...LANGS],
     idleTimeoutMs: get("idle-timeout") ?? "300000",
     maxContainers: get("max-containers") ?? "16",
     poolSize: get("pool-size") ?? "1",
     poolMax: get("pool-max") ?? "4",
     poolIdleMs: get("pool-idle") ?? "120000",
+    poolLangs: list("pool-langs") ?? list("langs") ?? [...LANGS],
     keepArtifacts: get("keep-artifacts") ?? "32",
     buildImages: !get("no-build-images"),
     maxBuilds: get("max-builds") ?? "2",
@@ -152,5 +158,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`invalid agent configuration:\n${lines.join("\n")}\n\n${USAGE}`);
   }
-  return { ...parsed.data, langs: parsed.data.langs as Lang[], cpus: os.cpus().length, memMiB: Math.floor(os.totalmem() / 1048576) };
+  const langs = parsed.data.langs as Lang[];
+  return { ...parsed.data, langs, poolLangs: (parsed.data.poolLangs as Lang[]).filter((l) => langs.includes(l)), cpus: os.cpus().length, memMiB: Math.floor(os.totalmem() / 1048576) };
 }

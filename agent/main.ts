@@ -26,7 +26,7 @@ async function main() {
     defaultCpus: config.defaultCpus,
     defaultMemoryMiB: config.defaultMemoryMiB,
     allowPrivileged: config.privileged,
-    pool: { size: config.poolSize, max: Math.max(config.poolSize, config.poolMax), idleMs: config.poolIdleMs, languages: config.langs },
+    pool: { size: config.poolSize, max: Math.max(config.poolSize, config.poolMax), idleMs: config.poolIdleMs, languages: config.poolLangs },
   });
   const agent = new Agent(config, runner, sandbox);
   await agent.start();

@@ -4,6 +4,8 @@
  *              interpreter's own start where there is one (python3 -c pass, node -e 0, ruby -e 0),
  *              else `true` (Go and Rust are native; Mono has no cheap no-op)
  *   cold       Runner.invoke of a function no container is warm for (create, start, load, call)
+ *   pooled     the same first call on a runner whose runtime pool holds a started container of the
+ *              language (claim, link the files, init, load, call); the pool refills between runs
  *   bare HTTP  one HTTP exchange straight with a warm container's shim over its channel (no runner)
  *   warm       Runner.invoke served by that warm container
  * Each is measured under runc and, where Docker has it, under gVisor's runsc (both in the same run,
@@ -65,7 +67,15 @@ const BARE_COMMAND: Record<Lang, string[]> = {
 
 const REQUEST = { method: "POST", query: { name: "bench" }, headers: { "content-type": "application/json" }, body: '{"n":1}' };
 
-async function benchLanguage(lang: Lang, runner: Runner, sandbox: string, coldRuns: number, warmRuns: number) {
+/** Waits until the pool holds a ready container of `lang`, so each pooled sample starts from a full pool. */
+async function poolReady(runner: Runner, lang: Lang): Promise<void> {
+  for (let i = 0; (runner.pooledContainers()[lang] ?? 0) < 1; i++) {
+    if (i > 600) throw new Error(`${lang}: the pool did not refill`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function benchLanguage(lang: Lang, runner: Runner, pooledRunner: Runner, sandbox: string, coldRuns: number, warmRuns: number) {
   const work = await fs.mkdtemp(path.join(os.tmpdir(), `gcfaas-bench-${lang}-`));
   const zip = await zipFolder(path.join(ROOT, "examples", RUNTIME_DIR[lang], "hello"));
   const built = await buildFunction({ lang, zip, workDir: path.join(work, "build"), onLog: () => undefined, limits: { runtime: sandbox === "runsc" ? "runsc" : undefined } });
@@ -89,6 +99,16 @@ async function benchLanguage(lang: Lang, runner: Runner, sandbox: string, coldRu
     await runner.evictFunction(functionId);
   }
 
+  const pooled: number[] = [];
+  for (let i = 0; i < coldRuns; i++) {
+    const functionId = `pooled${i}`;
+    await poolReady(pooledRunner, lang);
+    const res = await pooledRunner.invoke({ functionId, buildId, lang, artifactPath: built.artifactPath, capabilities: caps, request: REQUEST });
+    if (res.status !== 200 || !res.pooled) throw new Error(`${lang}: pooled call answered ${res.status} (pooled: ${res.pooled})`);
+    pooled.push(res.durationMs);
+    await pooledRunner.evictFunction(functionId);
+  }
+
   const warmCall = { functionId: "warm", buildId, lang, artifactPath: built.artifactPath, capabilities: caps, request: REQUEST };
   await runner.invoke(warmCall);
   const shim = runner.containers().find((c) => c.functionId === "warm");
@@ -107,7 +127,7 @@ async function benchLanguage(lang: Lang, runner: Runner, sandbox: string, coldRu
   }
   await runner.evictFunction("warm");
   await fs.rm(work, { recursive: true, force: true });
-  return { bareRun, cold, bareHttp, warm };
+  return { bareRun, cold, pooled, bareHttp, warm };
 }
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2)).padStart(7);
@@ -120,24 +140,27 @@ async function main() {
   const rows: string[] = [];
   for (const sandbox of sandboxes) {
     const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-bench-state-"));
-    const runner = await Runner.create({ stateDir, agentId: `bench-${sandbox}`, runtime: sandbox === "runsc" ? "runsc" : "" });
+    const runtime = sandbox === "runsc" ? "runsc" : "";
+    const runner = await Runner.create({ stateDir, agentId: `bench-${sandbox}`, runtime });
+    const pooledRunner = await Runner.create({ stateDir: path.join(stateDir, "pooled"), agentId: `bench-pool-${sandbox}`, runtime, pool: { size: 1, max: 1, idleMs: 600_000, languages: langs } });
     try {
       for (const lang of langs) {
         console.error(`benchmarking ${lang} under ${sandbox} (${cold} cold, ${warm} warm)`);
-        const r = await benchLanguage(lang, runner, sandbox, cold, warm);
+        const r = await benchLanguage(lang, runner, pooledRunner, sandbox, cold, warm);
         const p = (xs: number[]) => `${fmt(percentile(xs, 50))} ${fmt(percentile(xs, 95))}`;
         const overhead = percentile(r.warm, 50) - percentile(r.bareHttp, 50);
-        const ratio = percentile(r.cold, 50) / percentile(r.bareRun, 50);
-        rows.push(`${lang.padEnd(4)} | ${sandbox.padEnd(5)} | ${p(r.bareRun)} | ${p(r.cold)} | ${ratio.toFixed(2).padStart(5)} | ${p(r.bareHttp)} | ${p(r.warm)} | ${fmt(overhead)}`);
+        const ratio = (xs: number[]) => (percentile(xs, 50) / percentile(r.bareRun, 50)).toFixed(2).padStart(5);
+        rows.push(`${lang.padEnd(4)} | ${sandbox.padEnd(5)} | ${p(r.bareRun)} | ${p(r.cold)} | ${ratio(r.cold)} | ${p(r.pooled)} | ${ratio(r.pooled)} | ${p(r.bareHttp)} | ${p(r.warm)} | ${fmt(overhead)}`);
       }
     } finally {
       await runner.shutdown();
+      await pooledRunner.shutdown();
       await fs.rm(stateDir, { recursive: true, force: true });
     }
   }
   console.log(`\nlatency in ms (p50 p95); ${os.cpus().length} CPUs, Docker ${(await run("docker", ["version", "-f", "{{.Server.Version}}"])).stdout.trim()}`);
-  console.log("lang | sandbox |  bare docker run |   cold start     | cold/ |    bare HTTP     |    warm call     | warm-bare");
-  console.log("     |         |   p50     p95   |   p50     p95    | bare  |   p50     p95    |   p50     p95    |  p50");
+  console.log("lang | sandbox |  bare docker run |   cold start     | cold/ |  cold from pool  | pool/ |    bare HTTP     |    warm call     | warm-bare");
+  console.log("     |         |   p50     p95   |   p50     p95    | bare  |   p50     p95    | bare  |   p50     p95    |   p50     p95    |  p50");
   for (const row of rows) console.log(row);
 }
 

@@ -1,6 +1,7 @@
 import path from "node:path";
 import Docker from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig, type AgentConfig } from "../../agent/config.js";
 import { LABEL_AGENT, LABEL_ROLE } from "../../agent/docker/client.js";
 import { Runner, type InvokeResult } from "../../agent/runner/index.js";
 import { LANGS, type Lang } from "../../agent/runtimes/languages.js";
@@ -267,5 +268,25 @@ describe("a node with the pool off", () => {
     } finally {
       await runner.shutdown();
     }
+  });
+});
+
+describe("--pool-size, --pool-max, --pool-idle, --pool-langs", () => {
+  const base = ["--url", "http://127.0.0.1:8787", "--token", `gca_${"0".repeat(64)}`, "--node-id", "n1"];
+  const configOf = (args: string[], env: NodeJS.ProcessEnv = {}) => loadConfig([...base, ...args], env) as AgentConfig;
+
+  it("keeps one container per served language by default, growing to four on demand", () => {
+    const config = configOf(["--langs", "py,go"]);
+    expect([config.poolSize, config.poolMax, config.poolIdleMs, config.poolLangs]).toEqual([1, 4, 120_000, ["py", "go"]]);
+  });
+
+  it("takes flags and environment, pools only languages served, and turns off with 0", () => {
+    const config = configOf(["--langs", "py,go", "--pool-langs", "go,rb", "--pool-max", "8"], { GCFAAS_POOL_SIZE: "0", GCFAAS_POOL_IDLE_MS: "5000" });
+    expect([config.poolSize, config.poolMax, config.poolIdleMs, config.poolLangs]).toEqual([0, 8, 5000, ["go"]]);
+  });
+
+  it("refuses a negative size and an unknown language, naming the setting", () => {
+    expect(() => configOf([], { GCFAAS_POOL_SIZE: "-1" })).toThrow(/poolSize/);
+    expect(() => configOf(["--pool-langs", "py,cobol"])).toThrow(/poolLangs/);
   });
 });
