@@ -40,7 +40,7 @@ async function main() {
       try {
         for (const lang of langs) {
           for (let rep = 0; rep < REPS; rep++) {
-            const { functionId, build } = await deploy(user, lang, zips[lang]!, `${lang}-${poolSize}-${rep}`);
+            const { functionId, build } = await deploy(user, lang, zips[lang]!, `${lang}p${poolSize}r${rep}`);
             if (build.status !== "SUCCESS") throw new Error(`${lang}: build ${build.status}`);
             // Pool on: measure from a full pool, as a node between bursts has it (the build itself
             // gives the pool several seconds to refill).
