@@ -112,7 +112,9 @@ export class RuntimePool {
       if (candidate.container.hasExited) void candidate.container.remove().catch(() => undefined);
       else taken = candidate;
     }
-    this.refill();
+    // A hit refills once its claim is done (claim's finally): a container start beside the claim
+    // would take the CPU the first call needs on a small node. A miss grows the pool now.
+    if (!taken) this.refill();
     return taken;
   }
 
@@ -122,6 +124,14 @@ export class RuntimePool {
    * removed and null returned, and the caller starts one the usual way.
    */
   async claim(pooled: Pooled, identity: FunctionIdentity, artifactDir: string, limits: SandboxLimits, deadline: number): Promise<FunctionContainer | null> {
+    try {
+      return await this.claimContainer(pooled, identity, artifactDir, limits, deadline);
+    } finally {
+      this.refill();
+    }
+  }
+
+  private async claimContainer(pooled: Pooled, identity: FunctionIdentity, artifactDir: string, limits: SandboxLimits, deadline: number): Promise<FunctionContainer | null> {
     const { container } = pooled;
     try {
       await linkTree(artifactDir, container.functionDir);
