@@ -36,7 +36,7 @@ async function main() {
     for (const poolSize of [0, 1]) {
       const metricsPort = await freePort();
       const nodeId = `first-call-pool-${poolSize}`;
-      const agent = await AgentProcess.start(worker, await worker.agentToken(nodeId), nodeId, ["--slots", "4", "--pool-size", String(poolSize), "--metrics", `127.0.0.1:${metricsPort}`, "--langs", langs.join(",")]);
+      const agent = await AgentProcess.start(worker, await worker.agentToken(nodeId), nodeId, ["--slots", "4", "--idle-timeout", "2000", "--pool-size", String(poolSize), "--metrics", `127.0.0.1:${metricsPort}`, "--langs", langs.join(",")]);
       try {
         for (const lang of langs) {
           for (let rep = 0; rep < REPS; rep++) {

@@ -181,10 +181,13 @@ export class RuntimePool {
     return key;
   }
 
-  private target(key: string): number {
+  private standing(key: string): number {
     const { lang } = this.keyLimits.get(key)!;
-    const standing = key === this.keyFor(lang, this.host.defaultLimits) ? this.settings.size : 0;
-    return Math.max(standing, Math.min(this.settings.max, this.demand.count(key)));
+    return key === this.keyFor(lang, this.host.defaultLimits) ? this.settings.size : 0;
+  }
+
+  private target(key: string): number {
+    return Math.max(this.standing(key), Math.min(this.settings.max, this.demand.count(key)));
   }
 
   /** Room appeared under the node's cap (a container went): fill toward the targets now. */
@@ -226,15 +229,34 @@ export class RuntimePool {
         await p.container.remove().catch(() => undefined);
       }
     }
-    const keys = [...this.keyLimits.keys()];
-    for (let progress = true; progress && !this.closed; ) {
-      progress = false;
-      for (const key of keys) {
-        if (this.closed || !this.host.hasRoom()) return;
-        if ((this.ready.get(key)?.length ?? 0) >= this.target(key) || (this.failedUntil.get(key) ?? 0) > Date.now()) continue;
-        if (await this.startOne(key)) progress = true;
+    // Every language's standing containers come before any language's growth: on a full node, growth
+    // gives its room back to a language below its standing size.
+    const phases = [
+      { want: (key: string) => this.standing(key), mayReclaim: true },
+      { want: (key: string) => this.target(key), mayReclaim: false },
+    ];
+    for (const { want, mayReclaim } of phases) {
+      for (let progress = true; progress && !this.closed; ) {
+        progress = false;
+        for (const key of this.keyLimits.keys()) {
+          if (this.closed) return;
+          if ((this.ready.get(key)?.length ?? 0) >= want(key) || (this.failedUntil.get(key) ?? 0) > Date.now()) continue;
+          if (!this.host.hasRoom() && !(mayReclaim && (await this.removeGrowth(key)) && this.host.hasRoom())) continue;
+          if (await this.startOne(key)) progress = true;
+        }
       }
     }
+  }
+
+  /** Removes the oldest container of another key that holds more than its standing size. */
+  private async removeGrowth(forKey: string): Promise<boolean> {
+    for (const [key, list] of this.ready) {
+      if (key === forKey || list.length <= this.standing(key)) continue;
+      const oldest = list.shift()!;
+      await oldest.container.remove().catch(() => undefined);
+      return true;
+    }
+    return false;
   }
 
   private async startOne(key: string): Promise<boolean> {

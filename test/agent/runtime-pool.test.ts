@@ -226,6 +226,32 @@ describe("refill and sizing", () => {
     }
   });
 
+  it("on a full node, one language's growth gives way to another language's standing container", async () => {
+    const runner = await Runner.create({
+      stateDir: path.join(await tempDir("state-pool-share"), "state"),
+      agentId: "test-pool-share",
+      maxContainers: 3,
+      pool: { size: 1, max: 3, idleMs: 60_000, languages: ["py", "js"] },
+    });
+    try {
+      await poolHas(runner, "py", 1);
+      await poolHas(runner, "js", 1);
+      const ids = [newFunctionId(), newFunctionId()];
+      for (const id of ids) await runner.invoke(call(hello.py, "py", { query: {} }, {}, id));
+      for (const id of ids) await runner.evictFunction(id);
+      // Two first calls of py in the window: py grows to two, which fills the node with js's one.
+      await poolHas(runner, "py", 2);
+      const js = await runner.invoke(call(hello.js, "js", { query: {} }, {}, newFunctionId()));
+      expect(js.pooled).toBe(true);
+      // js's warm container holds one place: js gets its standing container back from py's growth.
+      await poolHas(runner, "js", 1);
+      expect(runner.pooledContainers()).toEqual({ py: 1, js: 1 });
+      expect((await agentContainers("test-pool-share")).length).toBeLessThanOrEqual(3);
+    } finally {
+      await runner.shutdown();
+    }
+  });
+
   it("gives its place to a cold start that needs room on a full node", async () => {
     const runner = await Runner.create({
       stateDir: path.join(await tempDir("state-pool-full"), "state"),
