@@ -271,6 +271,33 @@ describe("refill and sizing", () => {
   });
 });
 
+describe("under gVisor (runsc has no update)", () => {
+  it("serves a function from a container started with its own limits: the defaults at once, others once demand grew them", async () => {
+    const runner = await Runner.create({
+      stateDir: path.join(await tempDir("state-pool-runsc"), "state"),
+      agentId: "test-pool-runsc",
+      runtime: "runsc",
+      pool: { size: 1, max: 2, idleMs: 60_000, languages: ["py"] },
+    });
+    try {
+      await poolHas(runner, "py", 1);
+      const atDefaults = await runner.invoke(call(hello.py, "py", { query: {} }, {}, newFunctionId()));
+      expect([atDefaults.status, atDefaults.pooled, atDefaults.runtime]).toEqual([200, true, "runsc"]);
+      await poolHas(runner, "py", 1);
+      // No pooled container has 128 MiB yet: this first call starts one, and counts as demand.
+      const first = await runner.invoke(call(hello.py, "py", { query: {} }, { memSize: 128 }, newFunctionId()));
+      expect([first.status, first.pooled]).toEqual([200, false]);
+      await poolHas(runner, "py", 2);
+      const next = await runner.invoke(call(hello.py, "py", { query: {} }, { memSize: 128 }, newFunctionId()));
+      expect([next.status, next.pooled]).toEqual([200, true]);
+      const { HostConfig } = await docker.getContainer(next.containerId).inspect();
+      expect([HostConfig.Memory, HostConfig.Runtime]).toEqual([128 * 1024 * 1024, "runsc"]);
+    } finally {
+      await runner.shutdown();
+    }
+  });
+});
+
 describe("a node with the pool off", () => {
   it("starts no pooled container and cold-starts as before", async () => {
     expect(plain.pooledContainers()).toEqual({});
