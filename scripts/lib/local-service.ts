@@ -174,7 +174,9 @@ export class AgentProcess {
 
   static async start(worker: LocalWorker, token: string, nodeId: string, extra: string[] = [], logFile?: string): Promise<AgentProcess> {
     const stateDir = path.join(worker.stateDir, `agent-${nodeId}`);
-    const a = new AgentProcess(nodeId, ["--import", "tsx", path.join(ROOT, "agent/main.ts"), "--url", worker.url, "--token", token, "--node-id", nodeId, "--state-dir", stateDir, "--no-build-images", ...extra], logFile);
+    // Several agents on one host: each serves its metrics on a port of its own unless told one.
+    const metrics = extra.includes("--metrics") ? [] : ["--metrics", `127.0.0.1:${await freePort()}`];
+    const a = new AgentProcess(nodeId, ["--import", "tsx", path.join(ROOT, "agent/main.ts"), "--url", worker.url, "--token", token, "--node-id", nodeId, "--state-dir", stateDir, "--no-build-images", ...metrics, ...extra], logFile);
     await a.spawn();
     return a;
   }
