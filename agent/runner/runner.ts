@@ -112,6 +112,8 @@ export class Runner {
       try {
         const artifactDir = await this.artifacts.dirFor(call.buildId, call.artifactPath);
         const identity = { functionId: call.functionId, buildId: call.buildId, timeoutSeconds: caps.timeout, memoryMiB: limits.memoryMiB };
+        // A pooled container that dies in its claim still served the call: its result says pooled.
+        pooled = taken !== undefined;
         const claimed = taken ? await this.pool!.claim(taken, identity, artifactDir, limits, deadline) : null;
         pooled = claimed !== null;
         const container =

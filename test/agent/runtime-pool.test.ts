@@ -133,6 +133,36 @@ describe.each(LANGS)("%s: a function's first call from the pool", (lang) => {
   });
 });
 
+describe("a handler that fails to load, from the pool", () => {
+  const broken: Partial<Record<Lang, { name: string; data: string }>> = {
+    py: { name: "handler.py", data: "raise RuntimeError('cannot load: missing setting')\n" },
+    js: { name: "handler.js", data: "throw new Error('cannot load: missing setting');\n" },
+    rb: { name: "handler.rb", data: "raise 'cannot load: missing setting'\n" },
+    // The loader execs the binary, which dies before it connects: read as a runtime that exited.
+    go: {
+      name: "handler.go",
+      data: `package function
+
+import handler "github.com/openfaas/templates-sdk/go-http"
+
+func init() { panic("cannot load: missing setting") }
+
+func Handle(req handler.Request) (handler.Response, error) { return handler.Response{}, nil }
+`,
+    },
+  };
+  for (const [lang, file] of Object.entries(broken) as [Lang, { name: string; data: string }][])
+    it(`${lang}: answers with the load error, as a fresh start does`, async () => {
+      const built = await buildFiles(lang, [file]);
+      const fromPool = await firstCallFromPool(lang, built, {});
+      const fresh = await plain.invoke(call(built, lang, { query: {} }, {}, newFunctionId()));
+      expect(fromPool.pooled).toBe(true);
+      expect([fromPool.status, fromPool.body.toString()]).toEqual([fresh.status, fresh.body.toString()]);
+      expect(fromPool.status).toBe(500);
+      expect(fromPool.log.join("\n")).toContain("cannot load: missing setting");
+    });
+});
+
 describe("one function per pooled container", () => {
   it("never serves a second function from a container that served one", async () => {
     const a = newFunctionId();
