@@ -163,6 +163,8 @@ describe("the console, as a new user with a token", () => {
     expect((await owner.api.json("GET", `/v1/scheduled/${schedule.id}`, 200)).inlinePayload).toMatchObject({ query: "name=Scheduled" });
     await Promise.all([page.waitForURL(/\/console\/tasks\/[0-9a-z]+/), page.click(`#schedule-${schedule.id} button:text('Try now')`)]);
     expect(await text(page, "h1")).toMatch(/^Task [0-9a-z]+$/);
+    // The task page names the schedule that started it, linked to its row.
+    expect(await text(page, `a[href="/console/schedules#schedule-${schedule.id}"]`)).toBe(schedule.id);
     await page.goto(`${worker.url}/console/schedules`);
     await Promise.all([page.waitForURL(/done=/), page.click(`#schedule-${schedule.id} button:text('Deactivate')`)]);
     expect(await text(page, ".next-runs")).toBe("inactive");

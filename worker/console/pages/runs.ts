@@ -23,6 +23,7 @@ interface TaskDetail {
   endpointId?: string | null;
   triggerId?: string | null;
   parentTaskId?: string | null;
+  scheduledId?: string | null;
 }
 
 const secs = (s: string | null | undefined) => (s ? isoOf(Number(s) * 1000) : "—");
@@ -96,7 +97,9 @@ export function registerBuildsAndTasks(app: ConsoleApp) {
 <dt>Node</dt><dd>${t.node ?? "—"}</dd><dt>Timeout</dt><dd>${t.timeout} s</dd>
 <dt>Capabilities</dt><dd>${t.capabilities.cpuCount} CPU, ${t.capabilities.memSize} MiB, ${t.capabilities.networkLatency} ms${t.capabilities.privileged ? ", privileged" : ""}</dd>
 ${t.endpointId ? html`<dt>Endpoint</dt><dd><a href="/console/endpoints/${t.endpointId}">${t.endpointId}</a></dd>` : ""}
-${t.parentTaskId ? html`<dt>Started by</dt><dd><a href="/console/tasks/${t.parentTaskId}">${t.parentTaskId}</a></dd>` : ""}</dl>
+${t.parentTaskId ? html`<dt>Started by</dt><dd><a href="/console/tasks/${t.parentTaskId}">${t.parentTaskId}</a></dd>` : ""}
+${t.triggerId ? html`<dt>Trigger</dt><dd><a href="/console/triggers#trigger-${t.triggerId}">${t.triggerId}</a></dd>` : ""}
+${t.scheduledId ? html`<dt>Schedule</dt><dd><a href="/console/schedules#schedule-${t.scheduledId}">${t.scheduledId}</a></dd>` : ""}</dl>
 <h2>Result${result ? html` <span class="status ${result.status < 400 ? "ok" : "bad"}">${result.status}</span>` : ""}</h2>${shown}
 <h2>Log</h2><pre aria-label="Task log">${log.ok ? log.data.log.join("\n") || "(no log lines)" : log.error.message}</pre>`;
     return c.html(layout(`Task ${id}`, { ...c.var.page, section: "tasks" }, body));
