@@ -73,9 +73,11 @@ async function main() {
     const none = await probe("none", 1);
     const per = (r: { workerd: number; node: number }, n: number) => [ms((r.workerd - none.workerd) / n), ms((r.node - none.node) / n)];
     const http = await measure(() => underLoad(PROBES, 1, async () => (await fetch(`${worker.url}/healthz`)).text()));
+    const bypass = await measure(() => underLoad(PROBES, 1, async () => (await admin("POST", "/__cost/probe?op=none&n=0")).text()));
     const authed = await measure(() => underLoad(PROBES, 1, async () => user("GET", "/v1/task/list?limit=1").then((r) => r.text())));
     printTable(`Host CPU per operation (${PROBES} each)`, ["operation", "workerd", "node (local front door, Miniflare)"], [
       ["HTTP request to /healthz (through the front door)", ms(http.workerd / PROBES), ms(http.node / PROBES)],
+      ["HTTP request answered before the app (/__cost/probe?n=0)", ms(bypass.workerd / PROBES), ms(bypass.node / PROBES)],
       ["authenticated GET /v1/task/list?limit=1 (one D1 read)", ms(authed.workerd / PROBES), ms(authed.node / PROBES)],
       ["D1 statement (select ?, one round trip)", ...per(await probe("d1", PROBES), PROBES)],
       ["dispatcher RPC call that does nothing", ...per(await probe("rpc", PROBES), PROBES)],

@@ -75,7 +75,10 @@ export class Dispatcher extends DurableObject<Bindings> {
   async enqueue(work: NewWork[]): Promise<void> {
     const now = Date.now();
     for (const w of work) this.queue.add(w, now);
-    await this.pump();
+    // The pump assigns before its first await, storing what it assigns; the rest is stored here.
+    const pumped = this.pump();
+    this.queue.flush();
+    await pumped;
   }
 
   /**
