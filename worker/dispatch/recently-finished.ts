@@ -10,6 +10,9 @@ const MAX_ROWS = 512;
  * D1 before the reader's request arrives) is answered here instead of by a D1 read. A finished row
  * changes no more until the retention sweep purges it, so the copy is what D1 holds; it is kept no
  * longer than the retention period either. Memory only: after an eviction, D1 answers.
+ *
+ * Kept without its input (up to 64 KiB inline, and no result read needs it): a row is then at most
+ * a few KiB of result and log (records.ts keeps larger ones in R2), and MAX_ROWS of them a few MiB.
  */
 export class RecentlyFinished {
   /** In finishing order, so the oldest go first. */
@@ -19,7 +22,7 @@ export class RecentlyFinished {
 
   add(row: TaskRow, now: number): void {
     this.rows.delete(row.id);
-    this.rows.set(row.id, { row, until: now + this.keepMs });
+    this.rows.set(row.id, { row: { ...row, input: null }, until: now + this.keepMs });
     for (const [id, r] of this.rows) {
       if (this.rows.size <= MAX_ROWS && r.until > now) break;
       this.rows.delete(id);
