@@ -45,8 +45,18 @@ export async function underLoad(n: number, clients: number, fn: (i: number) => P
  * what the local Worker host (workerd and its helpers) spends, read before and after a run.
  */
 export function treeCpuMs(rootPid: number): number {
+  return [...treeCpuByProgram(rootPid).values()].reduce((a, b) => a + b, 0);
+}
+
+/**
+ * treeCpuMs split by program name (/proc/<pid>/comm): `workerd` is the Worker, its D1, R2 and
+ * Durable Objects; `node` is the local server's Node side (Miniflare, the front door that proxies
+ * every request and WebSocket), which production does not have.
+ */
+export function treeCpuByProgram(rootPid: number): Map<string, number> {
   const parent = new Map<number, number>();
   const ticks = new Map<number, number>();
+  const program = new Map<number, string>();
   for (const name of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
@@ -54,12 +64,14 @@ export function treeCpuMs(rootPid: number): number {
       const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       parent.set(Number(name), Number(f[1]));
       ticks.set(Number(name), Number(f[11]) + Number(f[12]));
+      program.set(Number(name), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
     } catch {
       /* the process ended meanwhile */
     }
   }
   const inTree = (pid: number): boolean => pid === rootPid || (parent.has(pid) && pid > 1 && inTree(parent.get(pid)!));
-  let total = 0;
-  for (const [pid, t] of ticks) if (inTree(pid)) total += t;
-  return (total * 1000) / 100; // USER_HZ is 100 on Linux
+  const out = new Map<string, number>();
+  // USER_HZ is 100 on Linux
+  for (const [pid, t] of ticks) if (inTree(pid)) out.set(program.get(pid)!, (out.get(program.get(pid)!) ?? 0) + (t * 1000) / 100);
+  return out;
 }

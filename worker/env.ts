@@ -22,6 +22,8 @@ export interface Bindings {
   BILLING_WEBHOOK_SECRET?: string;
   /** Operator secret for /v1/admin routes (a Worker secret; `.dev.vars` locally). */
   ADMIN_TOKEN?: string;
+  /** "1" counts what requests cost, for bench/cost.ts (worker/diagnostics/cost-counters.ts); never set in production. */
+  COST_COUNTERS?: string;
 }
 
 export interface Caller {

@@ -5,8 +5,10 @@ import { plansFrom } from "./billing/plans.js";
 import { renewPlans } from "./billing/renewal.js";
 import { retentionMs, sweepTasks } from "./services/retention.js";
 import { RENEWAL_CRON } from "./crons.js";
+import { withCostCounting } from "./diagnostics/cost-counters.js";
+import { Dispatcher } from "./dispatch/durable-object.js";
 
-export { Dispatcher } from "./dispatch/durable-object.js";
+export { Dispatcher };
 export { EndpointCounter } from "./counters/durable-object.js";
 export { Scheduler } from "./schedules/durable-object.js";
 
@@ -16,7 +18,7 @@ const app = createApp();
 const logged = (msg: string, cron: string) => (n: number) => console.log(JSON.stringify({ level: "info", msg, n, cron }));
 
 export default {
-  fetch: app.fetch,
+  fetch: withCostCounting(app.fetch, Dispatcher),
   async scheduled(controller, env, ctx) {
     const db = openDb(env.DB);
     const now = controller.scheduledTime;

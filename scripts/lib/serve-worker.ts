@@ -15,7 +15,8 @@
  * instead of believing the client. GCFAAS_TRUSTED_PROXIES (comma-separated addresses) names
  * proxies in front whose `X-Forwarded-For` is believed.
  *
- * GCFAAS_DISPATCH_SHARDS overrides wrangler.toml's DISPATCH_SHARDS (bench/fleet.ts compares counts).
+ * GCFAAS_DISPATCH_SHARDS overrides wrangler.toml's DISPATCH_SHARDS (bench/fleet.ts compares counts);
+ * GCFAAS_COST_COUNTERS=1 turns on the Worker's cost counters (bench/cost.ts).
  *
  * Usage: node --import tsx scripts/lib/serve-worker.ts <port> <state dir> <admin token> [info|warn]
  */
@@ -63,7 +64,7 @@ const mf = new Miniflare({
   modules: true,
   scriptPath: path.join(outdir, "index.js"),
   modulesRoot: outdir,
-  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken, ...shardsOverride(process.env.GCFAAS_DISPATCH_SHARDS) },
+  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken, ...shardsOverride(process.env.GCFAAS_DISPATCH_SHARDS), ...(process.env.GCFAAS_COST_COUNTERS === "1" ? { COST_COUNTERS: "1" } : {}) },
   host: "127.0.0.1",
   port: 0,
   defaultPersistRoot: path.join(stateDir, "v3"),

@@ -299,4 +299,21 @@ describe("result reads through the dispatcher", () => {
     expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("mine");
     await agent.close();
   });
+
+  it("answers a read that comes after the outcome was recorded from the row it wrote, to the owner only", async () => {
+    const agent = await FakeAgent.connect("late-reader");
+    const { token, accountId } = await newAccount();
+    const other = await newAccount("other");
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    await agent.next("task.assign");
+    agent.done(id, "recorded");
+    await eventually(async () => (await taskRecord(token, id)).finished !== null);
+    const stub = shardStub(env, shardOfTask(env, id));
+    expect(await stub.awaitOwnTask(id, accountId, 0)).toEqual({ row: expect.objectContaining({ id, status: 200, resultBody: "recorded", finishedAt: expect.any(Number) }) });
+    expect(await stub.awaitOwnTask(id, other.accountId, 0)).toBeNull();
+    expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("recorded");
+    await expectError(call(`/v1/task/${id}/result?wait=5`, { token: other.token }), 404, "not_found");
+    await agent.close();
+  });
 });

@@ -10,6 +10,8 @@ import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./r
 import { AssignedMarks } from "./assigned-marks.js";
 import { BuildLimits } from "./build-limits.js";
 import { Waiters } from "./waiters.js";
+import { keepFinishedMs, RecentlyFinished } from "./recently-finished.js";
+import { retentionMs } from "../services/retention.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import { abandonedReason, abandonedReport } from "./attempts.js";
 import type { TaskRow } from "../services/tasks.js";
@@ -42,6 +44,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly outcomes: OutcomeLog;
   private readonly db: Db;
   private readonly waiters = new Waiters();
+  private readonly finished: RecentlyFinished;
   private readonly marks: AssignedMarks;
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
@@ -61,6 +64,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.revoked = new RevokedTokens(ctx.storage.sql);
     this.storage = new DispatcherStorage(ctx.storage.sql);
     this.db = openDb(env.DB);
+    this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     this.chains = new ChainFiring(env, this.db, { id: ctx.id, self: this }, (e, taskIds) => log("error", "firing triggers failed", { taskIds, error: String(e) }));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -71,7 +75,10 @@ export class Dispatcher extends DurableObject<Bindings> {
   async enqueue(work: NewWork[]): Promise<void> {
     const now = Date.now();
     for (const w of work) this.queue.add(w, now);
-    await this.pump();
+    // The pump assigns before its first await, storing what it assigns; the rest is stored here.
+    const pumped = this.pump();
+    this.queue.flush();
+    await pumped;
   }
 
   /**
@@ -110,7 +117,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    * after `ms`. Result reads with ?wait park here instead of polling D1.
    */
   async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
-    if (!this.queue.has(taskId) && !this.outcomes.has(taskId)) return null;
+    if (!this.queue.has(taskId) && !this.outcomes.has(taskId)) return this.finished.get(taskId, Date.now()) ?? null;
     return this.waiters.wait(taskId, ms);
   }
 
@@ -121,6 +128,8 @@ export class Dispatcher extends DurableObject<Bindings> {
    * shards) and D1 must answer.
    */
   async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
+    const recent = this.finished.get(taskId, Date.now());
+    if (recent) return recent.accountId === accountId ? { row: recent } : null;
     const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId);
     if (owner !== accountId) return null;
     const row = await this.awaitTask(taskId, ms);
@@ -368,6 +377,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
     await storageWritten(this.db, this.env.BUCKET, batch);
     this.outcomes.remove(batch.map((o) => o.taskId));
+    for (const row of finished.values()) this.finished.add(row, now);
     for (const o of batch) this.waiters.wake(o.taskId, finished.get(o.taskId) ?? null);
     this.chains.add([...finished.values()], triggers);
     return true;

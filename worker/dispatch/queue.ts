@@ -3,6 +3,10 @@
  * there until it ends, so an evicted or restarted dispatcher loses nothing. All calls are
  * synchronous, so a sequence of them with no await between commits together.
  *
+ * A new row is written to storage once: assigned, when the pump that follows its enqueue gives it
+ * to an agent at once (the usual case when slots are free), else waiting, by flush(). Both happen
+ * before the enqueue's first await, so they commit together with the enqueue as before.
+ *
  * Storage is written, not read: the queue is mirrored in memory (loaded when the object starts,
  * and again by reload()), because each storage statement costs far more than a map lookup and
  * the hot path asks the queue a dozen questions per task. Payloads (a task's input, up to 64 KiB)
@@ -60,6 +64,8 @@ export class WorkQueue {
   private paused = new Set<string>();
   /** Ids of work put back after its last attempt, for exhausted(): so no pump scans the queue for them. */
   private spent = new Set<string>();
+  /** Rows add() put in memory and not yet in storage, with their payload (see flush). */
+  private readonly unsaved = new Map<string, string>();
 
   constructor(
     private readonly sql: SqlStorage,
@@ -87,6 +93,7 @@ export class WorkQueue {
 
   /** Reads the queue from storage again. */
   reload(): void {
+    this.flush();
     this.rows = new Map();
     this.fair.clear();
     this.running.clear();
@@ -106,21 +113,37 @@ export class WorkQueue {
     this.paused = new Set(this.sql.exec<{ function_id: string }>("select function_id from paused").toArray().map((r) => r.function_id));
   }
 
-  /** Idempotent: enqueuing the same id twice keeps the first. */
+  /**
+   * Idempotent: enqueuing the same id twice keeps the first. The row is stored by assign() or
+   * flush(), one of which the caller must reach before its next await.
+   */
   add(w: NewWork, now: number): void {
     if (this.rows.has(w.id)) return;
     const privileged = w.privileged ? 1 : 0;
-    this.sql.exec(
-      `insert or ignore into work (id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, payload, enqueued_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      w.id, w.kind, w.accountId, w.functionId, w.lang, privileged, w.cpu, w.mem, w.timeoutS, JSON.stringify(w.payload), now,
-    );
+    this.unsaved.set(w.id, JSON.stringify(w.payload));
     const row: WorkRow = {
       id: w.id, kind: w.kind, account_id: w.accountId, function_id: w.functionId, lang: w.lang, privileged, cpu: w.cpu, mem: w.mem,
       timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null, attempts: 0,
     };
     this.rows.set(w.id, row);
     this.fair.add(row);
+  }
+
+  /** Stores the rows added and not yet assigned, as waiting. */
+  flush(): void {
+    for (const [id, payload] of this.unsaved) {
+      const w = this.rows.get(id);
+      if (w) this.insert(w, payload);
+    }
+    this.unsaved.clear();
+  }
+
+  private insert(w: WorkRow, payload: string): void {
+    this.sql.exec(
+      `insert or ignore into work (id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, payload, enqueued_at, node, assigned_at, deadline, attempts)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      w.id, w.kind, w.account_id, w.function_id, w.lang, w.privileged, w.cpu, w.mem, w.timeout_s, payload, w.enqueued_at, w.node, w.assigned_at, w.deadline, w.attempts,
+    );
   }
 
   get(id: string): WorkRow | undefined {
@@ -144,6 +167,18 @@ export class WorkQueue {
    * storage no longer hold it, which only an edit behind the queue's back can cause.
    */
   assign(id: string, node: string, now: number, deadline: number): string | undefined {
+    const payload = this.unsaved.get(id);
+    const fresh = this.rows.get(id);
+    if (payload !== undefined && fresh) {
+      // Added in this same synchronous step: stored once, already assigned.
+      this.unsaved.delete(id);
+      this.fair.delete(fresh);
+      this.fair.served(fresh.account_id);
+      Object.assign(fresh, { node, assigned_at: now, deadline, attempts: 1 });
+      this.running.set(id, fresh);
+      this.insert(fresh, payload);
+      return payload;
+    }
     const [stored] = this.sql
       .exec<{ payload: string; attempts: number }>("update work set node = ?, assigned_at = ?, deadline = ?, attempts = attempts + 1 where id = ? returning payload, attempts", node, now, deadline, id)
       .toArray();
@@ -208,6 +243,7 @@ export class WorkQueue {
 
   /** Drops a row from memory, wherever it waits or runs. */
   private forget(id: string): void {
+    this.unsaved.delete(id);
     const w = this.rows.get(id);
     if (!w) return;
     this.rows.delete(id);

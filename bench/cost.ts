@@ -1,0 +1,96 @@
+/**
+ * Cost per task: what one task (creation, dispatch, outcome, result read) costs the Worker's host,
+ * counted by the Worker's cost counters (worker/diagnostics/cost-counters.ts, on through
+ * GCFAAS_COST_COUNTERS=1): HTTP requests, D1 round trips and statements, Durable Object calls,
+ * dispatcher storage statements, R2 operations, WebSocket frames and bytes. Then the host's CPU per
+ * kind of operation, from probes that do n of one kind, each beside the probe that does none.
+ * Run: npx tsx bench/cost.ts [--tasks 500] [--clients 16] [--slots 16] [--probes 2000]
+ */
+import { parseArgs } from "node:util";
+import { ensureOfflineImages } from "../agent/runtimes/images.js";
+import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
+import { deploy } from "../test/e2e/deploy.js";
+import { zipSources } from "../test/support/zip.js";
+import { ms, printTable, treeCpuByProgram, underLoad } from "./stats.js";
+
+const { values } = parseArgs({ options: { tasks: { type: "string", default: "500" }, clients: { type: "string", default: "16" }, slots: { type: "string", default: "16" }, probes: { type: "string", default: "2000" } } });
+const N = Number(values.tasks);
+const PROBES = Number(values.probes);
+process.env.GCFAAS_COST_COUNTERS = "1";
+
+const HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
+
+type Counts = Record<string, number>;
+
+async function main() {
+  await ensureOfflineImages(["py"]);
+  const worker = await LocalWorker.create();
+  const admin = api(worker.url, ADMIN_TOKEN);
+  const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
+  const agent = await AgentProcess.start(worker, await worker.agentToken("bench"), "bench", ["--slots", values.slots!]);
+  const counts = async (): Promise<Counts> => (await admin.json("GET", "/__cost/counts", 200)) as Counts;
+  const reset = async () => void (await admin("POST", "/__cost/reset"));
+  try {
+    const { functionId } = await deploy(user, "py", await zipSources(HANDLER), "bench");
+    const once = async (i: number) => {
+      const { id } = await user.json("POST", `/v1/task/${functionId}`, 201, { json: { i } });
+      const res = await user("GET", `/v1/task/${id}/result?wait=30`);
+      if (res.status !== 200) throw new Error(`task ${id}: ${res.status} ${await res.text()}`);
+      await res.text();
+    };
+    const sync = async (i: number) => {
+      const res = await user("POST", `/v1/task/${functionId}`, { json: { i }, headers: { prefer: "wait=30" } });
+      if (res.status !== 200) throw new Error(`sync call: ${res.status} ${await res.text()}`);
+      await res.text();
+    };
+    await underLoad(Number(values.slots) * 8, Number(values.clients), once); // warm containers, objects, JIT
+
+    // Counted over whole runs, after the last outcome is committed (a commit can trail the last result).
+    const run = async (fn: () => Promise<unknown>) => {
+      await reset();
+      await fn();
+      await new Promise((r) => setTimeout(r, 1500));
+      return counts();
+    };
+    const columns = {
+      "create → result, 1 client": await run(() => underLoad(N, 1, once)),
+      "Prefer: wait, 1 client": await run(() => underLoad(N, 1, sync)),
+      [`create → result, ${values.clients} clients`]: await run(() => underLoad(N, Number(values.clients), once)),
+      [`Prefer: wait, ${values.clients} clients`]: await run(() => underLoad(N, Number(values.clients), sync)),
+    };
+    const names = [...new Set(Object.values(columns).flatMap((c) => Object.keys(c)))].sort();
+    printTable(`Per task (${N} tasks a column; counts over the whole run ÷ tasks)`, ["what", ...Object.keys(columns)], names.map((name) => [name, ...Object.values(columns).map((c) => ((c[name] ?? 0) / N).toFixed(3))]));
+
+    // CPU per operation: n of one kind in one request (or n bare requests), minus the probe doing none.
+    const cpu = () => treeCpuByProgram(worker.child!.pid!);
+    const measure = async (fn: () => Promise<unknown>) => {
+      const before = cpu();
+      await fn();
+      const after = cpu();
+      return { workerd: (after.get("workerd") ?? 0) - (before.get("workerd") ?? 0), node: [...after].filter(([k]) => k !== "workerd").reduce((a, [k, v]) => a + v - (before.get(k) ?? 0), 0) };
+    };
+    const probe = (op: string, n: number) => measure(() => admin("POST", `/__cost/probe?op=${op}&n=${n}`));
+    const none = await probe("none", 1);
+    const per = (r: { workerd: number; node: number }, n: number) => [ms((r.workerd - none.workerd) / n), ms((r.node - none.node) / n)];
+    const http = await measure(() => underLoad(PROBES, 1, async () => (await fetch(`${worker.url}/healthz`)).text()));
+    const bypass = await measure(() => underLoad(PROBES, 1, async () => (await admin("POST", "/__cost/probe?op=none&n=0")).text()));
+    const authed = await measure(() => underLoad(PROBES, 1, async () => user("GET", "/v1/task/list?limit=1").then((r) => r.text())));
+    printTable(`Host CPU per operation (${PROBES} each)`, ["operation", "workerd", "node (local front door, Miniflare)"], [
+      ["HTTP request to /healthz (through the front door)", ms(http.workerd / PROBES), ms(http.node / PROBES)],
+      ["HTTP request answered before the app (/__cost/probe?n=0)", ms(bypass.workerd / PROBES), ms(bypass.node / PROBES)],
+      ["authenticated GET /v1/task/list?limit=1 (one D1 read)", ms(authed.workerd / PROBES), ms(authed.node / PROBES)],
+      ["D1 statement (select ?, one round trip)", ...per(await probe("d1", PROBES), PROBES)],
+      ["dispatcher RPC call that does nothing", ...per(await probe("rpc", PROBES), PROBES)],
+      ["dispatcher RPC pair pausing and resuming (2 calls, 2 storage statements, 1 pump)", ...per(await probe("storage", PROBES / 2), PROBES / 2)],
+    ]);
+  } finally {
+    await agent.stop();
+    await worker.dispose();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
+
