@@ -61,7 +61,8 @@ export class RuntimePool {
   private readonly demand: RecentDemand;
   private readonly failedUntil = new Map<string, number>();
   private startingCount = 0;
-  private filling = false;
+  /** The upkeep in progress, if any: shutdown waits for it, so no container it starts outlives the agent. */
+  private filling: Promise<void> | undefined;
   private refillAgain = false;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
@@ -168,6 +169,8 @@ export class RuntimePool {
   async shutdown(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    // A start in flight removes its own container once it sees the pool closed.
+    await this.filling;
     const all = [...this.ready.values()].flatMap((l) => l.splice(0));
     await Promise.all(all.map((p) => p.container.remove().catch(() => undefined)));
   }
@@ -202,11 +205,10 @@ export class RuntimePool {
       this.refillAgain = true;
       return;
     }
-    this.filling = true;
-    void this.fillOnce()
+    this.filling = this.fillOnce()
       .catch((err: Error) => log("warn", "runtime pool upkeep failed", { error: err.message }))
       .finally(() => {
-        this.filling = false;
+        this.filling = undefined;
         if (this.refillAgain) {
           this.refillAgain = false;
           this.refill();

@@ -328,6 +328,20 @@ describe("under gVisor (runsc has no update)", () => {
   });
 });
 
+describe("shutdown", () => {
+  it("leaves no container behind, not even one the pool was starting", async () => {
+    const runner = await Runner.create({
+      stateDir: path.join(await tempDir("state-pool-stop"), "state"),
+      agentId: "test-pool-stop",
+      pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py", "js", "rb"] },
+    });
+    // The pool is filling now; the agent exits right after shutdown resolves.
+    await new Promise((r) => setTimeout(r, 200));
+    await runner.shutdown();
+    expect(await agentContainers("test-pool-stop")).toEqual([]);
+  });
+});
+
 describe("a node with the pool off", () => {
   it("starts no pooled container and cold-starts as before", async () => {
     expect(plain.pooledContainers()).toEqual({});
