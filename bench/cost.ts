@@ -7,10 +7,7 @@
  * Run: npx tsx bench/cost.ts [--tasks 500] [--clients 16] [--slots 16] [--probes 2000]
  */
 import { parseArgs } from "node:util";
-import { ensureOfflineImages } from "../agent/runtimes/images.js";
-import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
-import { deploy } from "../test/e2e/deploy.js";
-import { zipSources } from "../test/support/zip.js";
+import { startEchoService } from "./echo-service.js";
 import { ms, printTable, treeCpuByProgram, underLoad } from "./stats.js";
 
 const { values } = parseArgs({ options: { tasks: { type: "string", default: "500" }, clients: { type: "string", default: "16" }, slots: { type: "string", default: "16" }, probes: { type: "string", default: "2000" } } });
@@ -18,31 +15,13 @@ const N = Number(values.tasks);
 const PROBES = Number(values.probes);
 process.env.GCFAAS_COST_COUNTERS = "1";
 
-const HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
-
 type Counts = Record<string, number>;
 
 async function main() {
-  await ensureOfflineImages(["py"]);
-  const worker = await LocalWorker.create();
-  const admin = api(worker.url, ADMIN_TOKEN);
-  const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
-  const agent = await AgentProcess.start(worker, await worker.agentToken("bench"), "bench", ["--slots", values.slots!]);
+  const { worker, admin, user, once, sync, stop } = await startEchoService(values.slots!);
   const counts = async (): Promise<Counts> => (await admin.json("GET", "/__cost/counts", 200)) as Counts;
   const reset = async () => void (await admin("POST", "/__cost/reset"));
   try {
-    const { functionId } = await deploy(user, "py", await zipSources(HANDLER), "bench");
-    const once = async (i: number) => {
-      const { id } = await user.json("POST", `/v1/task/${functionId}`, 201, { json: { i } });
-      const res = await user("GET", `/v1/task/${id}/result?wait=30`);
-      if (res.status !== 200) throw new Error(`task ${id}: ${res.status} ${await res.text()}`);
-      await res.text();
-    };
-    const sync = async (i: number) => {
-      const res = await user("POST", `/v1/task/${functionId}`, { json: { i }, headers: { prefer: "wait=30" } });
-      if (res.status !== 200) throw new Error(`sync call: ${res.status} ${await res.text()}`);
-      await res.text();
-    };
     await underLoad(Number(values.slots) * 8, Number(values.clients), once); // warm containers, objects, JIT
 
     // Counted over whole runs, after the last outcome is committed (a commit can trail the last result).
@@ -84,8 +63,7 @@ async function main() {
       ["dispatcher RPC pair pausing and resuming (2 calls, 2 storage statements, 1 pump)", ...per(await probe("storage", PROBES / 2), PROBES / 2)],
     ]);
   } finally {
-    await agent.stop();
-    await worker.dispose();
+    await stop();
   }
 }
 

@@ -8,26 +8,23 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ensureOfflineImages } from "../agent/runtimes/images.js";
 import { buildFunction } from "../agent/builder/index.js";
 import { Runner } from "../agent/runner/index.js";
-import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
-import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip.js";
+import { ECHO_HANDLER, startEchoService } from "./echo-service.js";
 import { ms, percentile, printTable, timed, treeCpuByProgram, underLoad } from "./stats.js";
 
 const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" }, slots: { type: "string", default: "1" } } });
 const N = Number(values.tasks);
 const CLIENTS = values.clients!.split(",").map(Number);
 
-const HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
 
 /** N bare exchanges with a warm container's shim, run by an in-process runner. */
 async function bareBaseline(n: number): Promise<number[]> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-bench-bare-"));
   const runner = await Runner.create({ stateDir: path.join(dir, "state"), agentId: "bench-bare" });
   try {
-    const built = await buildFunction({ lang: "py", zip: await zipSources(HANDLER), workDir: path.join(dir, "build"), onLog: () => undefined });
+    const built = await buildFunction({ lang: "py", zip: await zipSources(ECHO_HANDLER), workDir: path.join(dir, "build"), onLog: () => undefined });
     if (!built.ok) throw new Error(`baseline build failed: ${built.reason}`);
     const request = { method: "POST", query: {}, headers: { "content-type": "application/json" }, body: "{}" };
     const caps = { timeout: 30, cpuCount: 0, memSize: 0, privileged: false };
@@ -44,27 +41,10 @@ async function bareBaseline(n: number): Promise<number[]> {
 }
 
 async function main() {
-  await ensureOfflineImages(["py"]);
-  const worker = await LocalWorker.create();
-  const admin = api(worker.url, ADMIN_TOKEN);
-  const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
   // One slot by default: exactly one warm container, so the baseline and the service hit the same
   // one. More slots (--slots 8) show what the control plane sustains with several containers.
-  const agent = await AgentProcess.start(worker, await worker.agentToken("bench"), "bench", ["--slots", values.slots!]);
+  const { worker, once, sync, stop } = await startEchoService(values.slots!);
   try {
-    const { functionId } = await deploy(user, "py", await zipSources(HANDLER), "bench");
-    const once = async (i: number) => {
-      const { id } = await user.json("POST", `/v1/task/${functionId}`, 201, { json: { i } });
-      const res = await user("GET", `/v1/task/${id}/result?wait=30`);
-      if (res.status !== 200) throw new Error(`task ${id}: ${res.status} ${await res.text()}`);
-      await res.text();
-    };
-    // One request (RFC 7240 Prefer: wait): the function's own response, or a 201 had it not finished.
-    const sync = async (i: number) => {
-      const res = await user("POST", `/v1/task/${functionId}`, { json: { i }, headers: { prefer: "wait=30" } });
-      if (res.status !== 200 || res.headers.get("preference-applied") !== "wait") throw new Error(`sync call: ${res.status} ${await res.text()}`);
-      await res.text();
-    };
     for (let i = 0; i < 20; i++) await once(i); // warm the container, the DO and the JIT
     for (let i = 0; i < 20; i++) await sync(i);
 
@@ -111,8 +91,7 @@ async function main() {
       }
     printTable(`Throughput through one agent (${values.slots} slot(s))`, ["calls", "clients", "tasks", "tasks/s", "p50", "p95", "host CPU/task"], rows);
   } finally {
-    await agent.stop();
-    await worker.dispose();
+    await stop();
   }
 }
 

@@ -60,7 +60,7 @@ async function main() {
       }
     }
   } finally {
-    await worker.stop();
+    await worker.dispose();
   }
   const rows = langs.map((lang) => {
     const off = samples[`${lang}|0`]!;

@@ -1,0 +1,43 @@
+import { ensureOfflineImages } from "../agent/runtimes/images.js";
+import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
+import { deploy } from "../test/e2e/deploy.js";
+import { zipSources } from "../test/support/zip.js";
+
+/** The Python function the dispatch benchmarks drive: it answers its JSON body back. */
+export const ECHO_HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
+
+/**
+ * The whole local service (Worker, one agent with `slots` slots) with the echo function deployed,
+ * and the two ways to call it: create → result (two requests) and Prefer: wait (one).
+ */
+export async function startEchoService(slots: string) {
+  await ensureOfflineImages(["py"]);
+  const worker = await LocalWorker.create();
+  const admin = api(worker.url, ADMIN_TOKEN);
+  const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
+  const agent = await AgentProcess.start(worker, await worker.agentToken("bench"), "bench", ["--slots", slots]);
+  const stop = async () => {
+    await agent.stop();
+    await worker.dispose();
+  };
+  let functionId: string;
+  try {
+    ({ functionId } = await deploy(user, "py", await zipSources(ECHO_HANDLER), "bench"));
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const once = async (i: number) => {
+    const { id } = await user.json("POST", `/v1/task/${functionId}`, 201, { json: { i } });
+    const res = await user("GET", `/v1/task/${id}/result?wait=30`);
+    if (res.status !== 200) throw new Error(`task ${id}: ${res.status} ${await res.text()}`);
+    await res.text();
+  };
+  // One request (RFC 7240 Prefer: wait): the function's own response, or a 201 had it not finished.
+  const sync = async (i: number) => {
+    const res = await user("POST", `/v1/task/${functionId}`, { json: { i }, headers: { prefer: "wait=30" } });
+    if (res.status !== 200 || res.headers.get("preference-applied") !== "wait") throw new Error(`sync call: ${res.status} ${await res.text()}`);
+    await res.text();
+  };
+  return { worker, admin, user, functionId, once, sync, stop };
+}
