@@ -17,11 +17,6 @@ export class RecentDemand {
     return this.prune(key, now).length;
   }
 
-  /** Keys with demand in the window. */
-  keys(now = Date.now()): string[] {
-    return [...this.seen.keys()].filter((key) => this.count(key, now) > 0);
-  }
-
   private prune(key: string, now: number): number[] {
     const times = (this.seen.get(key) ?? []).filter((t) => now - t < this.windowMs);
     if (times.length === 0) this.seen.delete(key);

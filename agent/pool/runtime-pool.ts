@@ -37,7 +37,6 @@ export interface PoolHost {
 
 export interface Pooled {
   container: FunctionContainer;
-  key: string;
   /** The limits the container was started with. */
   limits: SandboxLimits;
   createdAt: number;
@@ -193,13 +192,11 @@ export class RuntimePool {
     return Math.max(this.standing(key), Math.min(this.settings.max, this.demand.count(key)));
   }
 
-  /** Room appeared under the node's cap (a container went): fill toward the targets now. */
-  wake(): void {
-    this.refill();
-  }
-
-  /** Serialised: on two cores, one container start at a time leaves the node's calls their CPU. */
-  private refill(): void {
+  /**
+   * Fills toward the targets; also called when room appears under the node's cap. Serialised: on
+   * two cores, one container start at a time leaves the node's calls their CPU.
+   */
+  refill(): void {
     if (this.closed) return;
     if (this.filling) {
       this.refillAgain = true;
@@ -287,7 +284,7 @@ export class RuntimePool {
         return false;
       }
       const list = this.ready.get(key) ?? [];
-      list.push({ container, key, limits, createdAt: Date.now() });
+      list.push({ container, limits, createdAt: Date.now() });
       this.ready.set(key, list);
       return true;
     } catch (err) {

@@ -271,7 +271,7 @@ export class Runner {
     const waiter = this.capacityWaiters.shift();
     // The room goes to whoever waits for it; with nobody waiting, the pool may take it.
     if (waiter) waiter();
-    else this.pool?.wake();
+    else this.pool?.refill();
   }
 
   /** Waits for room under maxContainers, evicting the longest-idle container when the node is full. */

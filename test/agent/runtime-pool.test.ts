@@ -3,7 +3,7 @@ import Docker from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig, type AgentConfig } from "../../agent/config.js";
 import { LABEL_AGENT, LABEL_ROLE } from "../../agent/docker/client.js";
-import { Runner, type InvokeResult } from "../../agent/runner/index.js";
+import { Runner, type InvokeResult, type RunnerOptions } from "../../agent/runner/index.js";
 import { LANGS, type Lang } from "../../agent/runtimes/languages.js";
 import { ensureEnvironment } from "./helpers/environment.js";
 import { buildExample, buildFiles, call, removeTempDirs, tempDir, type Built } from "./helpers/functions.js";
@@ -23,6 +23,16 @@ async function poolHas(runner: Runner, lang: Lang, n: number, timeoutMs = 60_000
   while ((runner.pooledContainers()[lang] ?? 0) < n) {
     if (Date.now() > until) throw new Error(`the ${lang} pool did not reach ${n} (has ${runner.pooledContainers()[lang] ?? 0})`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Runs `body` with a runner of its own (agent id `test-pool-<name>`), shut down afterwards. */
+async function withRunner(name: string, options: Omit<RunnerOptions, "stateDir" | "agentId">, body: (runner: Runner) => Promise<void>): Promise<void> {
+  const runner = await Runner.create({ stateDir: path.join(await tempDir(`state-pool-${name}`), "state"), agentId: `test-pool-${name}`, ...options });
+  try {
+    await body(runner);
+  } finally {
+    await runner.shutdown();
   }
 }
 
@@ -229,13 +239,7 @@ describe("refill and sizing", () => {
   });
 
   it("grows toward recent demand, never above the node's container cap, and shrinks back when idle", async () => {
-    const runner = await Runner.create({
-      stateDir: path.join(await tempDir("state-pool-grow"), "state"),
-      agentId: "test-pool-grow",
-      maxContainers: 4,
-      pool: { size: 1, max: 3, idleMs: 8000, languages: ["py"] },
-    });
-    try {
+    await withRunner("grow", { maxContainers: 4, pool: { size: 1, max: 3, idleMs: 8000, languages: ["py"] } }, async (runner) => {
       await poolHas(runner, "py", 1);
       const ids = [newFunctionId(), newFunctionId(), newFunctionId()];
       const results = await Promise.all(ids.map((id) => runner.invoke(call(hello.py, "py", { query: {} }, {}, id))));
@@ -251,19 +255,11 @@ describe("refill and sizing", () => {
       const until = Date.now() + 30_000;
       while ((runner.pooledContainers().py ?? 0) > 1 && Date.now() < until) await new Promise((r) => setTimeout(r, 250));
       expect(runner.pooledContainers().py).toBe(1);
-    } finally {
-      await runner.shutdown();
-    }
+    });
   });
 
   it("on a full node, one language's growth gives way to another language's standing container", async () => {
-    const runner = await Runner.create({
-      stateDir: path.join(await tempDir("state-pool-share"), "state"),
-      agentId: "test-pool-share",
-      maxContainers: 3,
-      pool: { size: 1, max: 3, idleMs: 60_000, languages: ["py", "js"] },
-    });
-    try {
+    await withRunner("share", { maxContainers: 3, pool: { size: 1, max: 3, idleMs: 60_000, languages: ["py", "js"] } }, async (runner) => {
       await poolHas(runner, "py", 1);
       await poolHas(runner, "js", 1);
       const ids = [newFunctionId(), newFunctionId()];
@@ -277,39 +273,23 @@ describe("refill and sizing", () => {
       await poolHas(runner, "js", 1);
       expect(runner.pooledContainers()).toEqual({ py: 1, js: 1 });
       expect((await agentContainers("test-pool-share")).length).toBeLessThanOrEqual(3);
-    } finally {
-      await runner.shutdown();
-    }
+    });
   });
 
   it("gives its place to a cold start that needs room on a full node", async () => {
-    const runner = await Runner.create({
-      stateDir: path.join(await tempDir("state-pool-full"), "state"),
-      agentId: "test-pool-full",
-      maxContainers: 2,
-      pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py", "js"] },
-    });
-    try {
+    await withRunner("full", { maxContainers: 2, pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py", "js"] } }, async (runner) => {
       await poolHas(runner, "py", 1);
       await poolHas(runner, "js", 1);
       const res = await runner.invoke(call(hello.rb, "rb", { query: {} }, {}, newFunctionId()));
       expect([res.status, res.pooled]).toEqual([200, false]);
       expect((await agentContainers("test-pool-full")).length).toBeLessThanOrEqual(2);
-    } finally {
-      await runner.shutdown();
-    }
+    });
   });
 });
 
 describe("under gVisor (runsc has no update)", () => {
   it("serves a function from a container started with its own limits: the defaults at once, others once demand grew them", async () => {
-    const runner = await Runner.create({
-      stateDir: path.join(await tempDir("state-pool-runsc"), "state"),
-      agentId: "test-pool-runsc",
-      runtime: "runsc",
-      pool: { size: 1, max: 2, idleMs: 60_000, languages: ["py"] },
-    });
-    try {
+    await withRunner("runsc", { runtime: "runsc", pool: { size: 1, max: 2, idleMs: 60_000, languages: ["py"] } }, async (runner) => {
       await poolHas(runner, "py", 1);
       const atDefaults = await runner.invoke(call(hello.py, "py", { query: {} }, {}, newFunctionId()));
       expect([atDefaults.status, atDefaults.pooled, atDefaults.runtime]).toEqual([200, true, "runsc"]);
@@ -322,9 +302,7 @@ describe("under gVisor (runsc has no update)", () => {
       expect([next.status, next.pooled]).toEqual([200, true]);
       const { HostConfig } = await docker.getContainer(next.containerId).inspect();
       expect([HostConfig.Memory, HostConfig.Runtime]).toEqual([128 * 1024 * 1024, "runsc"]);
-    } finally {
-      await runner.shutdown();
-    }
+    });
   });
 });
 
@@ -351,20 +329,12 @@ describe("a node with the pool off", () => {
   });
 
   it("does not pool privileged functions", async () => {
-    const runner = await Runner.create({
-      stateDir: path.join(await tempDir("state-pool-priv"), "state"),
-      agentId: "test-pool-priv",
-      allowPrivileged: true,
-      pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py"] },
-    });
-    try {
+    await withRunner("priv", { allowPrivileged: true, pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py"] } }, async (runner) => {
       await poolHas(runner, "py", 1);
       const res = await runner.invoke(call(hello.py, "py", { query: {} }, { privileged: true }, newFunctionId()));
       expect([res.status, res.pooled]).toEqual([200, false]);
       expect(runner.pooledContainers().py).toBe(1);
-    } finally {
-      await runner.shutdown();
-    }
+    });
   });
 });
 
