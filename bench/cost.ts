@@ -4,22 +4,36 @@
  * GCFAAS_COST_COUNTERS=1): HTTP requests, D1 round trips and statements, Durable Object calls,
  * dispatcher storage statements, R2 operations, WebSocket frames and bytes. Then the host's CPU per
  * kind of operation, from probes that do n of one kind, each beside the probe that does none.
- * Run: npx tsx bench/cost.ts [--tasks 500] [--clients 16] [--slots 16] [--probes 2000]
+ * --profile then samples every isolate of the local host while tasks run (bench/isolate-profile.ts):
+ * how the host's JavaScript time divides between the Worker and the local-only plumbing, and where
+ * in the Worker's own files it goes.
+ * --url counts on a Worker already running (deployed with the variable COST_COUNTERS = "1";
+ * bench/target.ts); the CPU probes and the profile need the local host and are left out then.
+ * Run: npx tsx bench/cost.ts [--tasks 500] [--clients 16] [--slots 16] [--probes 2000] [--profile] [--url …]
  */
+import path from "node:path";
 import { parseArgs } from "node:util";
+import { freePort } from "../test/e2e/harness.js";
 import { startEchoService } from "./echo-service.js";
+import { profileIsolates } from "./isolate-profile.js";
 import { ms, printTable, treeCpuByProgram, underLoad } from "./stats.js";
 
-const { values } = parseArgs({ options: { tasks: { type: "string", default: "500" }, clients: { type: "string", default: "16" }, slots: { type: "string", default: "16" }, probes: { type: "string", default: "2000" } } });
+const { values } = parseArgs({ options: { tasks: { type: "string", default: "500" }, clients: { type: "string", default: "16" }, slots: { type: "string", default: "16" }, probes: { type: "string", default: "2000" }, profile: { type: "boolean", default: false }, url: { type: "string" } } });
 const N = Number(values.tasks);
 const PROBES = Number(values.probes);
 process.env.GCFAAS_COST_COUNTERS = "1";
+if (values.profile && values.url) throw new Error("--profile samples the local host; it cannot profile a Worker at --url");
+if (values.profile) process.env.GCFAAS_INSPECTOR_PORT = String(await freePort());
 
 type Counts = Record<string, number>;
 
 async function main() {
-  const { worker, admin, user, once, sync, stop } = await startEchoService(values.slots!);
-  const counts = async (): Promise<Counts> => (await admin.json("GET", "/__cost/counts", 200)) as Counts;
+  const { worker, admin, user, once, sync, stop } = await startEchoService(values.slots!, values.url);
+  const counts = async (): Promise<Counts> => {
+    const res = await admin("GET", "/__cost/counts");
+    if (res.status === 404) throw new Error(`${worker.url} does not count: deploy it with the variable COST_COUNTERS = "1" (never in production)`);
+    return (await res.json()) as Counts;
+  };
   const reset = async () => void (await admin("POST", "/__cost/reset"));
   try {
     await underLoad(Number(values.slots) * 8, Number(values.clients), once); // warm containers, objects, JIT
@@ -40,8 +54,10 @@ async function main() {
     const names = [...new Set(Object.values(columns).flatMap((c) => Object.keys(c)))].sort();
     printTable(`Per task (${N} tasks a column; counts over the whole run ÷ tasks)`, ["what", ...Object.keys(columns)], names.map((name) => [name, ...Object.values(columns).map((c) => ((c[name] ?? 0) / N).toFixed(3))]));
 
+    const pid = worker.child?.pid;
+    if (!pid) return; // a Worker at --url: its CPU is the dashboard's, not this machine's
     // CPU per operation: n of one kind in one request (or n bare requests), minus the probe doing none.
-    const cpu = () => treeCpuByProgram(worker.child!.pid!);
+    const cpu = () => treeCpuByProgram(pid);
     const measure = async (fn: () => Promise<unknown>) => {
       const before = cpu();
       await fn();
@@ -62,6 +78,21 @@ async function main() {
       ["dispatcher RPC call that does nothing", ...per(await probe("rpc", PROBES), PROBES)],
       ["dispatcher RPC pair pausing and resuming (2 calls, 2 storage statements, 1 pump)", ...per(await probe("storage", PROBES / 2), PROBES / 2)],
     ]);
+
+    if (values.profile) {
+      // Last: the profiler slows the host several times over, so it must not touch the figures above.
+      const isolates = await profileIsolates(Number(process.env.GCFAAS_INSPECTOR_PORT), path.join(worker.stateDir, "bundle"), /^(core:user:|core:entry|d1:db:)/, () => underLoad(N, Number(values.clients), once));
+      const all = isolates.reduce((a, i) => a + i.busy, 0);
+      const pct = (n: number, of: number) => `${((100 * n) / of).toFixed(1)} %`;
+      printTable(`Busy samples by isolate, create → result, ${values.clients} clients (${N} tasks)`, ["isolate", "busy samples", "share"], isolates.map((i) => [i.isolate, i.busy, pct(i.busy, all)]));
+      const own = isolates.find((i) => i.isolate.startsWith("core:user:"));
+      if (own) {
+        // The counters are on for the counts above; their frames are this run's overhead, not the Worker's.
+        const places = [...own.bySelf].filter(([k]) => k !== "worker/diagnostics/cost-counters.ts").sort((a, b) => b[1] - a[1]);
+        const busy = places.reduce((a, [, v]) => a + v, 0);
+        printTable("The Worker's isolate: busy samples by innermost frame's file (native frames by name; the cost counters' own left out)", ["where", "samples", "share"], places.slice(0, 30).map(([k, v]) => [k, v, pct(v, busy)]));
+      }
+    }
   } finally {
     await stop();
   }

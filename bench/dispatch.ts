@@ -2,7 +2,9 @@
  * Dispatch benchmark: a warm Python function behind the whole path (API → D1 → dispatcher DO →
  * WebSocket → agent → container → back), against a bare HTTP exchange with the shim of a twin warm
  * container (same handler, same image, run by an in-process runner: the agent's own containers only
- * talk to the agent), measured in the same run. Run: npx tsx bench/dispatch.ts [--tasks 300] [--clients 1,8,32] [--slots 1]
+ * talk to the agent), measured in the same run. `--url` drives a Worker already running (a deployed
+ * one; bench/target.ts) instead of starting one; the host's CPU is then not measured here.
+ * Run: npx tsx bench/dispatch.ts [--tasks 300] [--clients 1,8,32] [--slots 1] [--url https://… with GCFAAS_ADMIN_TOKEN]
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -14,7 +16,7 @@ import { zipSources } from "../test/support/zip.js";
 import { ECHO_HANDLER, startEchoService } from "./echo-service.js";
 import { ms, percentile, printTable, timed, treeCpuByProgram, underLoad } from "./stats.js";
 
-const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" }, slots: { type: "string", default: "1" } } });
+const { values } = parseArgs({ options: { tasks: { type: "string", default: "300" }, clients: { type: "string", default: "1,8,32" }, slots: { type: "string", default: "1" }, url: { type: "string" } } });
 const N = Number(values.tasks);
 const CLIENTS = values.clients!.split(",").map(Number);
 
@@ -43,7 +45,7 @@ async function bareBaseline(n: number): Promise<number[]> {
 async function main() {
   // One slot by default: exactly one warm container, so the baseline and the service hit the same
   // one. More slots (--slots 8) show what the control plane sustains with several containers.
-  const { worker, once, sync, stop } = await startEchoService(values.slots!);
+  const { worker, once, sync, stop } = await startEchoService(values.slots!, values.url);
   try {
     for (let i = 0; i < 20; i++) await once(i); // warm the container, the DO and the JIT
     for (let i = 0; i < 20; i++) await sync(i);
@@ -55,12 +57,14 @@ async function main() {
     // Split: workerd (the Worker, D1, R2, the Durable Objects) and the rest (the local server's Node
     // side: Miniflare and the front door that proxies every request and WebSocket frame).
     const hostCpu = () => {
-      const by = treeCpuByProgram(worker.child!.pid!);
+      if (!worker.child?.pid) return undefined; // a Worker at --url: its CPU is not on this machine
+      const by = treeCpuByProgram(worker.child.pid);
       const workerd = by.get("workerd") ?? 0;
       return { total: [...by.values()].reduce((a, b) => a + b, 0), workerd };
     };
-    const perTask = (before: { total: number; workerd: number }, n: number) => {
+    const perTask = (before: { total: number; workerd: number } | undefined, n: number) => {
       const now = hostCpu();
+      if (!before || !now) return "-";
       return `${ms((now.total - before.total) / n)} (workerd ${ms((now.workerd - before.workerd) / n)})`;
     };
     const full: number[] = [];

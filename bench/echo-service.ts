@@ -1,19 +1,21 @@
 import { ensureOfflineImages } from "../agent/runtimes/images.js";
-import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../test/e2e/harness.js";
+import { AgentProcess, api } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip.js";
+import { benchWorker } from "./target.js";
 
 /** The Python function the dispatch benchmarks drive: it answers its JSON body back. */
 export const ECHO_HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
 
 /**
- * The whole local service (Worker, one agent with `slots` slots) with the echo function deployed,
- * and the two ways to call it: create → result (two requests) and Prefer: wait (one).
+ * The whole service (the Worker: local, or the one at `url`; one agent on this machine with `slots`
+ * slots) with the echo function deployed, and the two ways to call it: create → result (two
+ * requests) and Prefer: wait (one).
  */
-export async function startEchoService(slots: string) {
+export async function startEchoService(slots: string, url?: string) {
   await ensureOfflineImages(["py"]);
-  const worker = await LocalWorker.create();
-  const admin = api(worker.url, ADMIN_TOKEN);
+  const worker = await benchWorker(url);
+  const admin = api(worker.url, worker.adminToken);
   const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
   const agent = await AgentProcess.start(worker, await worker.agentToken("bench"), "bench", ["--slots", slots]);
   const stop = async () => {

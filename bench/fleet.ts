@@ -4,15 +4,18 @@
  * assignment latency, how evenly tasks spread over agents, and checks that every task finished
  * exactly once (its record read back through the API) and no agent ever held more than its slots.
  * --faults drops a tenth of the agents' connections and restarts the Worker during the run.
+ * --url drives a Worker already running (a deployment; bench/target.ts): --shards is then the one
+ * shard count it was deployed with (its DISPATCH_SHARDS), and --faults cannot restart it.
  *
  * Run: npx tsx bench/fleet.ts [--agents 200] [--slots 8] [--tasks 50000] [--shards 1,2,4] [--delay 20]
- *        [--functions 32] [--clients 64] [--faults]
+ *        [--functions 32] [--clients 64] [--faults] [--url https://… with GCFAAS_ADMIN_TOKEN]
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { ADMIN_TOKEN, LocalWorker, api, type Api } from "../test/e2e/harness.js";
+import { LocalWorker, api, type Api } from "../test/e2e/harness.js";
 import { FleetAgent } from "./fleet-agent.js";
 import { ms, percentile, printTable, treeCpuMs } from "./stats.js";
+import { benchWorker, type BenchWorker } from "./target.js";
 
 const { values } = parseArgs({
   options: {
@@ -25,8 +28,10 @@ const { values } = parseArgs({
     functions: { type: "string", default: "32" },
     clients: { type: "string", default: "64" },
     faults: { type: "boolean", default: false },
+    url: { type: "string" },
   },
 });
+if (values.url && values.shards!.includes(",")) throw new Error("with --url, --shards is the one count the Worker was deployed with");
 const AGENTS = Number(values.agents);
 const SLOTS = Number(values.slots);
 const TASKS = Number(values.tasks);
@@ -77,10 +82,10 @@ async function functionsWithBuilds(user: Api): Promise<string[]> {
 
 async function run(shards: number): Promise<RunResult> {
   process.env.GCFAAS_DISPATCH_SHARDS = String(shards);
-  const worker = await LocalWorker.create();
+  const worker = await benchWorker(values.url);
   const agents: FleetAgent[] = [];
   try {
-    const admin = api(worker.url, ADMIN_TOKEN);
+    const admin = api(worker.url, worker.adminToken);
     const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "fleet" } })).token);
     const assignedAt = new Map<string, number>();
     const assignments = new Map<string, number>();
@@ -101,7 +106,8 @@ async function run(shards: number): Promise<RunResult> {
     const createdAt = new Map<string, number>();
     let next = 0;
     const started = performance.now();
-    const cpu0 = treeCpuMs(worker.child!.pid!);
+    const pid = worker.child?.pid; // none for a Worker at --url: its CPU is not on this machine
+    const cpu0 = pid ? treeCpuMs(pid) : NaN;
     const own0 = process.cpuUsage();
     const faults = values.faults ? faultPlan(agents, worker) : undefined;
     await Promise.all(
@@ -119,7 +125,7 @@ async function run(shards: number): Promise<RunResult> {
     while ([...createdAt.keys()].some((id) => !assignedAt.has(id)) || agents.some((a) => a.busy())) await sleep(50);
     const elapsed = (performance.now() - started) / 1000;
     // A restart starts a new tree, whose count says nothing of the old one's: not shown then.
-    const workerCpuMs = values.faults ? NaN : (treeCpuMs(worker.child!.pid!) - cpu0) / createdAt.size;
+    const workerCpuMs = values.faults || !pid ? NaN : (treeCpuMs(pid) - cpu0) / createdAt.size;
     const own = process.cpuUsage(own0);
     const benchCpuMs = (own.user + own.system) / 1000 / createdAt.size;
 
@@ -143,7 +149,7 @@ async function run(shards: number): Promise<RunResult> {
 }
 
 /** A tenth of the agents lose their connections at 30% of the tasks; the Worker restarts at 60%. */
-function faultPlan(agents: FleetAgent[], worker: LocalWorker) {
+function faultPlan(agents: FleetAgent[], worker: BenchWorker) {
   let dropped = false;
   let restart: Promise<void> | undefined;
   return {
@@ -154,8 +160,9 @@ function faultPlan(agents: FleetAgent[], worker: LocalWorker) {
         console.log(`dropped ${Math.ceil(agents.length / 10)} agents' connections`);
       }
       if (!restart && progress >= 0.6) {
-        console.log("restarting the Worker");
-        restart = worker.restart().then(() => console.log("Worker back"));
+        const local = worker instanceof LocalWorker ? worker : undefined;
+        console.log(local ? "restarting the Worker" : "a Worker at --url is not restarted");
+        restart = local ? local.restart().then(() => console.log("Worker back")) : Promise.resolve();
       }
       await restart;
     },

@@ -123,20 +123,25 @@ export class LocalWorker {
   }
 
   /** A new agent token, bound to the node id the agent must then run as. */
-  async agentToken(nodeId: string): Promise<string> {
-    const res = await fetch(`${this.url}/v1/admin/agent-tokens`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${this.adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify({ nodeId }),
-    });
-    if (res.status !== 201) throw new Error(`minting an agent token for ${nodeId}: ${res.status} ${await res.text()}`);
-    return ((await res.json()) as { token: string }).token;
+  agentToken(nodeId: string): Promise<string> {
+    return mintAgentToken(this.url, this.adminToken, nodeId);
   }
 
   async dispose(): Promise<void> {
     await this.stop();
     if (this.temporary) await fs.rm(this.stateDir, { recursive: true, force: true });
   }
+}
+
+/** A new agent token from the Worker at `url`, bound to the node id the agent must then run as. */
+export async function mintAgentToken(url: string, adminToken: string, nodeId: string): Promise<string> {
+  const res = await fetch(`${url}/v1/admin/agent-tokens`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ nodeId }),
+  });
+  if (res.status !== 201) throw new Error(`minting an agent token for ${nodeId}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
 }
 
 function killGroup(c: ChildProcess, signal: NodeJS.Signals) {
@@ -172,7 +177,8 @@ export class AgentProcess {
     private readonly logFile?: string,
   ) {}
 
-  static async start(worker: LocalWorker, token: string, nodeId: string, extra: string[] = [], logFile?: string): Promise<AgentProcess> {
+  /** `worker`: the Worker to connect to, and a folder whose `agent-<node id>` holds the agent's state. */
+  static async start(worker: { url: string; stateDir: string }, token: string, nodeId: string, extra: string[] = [], logFile?: string): Promise<AgentProcess> {
     const stateDir = path.join(worker.stateDir, `agent-${nodeId}`);
     // Several agents on one host: each serves its metrics on a port of its own unless told one.
     const metrics = extra.includes("--metrics") ? [] : ["--metrics", `127.0.0.1:${await freePort()}`];

@@ -16,7 +16,8 @@
  * proxies in front whose `X-Forwarded-For` is believed.
  *
  * GCFAAS_DISPATCH_SHARDS overrides wrangler.toml's DISPATCH_SHARDS (bench/fleet.ts compares counts);
- * GCFAAS_COST_COUNTERS=1 turns on the Worker's cost counters (bench/cost.ts).
+ * GCFAAS_COST_COUNTERS=1 turns on the Worker's cost counters (bench/cost.ts);
+ * GCFAAS_INSPECTOR_PORT opens workerd's inspector there (bench/cost.ts --profile samples it).
  *
  * Usage: node --import tsx scripts/lib/serve-worker.ts <port> <state dir> <admin token> [info|warn]
  */
@@ -72,6 +73,7 @@ const mf = new Miniflare({
   cf: false,
   log: new Log(logLevel === "info" ? LogLevel.INFO : LogLevel.WARN),
   logRequests: false,
+  ...(process.env.GCFAAS_INSPECTOR_PORT ? { inspectorPort: Number(process.env.GCFAAS_INSPECTOR_PORT) } : {}),
 });
 const upstream = await mf.ready;
 const door = await startFrontDoor({ host: "127.0.0.1", port: Number(port), upstream, trustedProxies: trustedProxiesFrom(process.env.GCFAAS_TRUSTED_PROXIES) });
