@@ -6,7 +6,7 @@ import { PROTOCOL_VERSION } from "../shared/protocol/messages.js";
 import type { AgentConfig } from "./config.js";
 import { ControlPlane } from "./control/control-plane.js";
 import { DispatcherConnection } from "./control/connection.js";
-import { freeInShard, slotShare } from "./control/slot-shares.js";
+import { freeInShard, slotShare } from "../shared/protocol/slot-shares.js";
 import { log } from "./log.js";
 import type { Runner } from "./runner/index.js";
 import { runBuild } from "./work/run-build.js";
@@ -114,6 +114,7 @@ export class Agent {
       // Each shard assigns on its own: it is offered its share, so that the shards together never
       // hand this node more than its slots.
       slots: this.draining ? 0 : slotShare(this.config.slots, this.shards, shard),
+      slotsShared: true,
       builds: this.config.maxBuilds,
       running: running.slice(0, 1024),
       warm: this.warm(),

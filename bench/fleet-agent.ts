@@ -5,7 +5,7 @@
  * names in its hello the work it still holds, and sends again every report not yet acknowledged.
  */
 import WebSocket from "ws";
-import { slotShare } from "../agent/control/slot-shares.js";
+import { slotShare } from "../shared/protocol/slot-shares.js";
 import { PROTOCOL_VERSION, dispatcherMessage, type AgentMessage, type DispatcherMessage } from "../shared/protocol/messages.js";
 
 type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
@@ -87,7 +87,7 @@ export class FleetAgent {
     for (const r of this.unacked[shard]!.values()) if (r.type === "task.done") running.push({ kind: "task", id: r.taskId });
     return {
       type: "hello", version: PROTOCOL_VERSION, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: false,
-      langs: ["py"], slots: slotShare(this.slots, this.shards, shard), running, warm: [], agentVersion: "fleet-sim",
+      langs: ["py"], slots: slotShare(this.slots, this.shards, shard), slotsShared: true, running, warm: [], agentVersion: "fleet-sim",
     };
   }
 

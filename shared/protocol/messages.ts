@@ -48,6 +48,11 @@ export const hello = z.object({
   privileged: z.boolean(),
   langs: z.array(lang).max(6),
   slots: z.int().min(0).max(1024),
+  /**
+   * True: `slots` is this shard's share of the node's slots (slot-shares.ts). Absent (agents from
+   * before shares): `slots` is the node's whole count, and the shard takes its share itself.
+   */
+  slotsShared: z.literal(true).optional(),
   /** Builds the node runs at once (each counts in `slots` too); absent: no limit but `slots`. */
   builds: z.int().min(1).max(1024).optional(),
   /** Work the agent is still running from before a reconnect: it keeps it and reports it. */

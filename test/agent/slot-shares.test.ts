@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { freeInShard, slotShare } from "../../agent/control/slot-shares.js";
+import { freeInShard, slotShare } from "../../shared/protocol/slot-shares.js";
 
 const shares = (slots: number, shards: number) => Array.from({ length: shards }, (_, s) => slotShare(slots, shards, s));
 

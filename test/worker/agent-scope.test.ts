@@ -172,7 +172,7 @@ describe("revoking an agent token", () => {
     const minted = await FakeAgent.mint("node-cached");
     await callJson(`/v1/admin/tokens/${minted.tokenId}`, 204, { token: ADMIN, method: "DELETE" });
     // What the Worker forwards for a token it found valid (in its cache): the binding it read.
-    const stale = forwardConnect(new Request("https://api.test/v1/agent/connect", { headers: { upgrade: "websocket" } }), { nodeId: "node-cached", tokenId: minted.tokenId });
+    const stale = forwardConnect(new Request("https://api.test/v1/agent/connect", { headers: { upgrade: "websocket" } }), { nodeId: "node-cached", tokenId: minted.tokenId }, { shard: 0, shards: 1 });
     await expectError(shardStub(env, 0).fetch(stale), 401, "unauthorized");
     // A connect that did not come through the Worker names no token at all.
     await expectError(shardStub(env, 0).fetch(new Request("https://api.test/", { headers: { upgrade: "websocket" } })), 401, "unauthorized");

@@ -11,6 +11,8 @@ interface HelloOptions {
   running?: { kind: "task" | "build"; id: string }[];
   agentVersion?: string;
   runtime?: string;
+  /** An agent from before slot shares: its hello offers every shard the node's whole slot count. */
+  beforeShares?: boolean;
 }
 
 /** Which shard to connect to, and through which fetch (a Worker with more shards than the test pool's). */
@@ -72,6 +74,7 @@ export class FakeAgent {
     this.send({
       type: "hello", version: PROTOCOL_VERSION, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
+      ...(opts.beforeShares ? {} : { slotsShared: true as const }),
       ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
       ...(opts.builds === undefined ? {} : { builds: opts.builds }),
     });

@@ -2,7 +2,7 @@ import { createExecutionContext, env } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
 import { shardOf } from "../../worker/dispatch/client.js";
-import { slotShare } from "../../agent/control/slot-shares.js";
+import { slotShare } from "../../shared/protocol/slot-shares.js";
 import { FakeAgent, type Via } from "./fake-agent.js";
 import { deployedFunction, newAccount } from "./helpers.js";
 
@@ -76,6 +76,20 @@ describe("an agent connected to several shards", () => {
     await tasks(token, fn0, 2);
     await tasks(token, fn1, 2);
     await Promise.all(conns.map((c) => take(c, 1)));
+    expect(await Promise.all(conns.map(nothingMore))).toEqual([true, true]);
+  });
+
+  it("takes its share itself of an agent from before slot shares, which offers every shard all its slots", async () => {
+    const { token } = await newAccount();
+    const [fn0, fn1] = await oneFunctionPerShard(token);
+    const agentToken = await FakeAgent.token("old-node");
+    const slots = 5;
+    const conns = await Promise.all([0, 1].map((s) => FakeAgent.connect("old-node", { token: agentToken, via: viaShard(s), slots, beforeShares: true })));
+    await tasks(token, fn0, 8);
+    await tasks(token, fn1, 8);
+
+    // The same split as a current agent's offer: 3 on shard 0 and 2 on shard 1, 5 in all.
+    await Promise.all([take(conns[0]!, slotShare(slots, 2, 0)), take(conns[1]!, slotShare(slots, 2, 1))]);
     expect(await Promise.all(conns.map(nothingMore))).toEqual([true, true]);
   });
 });

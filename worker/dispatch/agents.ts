@@ -1,5 +1,6 @@
 import type { AgentCaller } from "../env.js";
 import type { WorkRow } from "./queue.js";
+import type { ShardPlace } from "./nodes.js";
 
 /** What the dispatcher remembers of one connected agent, kept in its WebSocket attachment. */
 export interface AgentState {
@@ -19,7 +20,8 @@ export interface AgentState {
 }
 
 /** Before hello a socket knows only whom its token speaks for; after, the agent and that token. */
-export type Attachment = { hello: false; connectedAt: number; bound?: AgentCaller } | ({ hello: true } & NodeSocket & AgentState);
+/** `place`: this shard's index and count, which an older agent's hello needs to take its share of slots. */
+export type Attachment = { hello: false; connectedAt: number; bound?: AgentCaller; place?: ShardPlace } | ({ hello: true } & NodeSocket & AgentState);
 
 /** What the fleet list shows of a connection besides what placement uses. */
 export interface NodeSocket {

@@ -19,7 +19,8 @@ import { DispatcherStorage, withStorage } from "../storage/dispatcher-store.js";
 import { storageWritten } from "../storage/records.js";
 import { agentPaths } from "./work.js";
 import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
-import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, type Access } from "./nodes.js";
+import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, shardOfConnect, type Access } from "./nodes.js";
+import { slotShare } from "../../shared/protocol/slot-shares.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -189,7 +190,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!bound || this.revoked.has(bound.tokenId)) return connectRefused();
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server);
-    server.serializeAttachment({ hello: false, connectedAt: Date.now(), bound } satisfies Attachment);
+    server.serializeAttachment({ hello: false, connectedAt: Date.now(), bound, place: shardOfConnect(request) } satisfies Attachment);
     await this.scheduleAlarm();
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -270,8 +271,11 @@ export class Dispatcher extends DurableObject<Bindings> {
         /* gone */
       }
     }
+    // An agent from before slot shares offers every shard all its slots; this shard takes its share.
+    const place = (!att.hello && att.place) || { shard: 0, shards: 1 };
+    const slots = h.slotsShared ? h.slots : slotShare(h.slots, place.shards, place.shard);
     const state: AgentState = {
-      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots: h.slots, builds: h.builds,
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
     const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };
@@ -282,7 +286,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     for (const w of lost) this.queue.requeueOne(w.id);
     this.send(ws, { type: "welcome", heartbeatMs: HEARTBEAT_MS, shard: this.ctx.id.toString() });
     this.send(ws, { type: "ping", t: now });
-    log("info", "agent connected", { nodeId: h.nodeId, slots: h.slots, privileged: h.privileged, requeued: lost.length });
+    log("info", "agent connected", { nodeId: h.nodeId, slots, privileged: h.privileged, requeued: lost.length });
     await this.pump();
     await this.scheduleAlarm();
   }

@@ -17,6 +17,8 @@ import type { WorkQueue } from "./queue.js";
 /** Set by the Worker on the connect it forwards (a client's own are overwritten): whom the token speaks for. */
 const NODE_HEADER = "x-gcfaas-node-id";
 const TOKEN_HEADER = "x-gcfaas-token-id";
+/** "<shard>/<shards>" as the forwarding Worker counts them: an older agent's slots are divided by it (slot-shares.ts). */
+const SHARD_HEADER = "x-gcfaas-shard";
 
 /** Close codes an agent sees besides the dispatcher's 4000 (silent) and 4001 (replaced). */
 export const CLOSE = {
@@ -25,11 +27,24 @@ export const CLOSE = {
   disabled: 4005,
 } as const;
 
-export function forwardConnect(req: Request, agent: AgentCaller): Request {
+export interface ShardPlace {
+  shard: number;
+  shards: number;
+}
+
+export function forwardConnect(req: Request, agent: AgentCaller, place: ShardPlace): Request {
   const headers = new Headers(req.headers);
   headers.set(NODE_HEADER, agent.nodeId);
   headers.set(TOKEN_HEADER, agent.tokenId);
+  headers.set(SHARD_HEADER, `${place.shard}/${place.shards}`);
   return new Request(req, { headers });
+}
+
+/** Which shard of how many the Worker forwarded the connect to (the only one of one without a word). */
+export function shardOfConnect(req: Request): ShardPlace {
+  const m = /^(\d+)\/(\d+)$/.exec(req.headers.get(SHARD_HEADER) ?? "");
+  const [shard, shards] = m ? [Number(m[1]), Number(m[2])] : [0, 1];
+  return shards >= 1 && shard < shards ? { shard, shards } : { shard: 0, shards: 1 };
 }
 
 export function boundTo(req: Request): AgentCaller | undefined {

@@ -38,7 +38,7 @@ export const agentRoutes = new Hono<AppEnv>()
     const shard = Number(c.req.query("shard") ?? "0");
     if (!Number.isInteger(shard) || shard < 0 || shard >= shardCount(c.env)) throw new ApiError("validation_failed", `shard must be an integer from 0 to ${shardCount(c.env) - 1}`);
     if (c.req.header("upgrade")?.toLowerCase() !== "websocket") throw new ApiError("validation_failed", "expected a WebSocket upgrade");
-    return shardStub(c.env, shard).fetch(forwardConnect(c.req.raw, c.var.agent));
+    return shardStub(c.env, shard).fetch(forwardConnect(c.req.raw, c.var.agent, { shard, shards: shardCount(c.env) }));
   })
   .get("/status", async (c) => {
     const shards = await Promise.all(allShards(c.env).map((s) => s.status()));

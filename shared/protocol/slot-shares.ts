@@ -2,7 +2,8 @@
  * How an agent's slots are divided between dispatcher shards. Every agent connects to every shard
  * and each shard assigns work up to the slots its hello offered, without knowing of the others: an
  * agent that offered each shard all its slots could be handed shards × slots tasks. So each shard
- * is offered a fixed share and the shares add up to the agent's slots.
+ * is offered a fixed share and the shares add up to the agent's slots. The agent offers it in its
+ * hello (`slotsShared`); a shard takes the same share itself of an older agent's whole count.
  *
  * A fixed split rather than a lease that moves slots to the busy shard: moving a slot safely needs
  * the shard giving it up to confirm it will not assign into it any more (an assignment may be on
