@@ -1,7 +1,7 @@
-import { createExecutionContext, env } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
-import { shardOf } from "../../worker/dispatch/client.js";
+import { shardOf, shardStub } from "../../worker/dispatch/client.js";
 import { slotShare } from "../../shared/protocol/slot-shares.js";
 import { FakeAgent, type Via } from "./fake-agent.js";
 import { deployedFunction, newAccount } from "./helpers.js";
@@ -47,6 +47,13 @@ async function nothingMore(agent: FakeAgent): Promise<boolean> {
   }
 }
 
+/** Both shards start empty: work an earlier test left queued would take this test's slots. */
+beforeEach(async () => {
+  for (const s of [0, 1]) {
+    await runInDurableObject(shardStub(sharded, s), (_o, state) => void state.storage.sql.exec("delete from work"));
+    await shardStub(sharded, s).resync();
+  }
+});
 afterEach(() => FakeAgent.closeAll());
 
 describe("an agent connected to several shards", () => {

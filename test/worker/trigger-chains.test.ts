@@ -1,8 +1,9 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, newAccount, newTrigger } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, finishTask, newAccount, newTrigger } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { MAX_CHAIN_TASKS } from "../../worker/dispatch/chain.js";
+import { newTaskId, shardStub } from "../../worker/dispatch/client.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
@@ -162,6 +163,77 @@ describe("triggers firing after a task", () => {
     await agent.next("task.assign");
     agent.done(id, "ok");
     expect(await agent.none("task.assign", 500)).toBe(true);
+    await agent.close();
+  });
+});
+
+/** The dispatcher's record of a finished task whose triggers are still to fire, as a commit leaves it. */
+async function leaveDue(parent: { id: string; accountId: string; functionId: string; status: number; body: string }, plan: Record<string, string>) {
+  const stored = { id: parent.id, accountId: parent.accountId, functionId: parent.functionId, status: parent.status, hop: 0, chainId: null, resultBody: parent.body, resultKey: null, resultHeaders: {} };
+  await runInDurableObject(shardStub(env, 0), (_o, state) => {
+    state.storage.sql.exec("insert or replace into chain_due (parent_id, parent, plan) values (?, ?, ?)", parent.id, JSON.stringify(stored), JSON.stringify(plan));
+  });
+}
+
+const dueCount = () => runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec<{ n: number }>("select count(*) as n from chain_due").one().n);
+
+async function noneDue() {
+  for (let i = 0; i < 50 && (await dueCount()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  return (await dueCount()) === 0;
+}
+
+const tasksOf = async (functionId: string) => (await env.DB.prepare("select id, finished_at from tasks where function_id = ?").bind(functionId).all<{ id: string; finished_at: number | null }>()).results;
+
+/** An agent, functions a → b joined by a trigger, and a task of a the agent has been assigned. */
+async function chainStarted(node: string, includeResult: boolean) {
+  const agent = await FakeAgent.connect(node);
+  const { token, accountId } = await newAccount();
+  const [a, b] = [await deployedFunction(token, { name: "a" }), await deployedFunction(token, { name: "b" })];
+  const trigger = await newTrigger(token, { functionId: a, nextId: b, includeResult });
+  const { id: parent } = await callJson(`/v1/task/${a}`, 201, { token, method: "POST" });
+  expect((await agent.next("task.assign")).taskId).toBe(parent);
+  return { agent, token, accountId, a, b, trigger, parent };
+}
+
+describe("triggers firing across a restart of the dispatcher", () => {
+  it("fires, in the next instance, the triggers of a task whose outcome was committed before they fired", async () => {
+    const { agent, token, accountId, a, b, trigger, parent } = await chainStarted("restart-chain", true);
+    // The parent is recorded finished in D1 and the instance that committed it went before firing.
+    await finishTask(parent, { body: '{"from":"a"}' });
+    const planned = newTaskId(env, b);
+    await leaveDue({ id: parent, accountId, functionId: a, status: 200, body: '{"from":"a"}' }, { [trigger]: planned });
+
+    await shardStub(env, 0).resync(); // what a new instance does on its first request
+    const next = await agent.next("task.assign");
+    expect(next).toMatchObject({ taskId: planned, functionId: b, input: { body: '{"from":"a"}' } });
+    expect(await record(token, planned)).toMatchObject({ triggerId: trigger, parentTaskId: parent });
+    expect(await noneDue()).toBe(true);
+    await agent.close();
+  });
+
+  it("issues nothing twice when the firing had inserted its task: it enqueues it again while unfinished, not once finished", async () => {
+    const { agent, token, accountId, a, b, trigger, parent } = await chainStarted("refire-chain", false);
+    agent.done(parent, "ok");
+    const child = (await agent.next("task.assign")).taskId;
+    expect(await noneDue()).toBe(true);
+    const due = { id: parent, accountId, functionId: a, status: 200, body: "ok" };
+
+    // Inserted, but its queue row gone with the instance: the firing run again enqueues the same task.
+    await runInDurableObject(shardStub(env, 0), (_o, state) => void state.storage.sql.exec("delete from work where id = ?", child));
+    await leaveDue(due, { [trigger]: child });
+    await shardStub(env, 0).resync();
+    expect((await agent.next("task.assign")).taskId).toBe(child);
+    expect(await noneDue()).toBe(true);
+    expect((await tasksOf(b)).map((t) => t.id)).toEqual([child]);
+
+    // Finished: run again, the firing issues and enqueues nothing.
+    agent.done(child, "done");
+    expect((await call(`/v1/task/${child}/result?wait=5`, { token })).status).toBe(200);
+    await leaveDue(due, { [trigger]: child });
+    await shardStub(env, 0).resync();
+    expect(await agent.none("task.assign", 500)).toBe(true);
+    expect(await noneDue()).toBe(true);
+    expect(await tasksOf(b)).toEqual([{ id: child, finished_at: expect.any(Number) }]);
     await agent.close();
   });
 });

@@ -1,46 +1,118 @@
 import type { Bindings } from "../env.js";
-import type { Db } from "../db/client.js";
+import { sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../services/tasks.js";
 import { admissionLimits } from "../services/admission.js";
-import { fireTriggers, type TriggerCandidate } from "./chain.js";
+import { fireTriggers, firesFor, triggerCandidate, triggerCandidates, type ChainParent, type TriggerCandidate } from "./chain.js";
 import { enqueueTasks, newTaskId } from "./client.js";
 import type { Dispatcher } from "./durable-object.js";
 
+/** A finished task whose triggers are still to fire, and the ids drawn for the tasks they issue. */
+interface Due {
+  parent: ChainParent;
+  /** Trigger id → the id of the task it issues: drawn once, so a firing run again issues the same tasks. */
+  plan: Record<string, string>;
+  /** The triggers as the commit read them; absent after a reload (read from D1 again then). */
+  triggers?: TriggerCandidate[];
+}
+
 /**
- * Fires the triggers of finished tasks off the dispatcher's commit path: a commit hands its
- * finished tasks over and goes on (its readers are woken first), and the chained tasks of every
- * commit since the last firing are issued together, in one insert (fireTriggers). Memory only, as
- * before: an eviction between a commit and its firing loses those chained tasks.
+ * Fires the triggers of finished tasks off the dispatcher's commit path, durably. The commit hands
+ * its finished tasks over in the same synchronous step that drops their outcomes from the log, and
+ * each task whose triggers match is stored here with the ids of the tasks they will issue; a
+ * firing issues every stored task in one insert, enqueues them, then forgets them. An eviction or
+ * a failed write anywhere in between leaves the rows, and the next instance (or the alarm's retry)
+ * fires them again: a task already inserted is not inserted twice (its id was drawn once), and one
+ * already finished is not enqueued again.
  */
 export class ChainFiring {
-  private pending: { finished: TaskRow[]; triggers: TriggerCandidate[] }[] = [];
+  private pending: Due[] = [];
   private running: Promise<void> | undefined;
+  /** A firing failed: the alarm tries the stored rows again. */
+  failed = false;
 
   constructor(
     private readonly env: Bindings,
     private readonly db: Db,
+    private readonly sql: SqlStorage,
     private readonly self: { id: DurableObjectId; self: Dispatcher },
     private readonly onError: (e: unknown, taskIds: string[]) => void,
-  ) {}
+  ) {
+    sql.exec("create table if not exists chain_due (parent_id text primary key, parent text not null, plan text not null)");
+  }
 
+  /** True while finished tasks wait for their triggers to fire. */
+  has(): boolean {
+    return this.pending.length > 0 || this.failed;
+  }
+
+  /** Stores what the finished tasks' matching triggers issue, synchronously, then fires them. */
   add(finished: TaskRow[], triggers: TriggerCandidate[]): void {
     if (!finished.length || !triggers.length) return;
-    this.pending.push({ finished, triggers });
+    const due: Due[] = [];
+    for (const row of finished) {
+      const parent = parentOf(row);
+      const fires = firesFor(parent, triggers);
+      if (!fires.length) continue;
+      const plan = Object.fromEntries(fires.map((c) => [c.trigger.id, newTaskId(this.env, c.next.id)]));
+      this.sql.exec("insert or ignore into chain_due (parent_id, parent, plan) values (?, ?, ?)", parent.id, JSON.stringify(parent), JSON.stringify(plan));
+      due.push({ parent, plan, triggers });
+    }
+    this.fire(due);
+  }
+
+  /** Fires what storage holds, as a fresh instance must (and the alarm after a failed firing). */
+  reload(): void {
+    const stored = this.sql.exec<{ parent: string; plan: string }>("select parent, plan from chain_due").toArray();
+    const held = new Set(this.pending.map((d) => d.parent.id));
+    this.failed = false;
+    this.fire(stored.map((r) => ({ parent: JSON.parse(r.parent) as ChainParent, plan: JSON.parse(r.plan) as Record<string, string> })).filter((d) => !held.has(d.parent.id)));
+  }
+
+  /** Resolves when nothing is firing (tests). */
+  async settled(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private fire(due: Due[]): void {
+    if (!due.length) return;
+    this.pending.push(...due);
     this.running ??= this.drain().finally(() => (this.running = undefined));
   }
 
   private async drain(): Promise<void> {
     while (this.pending.length) {
       const batch = this.pending.splice(0);
-      const finished = batch.flatMap((b) => b.finished);
-      // A trigger read by several commits fires once per finished task, with its newest admission.
-      const triggers = new Map(batch.flatMap((b) => b.triggers.map((t) => [t.trigger.id, t] as const)));
+      const parents = batch.map((d) => d.parent);
       try {
-        const next = await fireTriggers(this.db, this.env.BUCKET, admissionLimits(this.env), finished, [...triggers.values()], (fn) => newTaskId(this.env, fn));
+        const triggers = await this.triggersOf(batch);
+        const plan = new Map(batch.map((d) => [d.parent.id, d.plan]));
+        const next = await fireTriggers(this.db, this.env.BUCKET, admissionLimits(this.env), parents, triggers, plan);
         if (next.length) await enqueueTasks(this.env, next, this.self);
+        this.sql.exec("delete from chain_due where parent_id in (select value from json_each(?))", JSON.stringify(parents.map((p) => p.id)));
       } catch (e) {
-        this.onError(e, finished.map((t) => t.id));
+        this.failed = true;
+        this.onError(e, parents.map((p) => p.id));
       }
     }
   }
+
+  /**
+   * The triggers a batch fires: as its commits read them, or read again for rows a reload brought
+   * back. A trigger read by several commits fires with its newest admission.
+   */
+  private async triggersOf(batch: Due[]): Promise<TriggerCandidate[]> {
+    const known = batch.flatMap((d) => d.triggers ?? []);
+    const reloaded = batch.filter((d) => !d.triggers);
+    if (reloaded.length) {
+      const [raw] = await sqlBatch(this.db, [triggerCandidates([...new Set(reloaded.map((d) => d.parent.functionId))], Date.now())]);
+      known.push(...raw!.map(triggerCandidate));
+    }
+    return [...new Map(known.map((t) => [t.trigger.id, t] as const)).values()];
+  }
+}
+
+/** What firing needs of a finished task: no input, and its result only for includeResult. */
+function parentOf(t: TaskRow): ChainParent {
+  const { id, accountId, functionId, status, hop, chainId, resultBody, resultKey, resultHeaders } = t;
+  return { id, accountId, functionId, status, hop, chainId, resultBody, resultKey, resultHeaders };
 }

@@ -18,7 +18,7 @@ export const MAX_HOPS = 10;
  * string (application/json); a binary result byte for byte (base64 on the way) with its own
  * Content-Type.
  */
-export async function resultAsBody(bucket: R2Bucket, t: TaskRow): Promise<Pick<TaskInput, "body" | "bodyEncoding"> & { contentType: string }> {
+export async function resultAsBody(bucket: R2Bucket, t: Pick<TaskRow, "resultBody" | "resultKey" | "resultHeaders">): Promise<Pick<TaskInput, "body" | "bodyEncoding"> & { contentType: string }> {
   let bytes: Uint8Array = new TextEncoder().encode(t.resultBody ?? "");
   if (t.resultKey) bytes = new Uint8Array((await (await bucket.get(t.resultKey))?.arrayBuffer()) ?? new ArrayBuffer(0));
   const text = utf8OrUndefined(bytes, true);
@@ -66,23 +66,41 @@ export const MAX_CHAIN_TASKS = 100;
 
 type ChainedRow = ReturnType<typeof taskRow>;
 
+/** What firing needs of a finished task (the dispatcher stores it until its triggers have fired). */
+export type ChainParent = Pick<TaskRow, "id" | "accountId" | "functionId" | "status" | "hop" | "chainId" | "resultBody" | "resultKey" | "resultHeaders">;
+
+/** The triggers a finished task fires: its function's, for its final status, below MAX_HOPS. */
+export function firesFor(parent: ChainParent, candidates: TriggerCandidate[]): TriggerCandidate[] {
+  if (parent.hop >= MAX_HOPS) return [];
+  return candidates.filter((m) => m.trigger.functionId === parent.functionId && m.trigger.status === parent.status);
+}
+
 /**
  * Issues a task of the next function for every trigger of a finished task's function whose status
  * equals the task's final status, for many finished tasks at once: one insert for all of them.
- * A next function with no successful build cannot run, nor one whose account is out of quota or at
- * its pending cap: that trigger is skipped (and logged, never retried), the others still fire. A chain stops at MAX_HOPS, and at MAX_CHAIN_TASKS tasks:
- * triggers past it do not fire, and the parent's log says so. Returns the new tasks to enqueue.
+ * Each task's id comes from `plan` (parent id → trigger id → task id; a trigger not in it does not
+ * fire), drawn when the parent's outcome was committed: a firing run again after an eviction
+ * inserts none of them twice and returns those still unfinished, to enqueue again (an enqueue is
+ * idempotent). A next function with no successful build cannot run, nor one whose account is out
+ * of quota or at its pending cap: that trigger is skipped (and logged, never retried), the others
+ * still fire. A chain stops at MAX_HOPS, and at MAX_CHAIN_TASKS tasks: triggers past it do not
+ * fire, and the parent's log says so. Returns the unfinished tasks to enqueue.
  */
-export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLimits, done: TaskRow[], candidates: TriggerCandidate[], newTaskId: (functionId: string) => string): Promise<TaskRow[]> {
+export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLimits, done: ChainParent[], candidates: TriggerCandidate[], plan: Map<string, Record<string, string>>): Promise<TaskRow[]> {
   const now = Date.now();
   const planned: Promise<ChainedRow>[] = [];
+  const ids: string[] = [];
   for (const parent of done) {
-    if (parent.hop >= MAX_HOPS) continue;
-    const matching = candidates.filter((m) => m.trigger.functionId === parent.functionId && m.trigger.status === parent.status);
-    if (!matching.length) continue;
-    const body = matching.some((m) => m.trigger.includeResult) ? await resultAsBody(bucket, parent) : null;
-    for (const candidate of matching) {
+    const fires = firesFor(parent, candidates).flatMap((c) => {
+      const id = plan.get(parent.id)?.[c.trigger.id];
+      return id ? [{ candidate: c, id }] : [];
+    });
+    if (!fires.length) continue;
+    const body = fires.some(({ candidate }) => candidate.trigger.includeResult) ? await resultAsBody(bucket, parent) : null;
+    for (const { candidate, id } of fires) {
       const { trigger, next } = candidate;
+      // Looked for even when refused now: an earlier run of this firing may have inserted it.
+      ids.push(id);
       let buildId: string;
       try {
         buildId = admit(candidate, limits, now);
@@ -98,18 +116,21 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLi
         trigger.includeResult && body
           ? { method: "POST", query: {}, headers: { "content-type": body.contentType }, body: body.body, ...(body.bodyEncoding ? { bodyEncoding: body.bodyEncoding } : {}) }
           : { method: "POST", query: {}, headers: {}, body: null };
-      const o: NewTask = { id: newTaskId(next.id), accountId: parent.accountId, input, triggerId: trigger.id, parentTaskId: parent.id, hop: parent.hop + 1, chainId: parent.chainId ?? parent.id };
+      const o: NewTask = { id, accountId: parent.accountId, input, triggerId: trigger.id, parentTaskId: parent.id, hop: parent.hop + 1, chainId: parent.chainId ?? parent.id };
       planned.push(stageInput(bucket, o, now).then((staged) => taskRow(o, staged, now, next, buildId)));
     }
   }
-  if (!planned.length) return [];
+  if (!ids.length) return [];
   const rows = await Promise.all(planned);
-  const inserted = await sqlBatch(db, byteSlices(rows).map(insertWithinChainLimit));
-  const issued = inserted.flat().map((raw) => rowOf(tasks, raw));
-  const ids = new Set(issued.map((t) => t.id));
-  const cut = rows.filter((r) => !ids.has(r.id));
+  const written = await sqlBatch(db, [
+    ...byteSlices(rows).filter((slice) => slice.length).map(insertWithinChainLimit),
+    sql`select * from ${tasks} where id in (select value from json_each(${JSON.stringify(ids)}))`,
+  ]);
+  const present = written.at(-1)!.map((raw) => rowOf(tasks, raw));
+  const have = new Set(present.map((t) => t.id));
+  const cut = rows.filter((r) => !have.has(r.id));
   if (cut.length) await chainLimitReached(db, bucket, cut);
-  return issued;
+  return present.filter((t) => t.finishedAt == null);
 }
 
 /** A D1 value holds about 2 MB: rows (with inputs up to 64 KiB) go in slices of about 1 MB of JSON. */
@@ -149,7 +170,7 @@ function insertWithinChainLimit(rows: ChainedRow[]): SQL {
       from json_each(${JSON.stringify(rows)})
     ) as j
     where j.nth + (select count(*) from ${tasks} as c where c.chain_id = j.chain_id) <= ${MAX_CHAIN_TASKS}
-    returning *`;
+      and not exists (select 1 from ${tasks} as e where e.id = j.id)`;
 }
 
 /** Tasks a chain had no room for: their inputs go, and each parent's log (when in D1) gets a line saying why. */

@@ -67,7 +67,12 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.db = openDb(env.DB);
     this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
-    this.chains = new ChainFiring(env, this.db, { id: ctx.id, self: this }, (e, taskIds) => log("error", "firing triggers failed", { taskIds, error: String(e) }));
+    this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
+      log("error", "firing triggers failed; retrying", { taskIds, error: String(e) });
+      void this.scheduleAlarm();
+    });
+    // Finished tasks whose triggers had not fired when the last instance went.
+    this.chains.reload();
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
   }
 
@@ -148,6 +153,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.queue.reload();
     this.storage.reload();
     if (!this.committing) this.outcomes.reload();
+    this.chains.reload();
     this.alarmAt = undefined;
     await this.pump();
     await this.scheduleAlarm();
@@ -248,6 +254,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
     await this.pump();
     if (this.outcomes.count()) await this.commit();
+    if (this.chains.failed) this.chains.reload();
     await this.scheduleAlarm();
   }
 
@@ -508,7 +515,7 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** One alarm: the earliest work deadline, or the next liveness round while agents are connected. */
   private async scheduleAlarm(): Promise<void> {
-    const deadline = this.outcomes.count() ? Date.now() + RETRY_MS : this.queue.earliestDeadline();
+    const deadline = this.outcomes.count() || this.chains.failed ? Date.now() + RETRY_MS : this.queue.earliestDeadline();
     const liveness = this.ctx.getWebSockets().length ? Date.now() + HEARTBEAT_MS : null;
     const at = Math.min(deadline ?? Infinity, liveness ?? Infinity);
     if (at === Infinity) return;
