@@ -121,6 +121,19 @@ describe("agent routes serve a node only its own open work", () => {
   });
 });
 
+describe("GET /v1/agent/status", () => {
+  it("shows a node the queues and its own connection, never another node's", async () => {
+    const mine = await FakeAgent.connect("node-status-mine", { slots: 3 });
+    await FakeAgent.connect("node-status-other", { slots: 7, privileged: true });
+    const { shards } = await callJson("/v1/agent/status", 200, { token: mine.token });
+    expect(shards[0]).toMatchObject({ waiting: expect.any(Number), running: expect.any(Number) });
+    expect(shards[0].agents).toEqual([expect.objectContaining({ nodeId: "node-status-mine", slots: 3 })]);
+    // The operator still sees both.
+    const nodes: { id: string; connected: boolean }[] = await callJson("/v1/admin/nodes", 200, { token: ADMIN });
+    expect(nodes.filter((n) => n.id.startsWith("node-status-") && n.connected).map((n) => n.id).sort()).toEqual(["node-status-mine", "node-status-other"]);
+  });
+});
+
 describe("reports count only from the node the work is assigned to", () => {
   it("ignores another node's task.done for a task it does not run", async () => {
     const owner = await FakeAgent.connect("node-owner", { slots: 1 });

@@ -131,10 +131,10 @@ export class FakeAgent {
   async close() {
     FakeAgent.open.delete(this);
     this.ws.close(1000, "bye");
-    const token = await FakeAgent.token();
+    // The operator's fleet view: this node's own token may be revoked or its node disabled by now.
     await eventually(async () => {
-      const { shards } = await callJson("/v1/agent/status", 200, { token });
-      return !shards.some((s: { agents: { nodeId: string }[] }) => s.agents.some((a) => a.nodeId === this.nodeId));
+      const nodes: { id: string; connected: boolean }[] = await callJson("/v1/admin/nodes", 200, { token: ADMIN });
+      return !nodes.some((n) => n.id === this.nodeId && n.connected);
     }, 10_000); // a loaded CI box can take seconds to deliver the close
   }
 }

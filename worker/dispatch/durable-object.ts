@@ -184,8 +184,12 @@ export class Dispatcher extends DurableObject<Bindings> {
     return fleetOf(this.connected().map((c) => c.ws), (nodeId) => this.queue.countAssignedTo(nodeId));
   }
 
-  async status() {
-    return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
+  /**
+   * The queue's counts and the connected agents; `nodeId` narrows the agents to that node's own
+   * connection (an agent token sees no other node's).
+   */
+  async status(nodeId?: string) {
+    return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().filter((a) => nodeId === undefined || a.nodeId === nodeId).map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
   }
 
   // ── WebSockets ────────────────────────────────────────────────────────────────────────────────

@@ -107,7 +107,7 @@ export const OPERATIONS: Operation[] = [
 
   { method: "get", path: "/v1/agent/config", summary: "Dispatcher shard count and the token's node id", group: "agent", auth: "agent", ok: { status: 200, description: "{shards, nodeId}" }, errors: [401] },
   { method: "get", path: "/v1/agent/connect", summary: "The agent WebSocket (protocol in shared/protocol)", group: "agent", auth: "agent", ok: { status: 101, description: "Switching protocols." }, errors: [400, 401] },
-  { method: "get", path: "/v1/agent/status", summary: "Queues and connected agents of every shard", group: "agent", auth: "agent", ok: { status: 200, description: "{shards: [{waiting, running, agents}]}" }, errors: [401] },
+  { method: "get", path: "/v1/agent/status", summary: "Queues of every shard, and the calling node's connections", group: "agent", auth: "agent", ok: { status: 200, description: "{shards: [{waiting, running, agents}]}: agents holds only the calling node's entry" }, errors: [401] },
   { method: "get", path: "/v1/agent/builds/:id/source", summary: "A build's zip", group: "agent", auth: "agent", ok: { status: 200, description: "The zip.", contentType: "application/octet-stream" }, errors: [401, 404] },
   { method: "put", path: "/v1/agent/builds/:id/artifact", summary: "Upload a build's artifact", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [401, 404, 411, 413] },
   { method: "get", path: "/v1/agent/builds/:id/artifact", summary: "Download a build's artifact", group: "agent", auth: "agent", ok: { status: 200, description: "The artifact tar.", contentType: "application/octet-stream" }, errors: [401, 404] },

@@ -41,7 +41,8 @@ export const agentRoutes = new Hono<AppEnv>()
     return shardStub(c.env, shard).fetch(forwardConnect(c.req.raw, c.var.agent, { shard, shards: shardCount(c.env) }));
   })
   .get("/status", async (c) => {
-    const shards = await Promise.all(allShards(c.env).map((s) => s.status()));
+    // A compute host sees the queues' sizes and its own connections, not the rest of the fleet.
+    const shards = await Promise.all(allShards(c.env).map((s) => s.status(c.var.agent.nodeId)));
     return c.json({ shards });
   })
   .get("/builds/:id/source", async (c) => streamObject(c.env.BUCKET, (await agentBuild(c, c.req.param("id"), "build", "build source")).zipKey, "build source"))
