@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { newTaskId, shardOf, shardOfTask, shardStub } from "../../worker/dispatch/client.js";
+import { FRAME_BUDGET_BYTES, MAX_LOG_LINE_CHARS } from "../../shared/protocol/messages.js";
 
 const task = (token: string, fnId: string, json: unknown = { n: 1 }) =>
   callJson<{ id: string }>(`/v1/task/${fnId}?x=1`, 201, { token, json }).then((r) => r.id);
@@ -26,6 +27,21 @@ describe("agent connection", () => {
     const fn = await deployedFunction(token);
     const id = await task(token, fn);
     expect((await agent.next("task.assign")).taskId).toBe(id);
+    await agent.close();
+  });
+
+  it(`drops a frame over the ${FRAME_BUDGET_BYTES / 1024} KiB budget unread, even a well-formed report`, async () => {
+    const agent = await FakeAgent.connect("big-frame-node");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    expect((await agent.next("task.assign")).taskId).toBe(id);
+    const log = Array.from({ length: 40 }, () => "x".repeat(MAX_LOG_LINE_CHARS)); // 320 KiB, each line within its own limit
+    agent.done(id, "too big", 200, { log });
+    expect((await call(`/v1/task/${id}/result?wait=1`, { token })).status).toBe(202);
+    agent.done(id, "within the budget");
+    const res = await call(`/v1/task/${id}/result?wait=5`, { token });
+    expect([res.status, await res.text()]).toEqual([200, "within the budget"]);
     await agent.close();
   });
 });

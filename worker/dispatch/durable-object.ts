@@ -1,12 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../env.js";
 import { openDb, type Db } from "../db/client.js";
-import { ackFor, agentMessage, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
-import { artifactKey } from "../lib/storage-keys.js";
+import { ackFor, agentMessage, FRAME_BUDGET_BYTES, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { ChainFiring } from "./chain-firing.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
-import { buildLineAppended, buildLogged, buildMoved, outcomesWritten } from "./records.js";
+import { BuildReports } from "./build-reports.js";
+import { GroupCommit } from "./group-commit.js";
 import { AssignedMarks } from "./assigned-marks.js";
 import { BuildLimits } from "./build-limits.js";
 import { Waiters } from "./waiters.js";
@@ -16,7 +16,6 @@ import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import { abandonedReason, abandonedReport } from "./attempts.js";
 import type { TaskRow } from "../services/tasks.js";
 import { DispatcherStorage, withStorage } from "../storage/dispatcher-store.js";
-import { storageWritten } from "../storage/records.js";
 import { agentPaths } from "./work.js";
 import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, shardOfConnect, type Access } from "./nodes.js";
@@ -50,11 +49,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
   private readonly storage: DispatcherStorage;
-  /** The D1 write in flight, and whether outcomes arrived during it. */
-  private committing: Promise<void> | undefined;
-  private commitAgain = false;
-  /** The last record write of each build still being written (see inOrder). */
-  private readonly buildWrites = new Map<string, Promise<void>>();
+  private readonly commits: GroupCommit;
+  private readonly builds: BuildReports;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -70,6 +66,14 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
       log("error", "firing triggers failed; retrying", { taskIds, error: String(e) });
       void this.scheduleAlarm();
+    });
+    this.builds = new BuildReports(this.db, this.queue);
+    this.commits = new GroupCommit({
+      db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
+      onError: async (e) => {
+        log("error", "recording outcomes failed; retrying", { error: String(e) });
+        await this.scheduleAlarm();
+      },
     });
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
@@ -152,7 +156,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   async resync(): Promise<void> {
     this.queue.reload();
     this.storage.reload();
-    if (!this.committing) this.outcomes.reload();
+    if (!this.commits.inFlight) this.outcomes.reload();
     this.chains.reload();
     this.alarmAt = undefined;
     await this.pump();
@@ -206,6 +210,12 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   override async webSocketMessage(ws: WebSocket, data: string | ArrayBuffer): Promise<void> {
+    // An agent keeps every frame within the budget (a larger body or log goes by HTTP): one over
+    // it is not parsed at all, whatever it says (its length in UTF-16 units is at most its bytes).
+    if (typeof data === "string" && data.length > FRAME_BUDGET_BYTES) {
+      log("warn", "frame over budget dropped", { chars: data.length });
+      return;
+    }
     const msg = parseFrame(agentMessage, data);
     if (!msg) {
       log("warn", "unparseable frame dropped", { frame: typeof data === "string" ? data.slice(0, 200) : "binary" });
@@ -257,7 +267,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     }
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
     await this.pump();
-    if (this.outcomes.count()) await this.commit();
+    if (this.outcomes.count()) await this.commits.run();
     if (this.chains.failed) this.chains.reload();
     await this.scheduleAlarm();
   }
@@ -311,34 +321,13 @@ export class Dispatcher extends DurableObject<Bindings> {
       case "task.done":
         return this.onTaskDone(agent, msg, now, frame);
       case "build.started":
-        return this.inOrder(msg.buildId, () => buildMoved(this.db, msg.buildId, "BUILDING", now));
+        return this.builds.started(msg, now);
       case "build.log":
-        return this.inOrder(msg.buildId, async () => {
-          if (this.queue.get(msg.buildId)) await buildLogged(this.db, msg.buildId, msg.first, msg.lines);
-        });
+        return this.builds.logged(msg);
       case "build.done":
-        return this.inOrder(msg.buildId, async () => {
-          const w = this.queue.get(msg.buildId);
-          if (!w) return;
-          if (!msg.ok) await this.logBuildLine(w, `build failed: ${msg.reason ?? "no reason given"}`);
-          await buildMoved(this.db, w.id, msg.ok ? "SUCCESS" : "FAILED", now, msg.ok ? artifactKey(w.account_id, w.function_id, w.id) : undefined);
-          this.queue.remove(w.id);
-          await this.pump();
-        });
+        if (await this.builds.done(msg, now)) await this.pump();
+        return;
     }
-  }
-
-  /**
-   * Runs one build's record writes in the order its reports arrived. Frames are handled
-   * concurrently (each awaits D1), and a build's end must not overtake its last log lines.
-   */
-  private inOrder(buildId: string, write: () => Promise<void>): Promise<void> {
-    const next = (this.buildWrites.get(buildId) ?? Promise.resolve()).catch(() => undefined).then(write);
-    this.buildWrites.set(buildId, next);
-    void next.finally(() => {
-      if (this.buildWrites.get(buildId) === next) this.buildWrites.delete(buildId);
-    }).catch(() => undefined);
-    return next;
   }
 
   private async onTaskDone(agent: AgentState, msg: TaskDone, now: number, frame?: string) {
@@ -347,7 +336,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.accept(w, msg, now, agent.rttMs, frame);
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
-    await this.commit();
+    await this.commits.run();
   }
 
   /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
@@ -359,50 +348,11 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.outcomes.add(outcome, frame);
   }
 
-  /**
-   * Group commit: writes the logged outcomes to D1, in as many batches as it takes. A call made
-   * while a write is in flight returns that write's promise, which then writes once more.
-   */
-  private commit(): Promise<void> {
-    if (this.committing) {
-      this.commitAgain = true;
-      return this.committing;
-    }
-    this.committing = (async () => {
-      try {
-        do {
-          this.commitAgain = false;
-          while (await this.commitBatch());
-        } while (this.commitAgain);
-      } catch (e) {
-        log("error", "recording outcomes failed; retrying", { error: String(e) });
-        await this.scheduleAlarm();
-      } finally {
-        this.committing = undefined;
-      }
-    })();
-    return this.committing;
-  }
-
-  /** Writes one batch of outcomes; false when there was none. */
-  private async commitBatch(): Promise<boolean> {
-    const batch = this.outcomes.next();
-    if (!batch.length) return false;
-    const now = Date.now();
-    const { finished, triggers } = await outcomesWritten(this.db, this.env.BUCKET, batch, now);
-    await storageWritten(this.db, this.env.BUCKET, batch);
-    this.outcomes.remove(batch.map((o) => o.taskId));
-    for (const row of finished.values()) this.finished.add(row, now);
-    for (const o of batch) this.waiters.wake(o.taskId, finished.get(o.taskId) ?? null);
-    this.chains.add([...finished.values()], triggers);
-    return true;
-  }
-
   private async expire(w: WorkRow, now: number): Promise<void> {
     if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     if (w.kind === "task") {
       this.accept(w, null, now, 0); // written by the alarm's commit, with any others
-    } else await this.failBuild(w, "no result from the agent in time", now);
+    } else await this.builds.failed(w, "no result from the agent in time", now);
   }
 
   /** Work lost with its agent MAX_ATTEMPTS times fails rather than run again (see attempts.ts). */
@@ -410,20 +360,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     log("warn", "work given up", { id: w.id, kind: w.kind, attempts: w.attempts });
     if (w.kind === "task") {
       this.accept(w, abandonedReport(w), now, 0);
-      void this.commit();
-    } else void this.failBuild(w, abandonedReason(w), now).catch((e) => log("error", "failing a build failed", { buildId: w.id, error: String(e) }));
-  }
-
-  private failBuild(w: WorkRow, reason: string, now: number): Promise<void> {
-    this.queue.remove(w.id);
-    return this.inOrder(w.id, async () => {
-      await this.logBuildLine(w, `build failed: ${reason}`);
-      await buildMoved(this.db, w.id, "FAILED", now);
-    });
-  }
-
-  private async logBuildLine(w: WorkRow, line: string) {
-    await buildLineAppended(this.db, w.id, line);
+      void this.commits.run();
+    } else void this.builds.failed(w, abandonedReason(w), now).catch((e) => log("error", "failing a build failed", { buildId: w.id, error: String(e) }));
   }
 
   /** Assigns waiting work to agents with free slots. Storage first, then messages, then D1. */

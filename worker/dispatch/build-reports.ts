@@ -1,0 +1,64 @@
+import type { Db } from "../db/client.js";
+import { artifactKey } from "../lib/storage-keys.js";
+import type { AgentMessage } from "../../shared/protocol/messages.js";
+import type { WorkQueue, WorkRow } from "./queue.js";
+import { buildLineAppended, buildLogged, buildMoved } from "./records.js";
+
+type Report<T extends AgentMessage["type"]> = Extract<AgentMessage, { type: T }>;
+
+/**
+ * A dispatcher's build records: what agents report of their builds, and the failures the
+ * dispatcher decides itself, written to D1 in the order they happened for each build. Frames are
+ * handled concurrently (each awaits D1), and a build's end must not overtake its last log lines.
+ */
+export class BuildReports {
+  /** The last record write of each build still being written. */
+  private readonly writes = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly queue: WorkQueue,
+  ) {}
+
+  started(msg: Report<"build.started">, now: number): Promise<void> {
+    return this.inOrder(msg.buildId, () => buildMoved(this.db, msg.buildId, "BUILDING", now));
+  }
+
+  logged(msg: Report<"build.log">): Promise<void> {
+    return this.inOrder(msg.buildId, async () => {
+      if (this.queue.get(msg.buildId)) await buildLogged(this.db, msg.buildId, msg.first, msg.lines);
+    });
+  }
+
+  /** The build's end as its agent reported it; true when it was still queued here (a slot is free now). */
+  done(msg: Report<"build.done">, now: number): Promise<boolean> {
+    return this.inOrder(msg.buildId, async () => {
+      const w = this.queue.get(msg.buildId);
+      if (!w) return false;
+      if (!msg.ok) await buildLineAppended(this.db, w.id, `build failed: ${msg.reason ?? "no reason given"}`);
+      await buildMoved(this.db, w.id, msg.ok ? "SUCCESS" : "FAILED", now, msg.ok ? artifactKey(w.account_id, w.function_id, w.id) : undefined);
+      this.queue.remove(w.id);
+      return true;
+    });
+  }
+
+  /** A build the dispatcher gave up on (no result in time, its agent lost too often) leaves the queue failed. */
+  failed(w: WorkRow, reason: string, now: number): Promise<void> {
+    this.queue.remove(w.id);
+    return this.inOrder(w.id, async () => {
+      await buildLineAppended(this.db, w.id, `build failed: ${reason}`);
+      await buildMoved(this.db, w.id, "FAILED", now);
+    });
+  }
+
+  private inOrder<T>(buildId: string, write: () => Promise<T>): Promise<T> {
+    const next = (this.writes.get(buildId) ?? Promise.resolve()).catch(() => undefined).then(write);
+    this.writes.set(buildId, next);
+    void next
+      .finally(() => {
+        if (this.writes.get(buildId) === next) this.writes.delete(buildId);
+      })
+      .catch(() => undefined);
+    return next;
+  }
+}
