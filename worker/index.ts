@@ -4,6 +4,7 @@ import { openDb } from "./db/client.js";
 import { plansFrom } from "./billing/plans.js";
 import { renewPlans } from "./billing/renewal.js";
 import { retentionMs, sweepTasks } from "./services/retention.js";
+import { sweepOrphans } from "./services/orphans.js";
 import { RENEWAL_CRON } from "./crons.js";
 import { withCostCounting } from "./diagnostics/cost-counters.js";
 import { Dispatcher } from "./dispatch/durable-object.js";
@@ -23,6 +24,9 @@ export default {
     const db = openDb(env.DB);
     const now = controller.scheduledTime;
     if (controller.cron === RENEWAL_CRON) ctx.waitUntil(renewPlans(db, plansFrom(env.PLANS), now).then(logged("plans renewed", controller.cron)));
-    else ctx.waitUntil(sweepTasks(db, env.BUCKET, retentionMs(env), now).then(logged("finished tasks purged", controller.cron)));
+    else {
+      ctx.waitUntil(sweepTasks(db, env.BUCKET, retentionMs(env), now).then(logged("finished tasks purged", controller.cron)));
+      ctx.waitUntil(sweepOrphans(db, env, now).then(logged("tasks never queued failed", controller.cron)));
+    }
   },
 } satisfies ExportedHandler<Bindings>;

@@ -1,4 +1,5 @@
-import { createExecutionContext, env, runInDurableObject, SELF, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, env, runInDurableObject, SELF, waitOnExecutionContext } from "cloudflare:test";
+import worker from "../../worker/index.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { expect } from "vitest";
 import { createApp } from "../../worker/app.js";
@@ -233,3 +234,10 @@ export async function finishTask(
 export const ERROR_SHAPE = {
   error: expect.objectContaining({ code: expect.stringMatching(/^[a-z][a-z_]*$/), message: expect.any(String) }),
 };
+
+/** Runs a Cron Trigger of wrangler.toml as if it fired at `scheduledTime`, and waits for its work. */
+export async function runCron(cron: string, scheduledTime: number) {
+  const ctx = createExecutionContext();
+  await worker.scheduled!(createScheduledController({ scheduledTime, cron }) as ScheduledController, env, ctx);
+  await waitOnExecutionContext(ctx);
+}

@@ -1,11 +1,10 @@
-import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import worker from "../../worker/index.js";
 import { SWEEP_CRON } from "../../worker/crons.js";
 import { INLINE_LOG_BYTES, INLINE_RESULT_BYTES } from "../../worker/dispatch/records.js";
 import { DAY_MS } from "../../worker/lib/time.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../../worker/lib/storage-keys.js";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, runCron } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -14,12 +13,7 @@ afterEach(() => FakeAgent.closeAll());
 const row = (id: string) => env.DB.prepare("select * from tasks where id = ?").bind(id).first<Record<string, unknown>>();
 const stored = async (key: string) => (await env.BUCKET.head(key)) !== null;
 
-/** Runs the hourly Cron Trigger as if it fired at `scheduledTime`. */
-async function sweep(scheduledTime: number) {
-  const ctx = createExecutionContext();
-  await worker.scheduled!(createScheduledController({ scheduledTime, cron: SWEEP_CRON }) as ScheduledController, env, ctx);
-  await waitOnExecutionContext(ctx);
-}
+const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime);
 
 /** Runs one task through a fake agent with the given result body and log; returns its id once recorded. */
 async function ran(agent: FakeAgent, token: string, fn: string, o: { input?: unknown; body: string; log: string[] }) {

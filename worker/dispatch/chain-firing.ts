@@ -40,6 +40,11 @@ export class ChainFiring {
     sql.exec("create table if not exists chain_due (parent_id text primary key, parent text not null, plan text not null)");
   }
 
+  /** The tasks firings not yet finished will issue (or have issued and not yet queued). */
+  planned(): Set<string> {
+    return new Set(this.sql.exec<{ id: string }>("select json_each.value as id from chain_due, json_each(chain_due.plan)").toArray().map((r) => r.id));
+  }
+
   /** True while finished tasks wait for their triggers to fire. */
   has(): boolean {
     return this.pending.length > 0 || this.failed;

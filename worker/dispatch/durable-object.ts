@@ -163,6 +163,12 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.scheduleAlarm();
   }
 
+  /** Which of these tasks this shard holds: queued or running, its outcome logged, or planned by a firing. */
+  async held(taskIds: string[]): Promise<string[]> {
+    const planned = this.chains.planned();
+    return taskIds.filter((id) => this.queue.has(id) || this.outcomes.has(id) || planned.has(id));
+  }
+
   /** Whether the node holds this work (agent routes serve a node nothing else). */
   async holds(nodeId: string, access: Access): Promise<boolean> {
     return holds(this.queue, this.ctx.storage.sql, nodeId, access);
