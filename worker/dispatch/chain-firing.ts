@@ -45,11 +45,6 @@ export class ChainFiring {
     return new Set(this.sql.exec<{ id: string }>("select json_each.value as id from chain_due, json_each(chain_due.plan)").toArray().map((r) => r.id));
   }
 
-  /** True while finished tasks wait for their triggers to fire. */
-  has(): boolean {
-    return this.pending.length > 0 || this.failed;
-  }
-
   /** Stores what the finished tasks' matching triggers issue, synchronously, then fires them. */
   add(finished: TaskRow[], triggers: TriggerCandidate[]): void {
     if (!finished.length || !triggers.length) return;
@@ -71,11 +66,6 @@ export class ChainFiring {
     const held = new Set(this.pending.map((d) => d.parent.id));
     this.failed = false;
     this.fire(stored.map((r) => ({ parent: JSON.parse(r.parent) as ChainParent, plan: JSON.parse(r.plan) as Record<string, string> })).filter((d) => !held.has(d.parent.id)));
-  }
-
-  /** Resolves when nothing is firing (tests). */
-  async settled(): Promise<void> {
-    while (this.running) await this.running;
   }
 
   private fire(due: Due[]): void {

@@ -1,4 +1,4 @@
-import { and, asc, isNull, lt, sql } from "drizzle-orm";
+import { and, asc, gt, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
 import type { Bindings } from "../env.js";
@@ -32,7 +32,7 @@ export async function sweepOrphans(db: Db, env: Bindings, now: number): Promise<
     const page = await db
       .select({ id: tasks.id })
       .from(tasks)
-      .where(and(isNull(tasks.finishedAt), lt(tasks.issuedAt, now - ORPHAN_AFTER_MS), sql`${tasks.id} > ${after}`))
+      .where(and(isNull(tasks.finishedAt), lt(tasks.issuedAt, now - ORPHAN_AFTER_MS), gt(tasks.id, after)))
       .orderBy(asc(tasks.id))
       .limit(PAGE);
     if (!page.length) break;
