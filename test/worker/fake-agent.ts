@@ -1,5 +1,6 @@
-import { SELF } from "cloudflare:test";
+import { SELF, env } from "cloudflare:test";
 import { ADMIN, callJson } from "./helpers.js";
+import { shardStub } from "../../worker/dispatch/client.js";
 import { PROTOCOL_VERSION, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 
 type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { type: T }>;
@@ -31,7 +32,7 @@ export class FakeAgent {
   /** How the dispatcher closed the socket, once it has. */
   closedWith?: { code: number; reason: string };
 
-  private constructor(readonly ws: WebSocket, readonly nodeId: string, readonly token: string) {
+  private constructor(readonly ws: WebSocket, readonly nodeId: string, readonly token: string, readonly shard: number) {
     ws.addEventListener("message", (e) => {
       this.inbox.push(JSON.parse(e.data as string));
       for (const w of this.waiters.splice(0)) w();
@@ -65,7 +66,7 @@ export class FakeAgent {
     const res = await via.fetch(new Request(`https://api.test/v1/agent/connect?shard=${via.shard}`, { headers: { upgrade: "websocket", authorization: `Bearer ${token}` } }));
     if (!res.webSocket) throw new Error(`no websocket: ${res.status} ${await res.text()}`);
     res.webSocket.accept();
-    const agent = new FakeAgent(res.webSocket, nodeId, token);
+    const agent = new FakeAgent(res.webSocket, nodeId, token, via.shard);
     FakeAgent.open.add(agent);
     return agent;
   }
@@ -124,18 +125,21 @@ export class FakeAgent {
 
   /** Closes whatever agents the last test left connected. */
   static async closeAll() {
-    for (const a of [...FakeAgent.open]) await a.close();
+    await Promise.all([...FakeAgent.open].map((a) => a.close()));
   }
 
-  /** Closes and waits until the dispatcher has let go of this agent (its work is requeued). */
+  /**
+   * Closes and waits until this connection's shard has let go of it (its work is requeued). Not
+   * until the node leaves the fleet: a node connected to several shards stays connected until its
+   * last socket closes, so waiting for that would wait out the timeout whenever a test closed its
+   * sockets in another order than the fleet view lists them.
+   */
   async close() {
     FakeAgent.open.delete(this);
     this.ws.close(1000, "bye");
-    // The operator's fleet view: this node's own token may be revoked or its node disabled by now.
-    await eventually(async () => {
-      const nodes: { id: string; connected: boolean }[] = await callJson("/v1/admin/nodes", 200, { token: ADMIN });
-      return !nodes.some((n) => n.id === this.nodeId && n.connected);
-    }, 10_000); // a loaded CI box can take seconds to deliver the close
+    const shard = shardStub(env, this.shard);
+    const stillOpen = () => [...FakeAgent.open].filter((a) => a.nodeId === this.nodeId && a.shard === this.shard).length;
+    await eventually(async () => (await shard.fleet()).filter((e) => e.nodeId === this.nodeId).length <= stillOpen(), 10_000);
   }
 }
 
