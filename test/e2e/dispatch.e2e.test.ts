@@ -97,9 +97,11 @@ describe("an agent killed in the middle of a task", () => {
     const { id } = await user.json("POST", `/v1/task/${functionId}?sleep=4`, 201, { json: { k: 1 } });
     for (let i = 0; i < 100 && !(await user.json("GET", `/v1/task/${id}`, 200)).assigned; i++) await sleep(100);
     expect((await user.json("GET", `/v1/task/${id}`, 200)).node).toBe("agent-a");
-    await agents["agent-b"]!.spawn();
-    await sleep(1000); // agent-a is inside the handler's sleep now
+    await sleep(1000); // agent-a is inside the task now (the handler sleeps 4 s)
+    // Killed before agent-b starts: starting an agent can take longer than the handler's sleep on
+    // a loaded machine, and agent-a would have finished the task by then.
     agents["agent-a"]!.kill();
+    await agents["agent-b"]!.spawn();
     const res = await result(user, id);
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ echo: { k: 1 } });
