@@ -77,7 +77,7 @@ export interface RunnerOptions {
   allowPrivileged?: boolean;
   /** Responses larger than this become a 500. Default 10 MiB. */
   maxResponseBytes?: number;
-  /** Log lines kept per invocation. Default 10,000. */
+  /** Log lines kept per invocation, the cut note included. Default 10,000. */
   maxLogLines?: number;
   /** Output bytes (UTF-8) a container's log holds at once. Default MAX_CALL_LOG_BYTES (2 MiB). */
   maxLogBytes?: number;
