@@ -9,6 +9,7 @@ import { runBuildContainer, type BuildDirs } from "./build-container.js";
 import { BuildSpace } from "./build-space.js";
 import { DEFAULT_UNZIP_LIMITS, unzipSafely, ZipRefusedError, type UnzipLimits } from "./unzip.js";
 import { chownTree } from "./chown-tree.js";
+import { log } from "../log.js";
 
 export interface BuildLimits extends UnzipLimits {
   /** The OCI runtime of the build container ("runsc" for gVisor); Docker's default when absent. */
@@ -131,8 +132,12 @@ export async function buildFunction(request: BuildRequest): Promise<BuildResult>
     say(`artifact ready (${artifactBytes} bytes)`);
     return { ok: true, artifactPath, artifactBytes, durationMs: Date.now() - started };
   } catch (err) {
-    return fail(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+    // The cause names host paths and errno codes: it is the operator's to read, not the tenant's.
+    log("error", "build failed on the node", { workDir, error: errorText(err) });
+    return fail("internal error on the build node; the operator's log has the cause");
   } finally {
-    await space?.dispose().catch((err: unknown) => say(`warning: build space not removed: ${err instanceof Error ? err.message : String(err)}`));
+    await space?.dispose().catch((err: unknown) => log("warn", "build space not removed", { workDir, error: errorText(err) }));
   }
 }
+
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));

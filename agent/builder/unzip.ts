@@ -4,6 +4,11 @@ import path from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import yauzl from "yauzl";
+import { unpackFailure } from "./unpack-failure.js";
+import { checkNameFits, shownName } from "./zip-names.js";
+import { ZipRefusedError } from "./zip-refused.js";
+
+export { ZipRefusedError };
 
 export interface UnzipLimits {
   maxEntries: number;
@@ -15,9 +20,6 @@ export const DEFAULT_UNZIP_LIMITS: UnzipLimits = {
   maxUncompressedBytes: 500 * 1024 * 1024,
 };
 
-/** A zip we will not unpack; its message is written to the build log as is. */
-export class ZipRefusedError extends Error {}
-
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 const S_IFDIR = 0o040000;
@@ -25,7 +27,9 @@ const S_IFDIR = 0o040000;
 /**
  * Unpacks a zip into `dest` (an empty directory) with every check the builder promises: no path
  * leaves `dest`, no encrypted entries, bounded entry count and bounded bytes actually written (the
- * sizes in zip headers are attacker-chosen, so the streams themselves are counted).
+ * sizes in zip headers are attacker-chosen, so the streams themselves are counted), names the file
+ * system can hold. Every refusal speaks of the zip (the entry's name as in the zip, a reason in
+ * words), never of the host: no host path and no errno text reaches the build log.
  */
 export async function unzipSafely(zip: Buffer | string, dest: string, limits: UnzipLimits): Promise<{ entries: number; bytes: number }> {
   const root = path.resolve(dest);
@@ -42,7 +46,7 @@ export async function unzipSafely(zip: Buffer | string, dest: string, limits: Un
       if (entries > limits.maxEntries) throw new ZipRefusedError(`zip has more than ${limits.maxEntries} entries`);
       const name = decodeName(entry);
       const at = checkedPath(root, name);
-      if (entry.isEncrypted()) throw new ZipRefusedError(`zip entry "${name}" is encrypted; encrypted zips are not supported`);
+      if (entry.isEncrypted()) throw new ZipRefusedError(`zip entry ${shownName(name)} is encrypted; encrypted zips are not supported`);
       if (bytes + entry.uncompressedSize > limits.maxUncompressedBytes) throw tooBig(limits);
       const mode = (entry.externalFileAttributes >>> 16) & 0xffff;
       if ((mode & S_IFMT) === S_IFLNK) {
@@ -51,33 +55,25 @@ export async function unzipSafely(zip: Buffer | string, dest: string, limits: Un
         links.push({ at, name, target });
         continue;
       }
-      if (name.endsWith("/") || (mode & S_IFMT) === S_IFDIR) {
-        await makeRealDir(root, at);
-        continue;
-      }
-      await makeRealDir(root, path.dirname(at));
-      const stream = await zipfile.openReadStreamPromise(entry);
-      // yauzl may emit a size error again after pipeline() has detached; the first one is enough.
-      stream.on("error", () => undefined);
-      const counter = new ByteCounter(limits.maxUncompressedBytes - bytes, limits);
-      const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
-      const handle = await fs.open(at, flags, fileMode(mode)).catch((err: NodeJS.ErrnoException) => {
-        if (err.code === "EEXIST") throw new ZipRefusedError(`zip holds "${name}" more than once`);
-        throw err;
-      });
       try {
-        await pipeline(stream, counter, handle.createWriteStream());
-      } finally {
-        await handle.close().catch(() => undefined);
+        if (name.endsWith("/") || (mode & S_IFMT) === S_IFDIR) {
+          await makeRealDir(root, at);
+          continue;
+        }
+        await makeRealDir(root, path.dirname(at));
+        bytes += await writeEntry(zipfile, entry, at, mode, new ByteCounter(limits.maxUncompressedBytes - bytes, limits));
+      } catch (err) {
+        throw (err as NodeJS.ErrnoException).code ? unpackFailure(err, name) : err;
       }
-      bytes += counter.count;
     }
     const linkPaths = new Set(links.map((l) => l.at));
-    for (const link of links) await makeLink(root, link, linkPaths);
+    for (const link of links) await makeLink(root, link, linkPaths).catch((err: unknown) => Promise.reject(unpackFailure(err, link.name)));
     return { entries, bytes };
   } catch (err) {
     if (err instanceof ZipRefusedError) throw err;
-    const message = err instanceof Error ? err.message : String(err);
+    // A system error here is the node's (reading the uploaded zip), not the zip's: not the tenant's to read.
+    if ((err as NodeJS.ErrnoException).code) throw err;
+    const message = (err instanceof Error ? err.message : String(err)).slice(0, 200);
     if (/too many bytes|too few bytes/.test(message)) {
       throw new ZipRefusedError(`zip entry sizes do not match their headers (${message}); refusing a possible zip bomb`);
     }
@@ -91,7 +87,8 @@ function openZip(zip: Buffer | string): Promise<yauzl.ZipFile> {
   const options: yauzl.Options = { lazyEntries: true, decodeStrings: false, validateEntrySizes: true, autoClose: false };
   return new Promise((resolve, reject) => {
     const done = (err: Error | null, zipfile: yauzl.ZipFile) => {
-      if (err) reject(new ZipRefusedError(`not a readable zip archive: ${err.message}`));
+      // yauzl's own errors describe the archive; a system error (the file, the disk) is the node's.
+      if (err) reject((err as NodeJS.ErrnoException).code ? err : new ZipRefusedError(`not a readable zip archive: ${err.message.slice(0, 200)}`));
       else resolve(zipfile);
     };
     if (typeof zip === "string") yauzl.open(zip, options, done);
@@ -107,15 +104,32 @@ function decodeName(entry: yauzl.Entry): string {
 }
 
 function checkedPath(root: string, name: string): string {
-  if (name.length === 0 || name.includes("\0")) throw new ZipRefusedError(`zip entry has an invalid name ${JSON.stringify(name)}`);
-  if (name.includes("\\")) throw new ZipRefusedError(`zip entry "${name}" uses backslashes; use forward slashes`);
+  const shown = shownName(name);
+  if (name.length === 0 || name.includes("\0")) throw new ZipRefusedError(`zip entry has an invalid name ${shown}`);
+  if (name.includes("\\")) throw new ZipRefusedError(`zip entry ${shown} uses backslashes; use forward slashes`);
   if (name.startsWith("/") || /^[A-Za-z]:/.test(name)) {
-    throw new ZipRefusedError(`zip entry "${name}" has an absolute path; entries must be relative`);
+    throw new ZipRefusedError(`zip entry ${shown} has an absolute path; entries must be relative`);
   }
-  if (name.split("/").includes("..")) throw new ZipRefusedError(`zip entry "${name}" climbs out of the folder with ".." (zip slip)`);
+  if (name.split("/").includes("..")) throw new ZipRefusedError(`zip entry ${shown} climbs out of the folder with ".." (zip slip)`);
+  checkNameFits(name, `zip entry ${shown}`);
   const at = path.resolve(root, name);
-  if (!isInside(root, at)) throw new ZipRefusedError(`zip entry "${name}" resolves outside the folder (zip slip)`);
+  if (!isInside(root, at)) throw new ZipRefusedError(`zip entry ${shown} resolves outside the folder (zip slip)`);
   return at;
+}
+
+/** Writes one file entry at `at` (never through a link, never over another) and returns its size. */
+async function writeEntry(zipfile: yauzl.ZipFile, entry: yauzl.Entry, at: string, mode: number, counter: ByteCounter): Promise<number> {
+  const stream = await zipfile.openReadStreamPromise(entry);
+  // yauzl may emit a size error again after pipeline() has detached; the first one is enough.
+  stream.on("error", () => undefined);
+  const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
+  const handle = await fs.open(at, flags, fileMode(mode));
+  try {
+    await pipeline(stream, counter, handle.createWriteStream());
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+  return counter.count;
 }
 
 function isInside(root: string, candidate: string): boolean {
@@ -131,7 +145,7 @@ async function makeRealDir(root: string, dir: string): Promise<void> {
     current = path.join(current, part);
     const stat = await fs.lstat(current).catch(() => null);
     if (stat === null) await fs.mkdir(current, { mode: 0o755 });
-    else if (!stat.isDirectory()) throw new ZipRefusedError(`zip entry path "${rel}" goes through a non-directory`);
+    else if (!stat.isDirectory()) throw new ZipRefusedError(`zip entry path ${shownName(rel.split(path.sep).join("/"))} goes through a non-directory`);
   }
 }
 
@@ -144,20 +158,19 @@ async function makeRealDir(root: string, dir: string): Promise<void> {
  */
 async function makeLink(root: string, link: { at: string; name: string; target: string }, links: Set<string>): Promise<void> {
   const { at, name, target } = link;
-  const leaves = () => new ZipRefusedError(`zip entry "${name}" is a symlink to "${target}", which leaves the folder`);
+  const leaves = () => new ZipRefusedError(`zip entry ${shownName(name)} is a symlink to ${shownName(target)}, which leaves the folder`);
   if (target === "" || path.isAbsolute(target) || target.includes("\\") || target.includes("\0")) throw leaves();
+  checkNameFits(target, `zip entry ${shownName(name)} is a symlink whose target`);
   const steps = target.split("/").filter((p) => p !== "" && p !== ".");
   let current = path.dirname(at);
   for (const [i, step] of steps.entries()) {
     current = step === ".." ? path.dirname(current) : path.join(current, step);
     if (!isInside(root, current)) throw leaves();
     if (i < steps.length - 1 && links.has(current))
-      throw new ZipRefusedError(`zip entry "${name}" is a symlink to "${target}", which goes through another symlink of the zip`);
+      throw new ZipRefusedError(`zip entry ${shownName(name)} is a symlink to ${shownName(target)}, which goes through another symlink of the zip`);
   }
   await makeRealDir(root, path.dirname(at));
-  await fs.symlink(target, at).catch((err: NodeJS.ErrnoException) => {
-    throw new ZipRefusedError(`zip entry "${name}" could not be made a symlink (${err.code ?? err.message})`);
-  });
+  await fs.symlink(target, at);
 }
 
 function fileMode(zipMode: number): number {
@@ -176,7 +189,7 @@ async function readAll(zipfile: yauzl.ZipFile, entry: yauzl.Entry, max: number):
   let size = 0;
   for await (const chunk of stream) {
     size += (chunk as Buffer).length;
-    if (size > max) throw new ZipRefusedError(`zip entry "${decodeName(entry)}" is a symlink with an overlong target`);
+    if (size > max) throw new ZipRefusedError(`zip entry ${shownName(decodeName(entry))} is a symlink with an overlong target`);
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);

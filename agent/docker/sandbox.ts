@@ -18,13 +18,20 @@ export interface Mount {
   readOnly: boolean;
 }
 
+/**
+ * No Docker log: the agent reads a container's output through its attach stream, and a log file
+ * (json-file, the default driver) would keep every byte a function or build ever printed on the
+ * node's disk for as long as the container lives, warm containers included.
+ */
+export const NO_DOCKER_LOG: Docker.HostConfig["LogConfig"] = { Type: "none", Config: {} };
+
 /** Host threads gVisor's sandbox (its kernel and file gofer) needs beside the function's processes. */
 export const RUNSC_PIDS_OVERHEAD = 64;
 
 /**
  * The confinement every function and build container gets: no network, read-only root with a small
  * /tmp, capped memory (no swap), CPUs and pids, an init that reaps zombies, and only the bind mounts
- * given (never the Docker socket). Unprivileged containers also lose every capability and may not
+ * given (never the Docker socket), and no Docker log on the node's disk. Unprivileged containers also lose every capability and may not
  * gain privileges through setuid binaries.
  */
 export function sandboxHostConfig(limits: SandboxLimits, mounts: Mount[]): Docker.HostConfig {
@@ -42,6 +49,7 @@ export function sandboxHostConfig(limits: SandboxLimits, mounts: Mount[]): Docke
     PidsLimit: pids,
     Init: true,
     IpcMode: "private",
+    LogConfig: NO_DOCKER_LOG,
     Ulimits: [{ Name: "nofile", Soft: 1024, Hard: 1024 }],
     ...(limits.runtime ? { Runtime: limits.runtime } : {}),
     ...(limits.privileged ? {} : { CapDrop: ["ALL"], SecurityOpt: ["no-new-privileges"] }),

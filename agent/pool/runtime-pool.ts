@@ -6,6 +6,7 @@ import type { SandboxLimits } from "../docker/sandbox.js";
 import { log } from "../log.js";
 import type { Lang, RuntimeImages } from "../runtimes/languages.js";
 import { FunctionContainer, type FunctionIdentity } from "../runner/function-container.js";
+import type { LogBounds } from "../runner/invocation-log.js";
 import { RecentDemand } from "./demand.js";
 import { linkTree } from "./function-files.js";
 import { POOL_COMMAND } from "./pool-commands.js";
@@ -28,7 +29,7 @@ export interface PoolHost {
   socketsDir: string;
   /** Parent of the pooled containers' own /function folders. */
   dir: string;
-  maxLogLines: number;
+  logBounds: LogBounds;
   /** The limits of a function asking for the node's defaults: what a pooled container starts with. */
   defaultLimits: SandboxLimits;
   /** Whether the node's container cap leaves room for one more (counting this pool's). */
@@ -275,7 +276,7 @@ export class RuntimePool {
           cmd: POOL_COMMAND[lang],
           socketsDir: this.host.socketsDir,
           limits,
-          maxLogLines: this.host.maxLogLines,
+          logBounds: this.host.logBounds,
         },
         Date.now() + 60_000,
       );

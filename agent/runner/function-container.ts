@@ -6,7 +6,7 @@ import { forceRemove, LABEL_AGENT, LABEL_BUILD, LABEL_FUNCTION, LABEL_MANAGED, L
 import { attachOutput } from "../docker/output.js";
 import { sandboxHostConfig, type SandboxLimits } from "../docker/sandbox.js";
 import { FUNCTION_UID } from "../runtimes/languages.js";
-import { InvocationLog } from "./invocation-log.js";
+import { InvocationLog, type CallLog, type LogBounds } from "./invocation-log.js";
 import { CHANNEL_SOCKET, ShimChannel } from "./shim-channel.js";
 import type { ShimResponse } from "./shim-client.js";
 import type { FunctionRequest } from "./types.js";
@@ -31,7 +31,7 @@ export interface ContainerSpec {
   cmd?: string[];
   socketsDir: string;
   limits: SandboxLimits;
-  maxLogLines: number;
+  logBounds: LogBounds;
 }
 
 /** The request a pooled container's shim takes first (see docs/runtimes.md, "Pool mode"). */
@@ -47,9 +47,9 @@ function identityEnv(identity: FunctionIdentity): string[] {
 }
 
 export type Exchange =
-  | { kind: "response"; response: ShimResponse; log: string[] }
-  | { kind: "crashed"; oomKilled: boolean; exitCode: number | null; log: string[] }
-  | { kind: "failed"; error: Error; log: string[] };
+  | { kind: "response"; response: ShimResponse; log: CallLog }
+  | { kind: "crashed"; oomKilled: boolean; exitCode: number | null; log: CallLog }
+  | { kind: "failed"; error: Error; log: CallLog };
 
 // After the response, the end markers travel through dockerd's attach stream; they normally trail
 // by well under a millisecond, this only bounds a shim that died right after answering.
@@ -74,7 +74,7 @@ export class FunctionContainer {
     const name = `gcfaas-fn-${randomBytes(8).toString("hex")}`;
     const channel = await ShimChannel.open(path.join(spec.socketsDir, name));
     const uid = spec.limits.privileged ? 0 : FUNCTION_UID;
-    const log = new InvocationLog(spec.maxLogLines);
+    const log = new InvocationLog(spec.logBounds);
     let container: Docker.Container | null = null;
     try {
       container = await spec.docker.createContainer({
@@ -188,8 +188,13 @@ export class FunctionContainer {
   }
 
   /** Output printed by a call that will never complete (timed out or crashed). */
-  unfinishedLog(): string[] {
+  unfinishedLog(): CallLog {
     return this.log.takeUnfinished();
+  }
+
+  /** Output bytes the container's log holds now, and the most it ever held: what its calls' output costs the agent. */
+  get logBytes(): { retained: number; peak: number } {
+    return { retained: this.log.retainedBytes, peak: this.log.peakRetainedBytes };
   }
 
   private waitExit(ms: number): Promise<void> {
@@ -212,7 +217,7 @@ export class FunctionContainer {
 }
 
 export class ContainerExitedEarly extends Error {
-  constructor(readonly log: string[]) {
+  constructor(readonly log: CallLog) {
     super("the runtime exited before it was ready");
   }
 }

@@ -10,6 +10,7 @@ import { offlineImages, type Lang, type RuntimeImages } from "../runtimes/langua
 import { RuntimePool } from "../pool/runtime-pool.js";
 import { ArtifactCache } from "./artifact-cache.js";
 import { ContainerExitedEarly, FunctionContainer, StartTimeout, type Exchange } from "./function-container.js";
+import { MAX_CALL_LOG_BYTES, type CallLog, type LogBounds } from "./invocation-log.js";
 import { ResponseTooLargeError } from "./shim-client.js";
 import type { ContainerInfo, InvokeRequest, InvokeResult, RunnerOptions } from "./types.js";
 
@@ -56,6 +57,7 @@ export class Runner {
       allowPrivileged: options.allowPrivileged ?? false,
       maxResponseBytes: options.maxResponseBytes ?? 10 * 1024 * 1024,
       maxLogLines: options.maxLogLines ?? 10_000,
+      maxLogBytes: options.maxLogBytes ?? MAX_CALL_LOG_BYTES,
       runtime: options.runtime ?? "",
     };
     this.artifacts = new ArtifactCache(path.join(this.settings.stateDir, "artifacts"));
@@ -68,7 +70,7 @@ export class Runner {
             agentId: this.settings.agentId,
             socketsDir: path.join(this.settings.stateDir, "sockets"),
             dir: path.join(this.settings.stateDir, "pool"),
-            maxLogLines: this.settings.maxLogLines,
+            logBounds: this.logBounds(),
             defaultLimits: this.limitsFor({ timeout: 1, cpuCount: 0, memSize: 0, privileged: false }),
             hasRoom: () => this.used() < this.settings.maxContainers,
           })
@@ -99,9 +101,9 @@ export class Runner {
     const limits = this.limitsFor(caps);
     const key = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
     let pooled = false;
-    const finish = (r: Omit<InvokeResult, "durationMs" | "runtime" | "pooled">): InvokeResult => ({ ...r, durationMs: Date.now() - started, runtime: limits.runtime ?? "runc", pooled });
+    const finish = (r: Outcome): InvokeResult => ({ ...r, durationMs: Date.now() - started, runtime: limits.runtime ?? "runc", pooled });
 
-    if (call.signal?.aborted) return finish(cancelledResult([], "cold", ""));
+    if (call.signal?.aborted) return finish(cancelledResult(NO_LOG, "cold", ""));
     let slot = this.takeIdle(key);
     const kind: "cold" | "warm" = slot ? "warm" : "cold";
     if (!slot) {
@@ -127,7 +129,7 @@ export class Runner {
               identity,
               socketsDir: path.join(this.settings.stateDir, "sockets"),
               limits,
-              maxLogLines: this.settings.maxLogLines,
+              logBounds: this.logBounds(),
             },
             deadline,
           ));
@@ -135,7 +137,7 @@ export class Runner {
         container.busy = true;
         this.slots.add(slot);
       } catch (err) {
-        if (err instanceof StartTimeout) return finish(timeoutResult(caps.timeout, [], "cold", ""));
+        if (err instanceof StartTimeout) return finish(timeoutResult(caps.timeout, NO_LOG, "cold", ""));
         if (err instanceof ContainerExitedEarly) {
           return finish({ ...errorResult("the function runtime exited while starting", err.log), container: "cold", containerId: "" });
         }
@@ -182,6 +184,7 @@ export class Runner {
       functionId: s.functionId,
       buildId: s.buildId,
       busy: s.container.busy,
+      logBytes: s.container.logBytes,
       bareExchange: (request) => s.container.bareExchange(request, randomBytes(12).toString("hex"), this.settings.maxResponseBytes),
     }));
   }
@@ -221,6 +224,10 @@ export class Runner {
     this.closed = true;
     for (const wake of this.capacityWaiters.splice(0)) wake();
     await Promise.all([...[...this.slots].map((s) => this.discard(s)), this.pool?.shutdown()]);
+  }
+
+  private logBounds(): LogBounds {
+    return { maxLines: this.settings.maxLogLines, maxBytes: this.settings.maxLogBytes };
   }
 
   private limitsFor(caps: InvokeRequest["capabilities"]): SandboxLimits {
@@ -294,36 +301,42 @@ export class Runner {
   }
 }
 
-function timeoutResult(seconds: number, log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime" | "pooled"> {
+type Outcome = Omit<InvokeResult, "durationMs" | "runtime" | "pooled">;
+
+const NO_LOG: CallLog = { lines: [], cut: { lines: 0, bytes: 0 } };
+
+function timeoutResult(seconds: number, log: CallLog, container: "cold" | "warm", containerId: string): Outcome {
   return {
     status: 504,
     headers: JSON_HEADERS,
     body: Buffer.from(JSON.stringify({ error: `function timed out after ${seconds} s` })),
-    log: [...log, `[runtime] timed out after ${seconds} s; the container was killed`],
+    log: [...log.lines, `[runtime] timed out after ${seconds} s; the container was killed`],
+    logCut: log.cut,
     container,
     containerId,
   };
 }
 
-function cancelledResult(log: string[], container: "cold" | "warm", containerId: string): Omit<InvokeResult, "durationMs" | "runtime" | "pooled"> {
+function cancelledResult(log: CallLog, container: "cold" | "warm", containerId: string): Outcome {
   return {
     status: 410,
     headers: JSON_HEADERS,
     body: Buffer.from(JSON.stringify({ error: "the task was cancelled" })),
-    log: [...log, "[runtime] cancelled; the container was killed"],
+    log: [...log.lines, "[runtime] cancelled; the container was killed"],
+    logCut: log.cut,
     container,
     containerId,
   };
 }
 
-function errorResult(message: string, log: string[]): Pick<InvokeResult, "status" | "headers" | "body" | "log"> {
-  return { status: 500, headers: JSON_HEADERS, body: Buffer.from(JSON.stringify({ error: message })), log: [...log, `[runtime] ${message}`] };
+function errorResult(message: string, log: CallLog): Pick<InvokeResult, "status" | "headers" | "body" | "log" | "logCut"> {
+  return { status: 500, headers: JSON_HEADERS, body: Buffer.from(JSON.stringify({ error: message })), log: [...log.lines, `[runtime] ${message}`], logCut: log.cut };
 }
 
-function toResult(outcome: Exchange, maxResponseBytes: number, memoryMiB: number): Pick<InvokeResult, "status" | "headers" | "body" | "log"> {
+function toResult(outcome: Exchange, maxResponseBytes: number, memoryMiB: number): Pick<InvokeResult, "status" | "headers" | "body" | "log" | "logCut"> {
   switch (outcome.kind) {
     case "response":
-      return { ...outcome.response, log: outcome.log };
+      return { ...outcome.response, log: outcome.log.lines, logCut: outcome.log.cut };
     case "crashed":
       return outcome.oomKilled
         ? errorResult(`the function ran out of memory (limit ${memoryMiB} MiB) and was killed`, outcome.log)

@@ -1,6 +1,7 @@
 import type Docker from "dockerode";
 import type { PoolSettings } from "../pool/runtime-pool.js";
 import type { Lang, RuntimeImages } from "../runtimes/languages.js";
+import type { LogCut } from "../../shared/protocol/messages.js";
 import type { ShimResponse } from "./shim-client.js";
 
 export interface Capabilities {
@@ -42,6 +43,8 @@ export interface InvokeResult {
   body: Buffer;
   /** The function's stdout and stderr lines for this call, plus `[runtime] ...` lines from the runner. */
   log: string[];
+  /** Output lines (and their bytes) past the log's bounds, not kept; the log's note says the same. */
+  logCut: LogCut;
   durationMs: number;
   container: "cold" | "warm";
   /** A cold call served by a container taken from the runtime pool. */
@@ -74,8 +77,10 @@ export interface RunnerOptions {
   allowPrivileged?: boolean;
   /** Responses larger than this become a 500. Default 10 MiB. */
   maxResponseBytes?: number;
-  /** Log lines kept per invocation. Default 10,000. */
+  /** Log lines kept per invocation, the cut note included. Default 10,000. */
   maxLogLines?: number;
+  /** Output bytes (UTF-8) a container's log holds at once. Default MAX_CALL_LOG_BYTES (2 MiB). */
+  maxLogBytes?: number;
   /**
    * The OCI runtime of unprivileged functions: "runsc" runs them under gVisor. Privileged functions
    * always run under runc (gVisor cannot give them what they ask for). Default "" (Docker's default).
@@ -90,6 +95,8 @@ export interface ContainerInfo {
   functionId: string;
   buildId: string;
   busy: boolean;
+  /** Output bytes its log holds now, and the most it ever held. */
+  logBytes: { retained: number; peak: number };
   /** One request straight to the idle container's shim, bypassing the runner: a benchmark baseline. */
   bareExchange: (request: FunctionRequest) => Promise<ShimResponse>;
 }

@@ -36,7 +36,7 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
   const { logPath } = msg;
   // Whatever would not fit in one frame is PUT first (see frame-budget.ts).
   const frame = await fitTaskDone(
-    { taskId: msg.taskId, status, headers: result.headers, body: result.body, log: result.log, durationMs: result.durationMs },
+    { taskId: msg.taskId, status, headers: result.headers, body: result.body, log: result.log, logCut: result.logCut, durationMs: result.durationMs },
     {
       body: (bytes) => agent.control.put(msg.resultPath, bytes),
       ...(logPath ? { log: (json: Buffer) => agent.control.put(logPath, json, "application/json") } : {}),

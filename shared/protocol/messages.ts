@@ -20,6 +20,9 @@ export const MAX_LOG_UPLOAD_BYTES = 16 * 1024 * 1024;
 export const MAX_LOG_LINES = 10_000;
 export const MAX_LOG_LINE_CHARS = 8192;
 export const logLines = z.array(z.string().max(MAX_LOG_LINE_CHARS)).max(MAX_LOG_LINES);
+/** Output the agent did not keep of a call's log: whole lines and their UTF-8 bytes (agent/runner/invocation-log.ts). */
+export const logCut = z.object({ lines: z.int().min(0), bytes: z.int().min(0) });
+export type LogCut = z.infer<typeof logCut>;
 
 const id = z.string().regex(/^[a-z0-9]{1,64}$/);
 const lang = z.enum(["go", "py", "js", "cs", "rb", "rs"]);
@@ -101,6 +104,8 @@ export const taskDone = z.object({
   log: logLines,
   /** The log was PUT to the log URL first (`log` is then empty). */
   logUploaded: z.boolean().default(false),
+  /** What was cut from the log, by the agent's bound on a call's output and by the frame budget (also its last lines' note). */
+  logCut: logCut.optional(),
   durationMs: z.int().min(0),
   /** The response's GC-Storage header, taken off the recorded headers: set or clear the function's storage. */
   storage: storageChange.optional(),

@@ -50,7 +50,9 @@ describe("a task's report within the frame budget", () => {
     expect(Buffer.byteLength(JSON.stringify(sent.log))).toBeLessThanOrEqual(MAX_LOG_UPLOAD_BYTES);
     expect(sent.log![0]).toBe(hugeLog()[0]);
     const kept = sent.log!.length - 1;
-    expect(sent.log!.at(-1)).toBe(`[runtime] ${10_000 - kept} more log lines dropped (the log is limited to ${MAX_LOG_UPLOAD_BYTES} bytes)`);
+    const cut = { lines: 10_000 - kept, bytes: hugeLog().slice(kept).reduce((n, l) => n + l.length, 0) };
+    expect(sent.log!.at(-1)).toBe(`[runtime] … ${cut.lines} lines (${cut.bytes} bytes) cut … (the log is limited to ${MAX_LOG_UPLOAD_BYTES} bytes)`);
+    expect(frame.logCut).toEqual(cut);
     expect(agentMessage.safeParse(frame).success).toBe(true);
   });
 
@@ -65,7 +67,7 @@ describe("a task's report within the frame budget", () => {
     const { uploads } = recorder();
     const frame = await fitTaskDone(finished({ log: hugeLog() }), { body: uploads.body });
     expect(frame.logUploaded).toBe(false);
-    expect(frame.log.at(-1)).toMatch(/^\[runtime\] \d+ more log lines dropped/);
+    expect(frame.log.at(-1)).toMatch(/^\[runtime\] … \d+ lines \(\d+ bytes\) cut … \(the log is limited to \d+ bytes\)$/);
     expect(frameBytes(frame)).toBeLessThanOrEqual(FRAME_BUDGET_BYTES);
   });
 
@@ -98,6 +100,43 @@ describe("a build's log batches within the frame budget", () => {
 
 describe("capLog", () => {
   it("keeps a log that fits untouched", () => {
-    expect(capLog(["a", "b"], 1000)).toEqual(["a", "b"]);
+    expect(capLog(["a", "b"], 1000)).toEqual({ lines: ["a", "b"], cut: { lines: 0, bytes: 0 } });
+  });
+});
+
+describe("the note of what a cut dropped (issue 22, item 8)", () => {
+  const note = /^\[runtime\] … (\d+) lines \((\d+) bytes\) cut … \(the log is limited to (\d+) bytes\)$/;
+
+  it("arrives whole and last when the lines fill the bytes to the brim, for any budget", () => {
+    for (const maxBytes of [200, 1000, 4096, 12_000]) {
+      for (const width of [7, 50, 300]) {
+        const log = Array.from({ length: 2000 }, (_, i) => `${i}`.padEnd(width, "q"));
+        const { lines, cut } = capLog(log, maxBytes);
+        expect(Buffer.byteLength(JSON.stringify(lines))).toBeLessThanOrEqual(maxBytes);
+        const [, n, bytes, limit] = note.exec(lines.at(-1)!)!;
+        expect([Number(n), Number(bytes), Number(limit)]).toEqual([cut.lines, cut.bytes, maxBytes]);
+        expect(lines.length - 1 + cut.lines).toBe(2000);
+      }
+    }
+  });
+
+  it("counts lines past the protocol's 10,000 and keeps the runtime's last words after the note", () => {
+    const log = [...Array.from({ length: 10_000 }, (_, i) => `line ${i}`), "[runtime] … 5 lines (50 bytes) cut … (a call's log keeps at most 10000 lines and 2097152 bytes)", "[runtime] timed out after 30 s; the container was killed"];
+    const { lines, cut } = capLog(log, MAX_LOG_UPLOAD_BYTES);
+    expect(lines).toHaveLength(10_000);
+    expect(lines.slice(-2)).toEqual(log.slice(-2));
+    expect(cut.lines).toBe(log.length - (lines.length - 1));
+    expect(lines.at(-3)).toBe(`[runtime] … ${cut.lines} lines (${cut.bytes} bytes) cut … (the log is limited to ${MAX_LOG_UPLOAD_BYTES} bytes)`);
+  });
+
+  it("cuts a log without a log URL once, from the whole log, so its count is the whole count", async () => {
+    const log = [...hugeLog(), "[runtime] done"];
+    const frame = await fitTaskDone(finished({ log, logCut: { lines: 7, bytes: 70 } }), { body: recorder().uploads.body });
+    const [, n, bytes] = note.exec(frame.log.at(-2)!)!;
+    expect(frame.log.at(-1)).toBe("[runtime] done");
+    expect(Number(n)).toBe(log.length - (frame.log.length - 1));
+    expect(frame.logCut).toEqual({ lines: 7 + Number(n), bytes: 70 + Number(bytes) });
+    expect(frameBytes(frame)).toBeLessThanOrEqual(FRAME_BUDGET_BYTES);
+    expect(agentMessage.safeParse(frame).success).toBe(true);
   });
 });

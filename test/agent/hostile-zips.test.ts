@@ -3,7 +3,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unzipSafely, DEFAULT_UNZIP_LIMITS } from "../../agent/builder/index.js";
 import { ensureEnvironment } from "./helpers/environment.js";
-import { buildZip, removeTempDirs, tempDir } from "./helpers/functions.js";
+import { buildFunction } from "../../agent/builder/index.js";
+import { BUILD_AGENT_ID, buildZip, removeTempDirs, tempDir, type Built } from "./helpers/functions.js";
 import { lieAboutSizes, markEncrypted, renameEntry, zipItems } from "../support/zip.js";
 
 const HANDLER = { name: "handler.py", data: "def handle(event, context):\n    return 1\n" };
@@ -144,6 +145,83 @@ describe("encrypted and malformed zips", () => {
     const built = await buildZip("py", Buffer.from("definitely not a zip"));
     expect(built.result.ok).toBe(false);
     expect(built.log.join("\n")).toMatch(/not a readable zip archive/);
+  });
+});
+
+describe("names the file system cannot hold, and every other unpacking failure (issue 22, item 7)", () => {
+  /** The build failed with exactly `reason`, said in the zip's terms: no host path, no errno, within the report's bounds. */
+  function expectRefusal(built: Built, reason: string): void {
+    expect(built.result).toMatchObject({ ok: false, reason });
+    expect(built.log.at(-1)).toBe(`[build] failed: ${reason}`);
+    const text = [...built.log, reason].join("\n");
+    expect(text).not.toContain(path.dirname(built.workDir));
+    expect(text).not.toMatch(/\/tmp\/|\.state|\bE[A-Z]{4,}\b|errno|open '/);
+    // build.done carries at most 4,096 characters of reason, a build.log line at most 8,192.
+    expect(reason.length).toBeLessThanOrEqual(4096);
+  }
+
+  it("refuses a file name over 255 bytes, naming the entry as in the zip", async () => {
+    const name = `${"a".repeat(300)}.py`;
+    const shown = `${"a".repeat(80)}…${"a".repeat(27)}.py`;
+    expectRefusal(
+      await buildZip("py", await zipItems([HANDLER, { name, data: "x" }])),
+      `zip refused: zip entry "${shown}" has a folder or file name of 303 bytes ("${shown}"); each may have at most 255 bytes`,
+    );
+  });
+
+  it("refuses a folder name over 255 bytes, counted in bytes, not characters", async () => {
+    const folder = "€".repeat(90); // 90 characters, 270 bytes
+    expectRefusal(
+      await buildZip("py", await zipItems([HANDLER, { name: `${folder}/x.py`, data: "x" }])),
+      `zip refused: zip entry "${folder}/x.py" has a folder or file name of 270 bytes ("${folder}"); each may have at most 255 bytes`,
+    );
+  });
+
+  it("refuses a name over 1,024 bytes made of short parts", async () => {
+    const name = `${"p".repeat(39)}/`.repeat(30) + "f.py";
+    expectRefusal(
+      await buildZip("py", await zipItems([HANDLER, { name, data: "x" }])),
+      `zip refused: zip entry "${name.slice(0, 80)}…${name.slice(-30)}" is 1204 bytes long; names may have at most 1024 bytes`,
+    );
+  });
+
+  it("refuses a path nested more than 100 folders deep", async () => {
+    const name = "d/".repeat(150) + "f.py";
+    expectRefusal(
+      await buildZip("py", await zipItems([HANDLER, { name, data: "x" }])),
+      `zip refused: zip entry "${name.slice(0, 80)}…${name.slice(-30)}" is nested 150 folders deep; at most 100 are allowed`,
+    );
+  });
+
+  it("keeps a 64 KiB name out of the reason: it is shown shortened", async () => {
+    const name = "n".repeat(60_000);
+    expectRefusal(
+      await buildZip("py", await zipItems([HANDLER, { name, data: "x" }])),
+      `zip refused: zip entry "${"n".repeat(80)}…${"n".repeat(30)}" is 60000 bytes long; names may have at most 1024 bytes`,
+    );
+  });
+
+  it("refuses a symlink whose target has a name over 255 bytes", async () => {
+    const target = "t".repeat(300);
+    expectRefusal(
+      await buildZip("py", await zipItems([HANDLER, { name: "link", data: target, mode: 0o120777 }])),
+      `zip refused: zip entry "link" is a symlink whose target has a folder or file name of 300 bytes ("${"t".repeat(80)}…${"t".repeat(30)}"); each may have at most 255 bytes`,
+    );
+  });
+
+  it("says a name held twice in words, not with the file system's error", async () => {
+    expectRefusal(
+      await buildZip("py", await zipItems([HANDLER, { name: "dup.py", data: "1" }, { name: "dup.py", data: "2" }])),
+      `zip refused: zip entry "dup.py" could not be unpacked: the zip holds it more than once`,
+    );
+  });
+
+  it("says a failure of the node itself without its cause (a zip file gone from the node's disk)", async () => {
+    const log: string[] = [];
+    const workDir = path.join(await tempDir("build-gone"), "work");
+    const gone = path.join(path.dirname(workDir), "source.zip");
+    const result = await buildFunction({ lang: "py", zip: gone, workDir, onLog: (l) => log.push(l), agentId: BUILD_AGENT_ID });
+    expectRefusal({ result, log, workDir, buildId: "gone" }, "internal error on the build node; the operator's log has the cause");
   });
 });
 

@@ -69,27 +69,69 @@ describe("output that never ends a line (issue 17, finding 9)", () => {
 
 describe("per-call log", () => {
   it("gives each call the lines before its markers, and earlier output to the next call", async () => {
-    const log = new InvocationLog(100);
+    const log = new InvocationLog({ maxLines: 100, maxBytes: 1 << 20 });
     log.push("stderr", Buffer.from("loading\n"));
     log.push("stdout", Buffer.from(`one\n${marker("c1")}two`));
     log.push("stderr", Buffer.from(marker("c1")));
-    expect(await log.take("c1", 1000)).toEqual(["loading", "one"]);
+    expect((await log.take("c1", 1000)).lines).toEqual(["loading", "one"]);
     log.push("stdout", Buffer.from(`\n${marker("c2")}`));
     log.push("stderr", Buffer.from(marker("c2")));
-    expect(await log.take("c2", 1000)).toEqual(["two"]);
+    expect((await log.take("c2", 1000)).lines).toEqual(["two"]);
   });
 
   it("waits for a marker that arrives after the response", async () => {
-    const log = new InvocationLog(100);
+    const log = new InvocationLog({ maxLines: 100, maxBytes: 1 << 20 });
     log.push("stdout", Buffer.from(`late\n${marker("c1")}`));
     setTimeout(() => log.push("stderr", Buffer.from(`warn\n${marker("c1")}`)), 20);
-    expect(await log.take("c1", 1000)).toEqual(["late", "warn"]);
+    expect((await log.take("c1", 1000)).lines).toEqual(["late", "warn"]);
   });
 
-  it("drops lines past the cap and says how many", async () => {
-    const log = new InvocationLog(2);
-    log.push("stdout", Buffer.from(`a\nb\nc\nd\n${marker("c1")}`));
+  it("keeps at most maxLines lines, its cut note included, and counts the lines and bytes it cut", async () => {
+    const bounds = { maxLines: 3, maxBytes: 1 << 20 };
+    const log = new InvocationLog(bounds);
+    log.push("stdout", Buffer.from(`a\nbb\nccc\ndddd\n${marker("c1")}`));
     log.push("stderr", Buffer.from(marker("c1")));
-    expect(await log.take("c1", 1000)).toEqual(["a", "b", "[runtime] 2 more log lines dropped (limit 2 per call)"]);
+    const taken = await log.take("c1", 1000);
+    expect(taken.cut).toEqual({ lines: 2, bytes: 7 });
+    expect(taken.lines).toEqual(["a", "bb", `[runtime] … 2 lines (7 bytes) cut … (a call's log keeps at most 3 lines and ${1 << 20} bytes)`]);
+  });
+});
+
+describe("memory a call's output may take (issue 22, item 4)", () => {
+  it("holds at most maxBytes while a call prints far more, counts the rest, and frees it all when taken", async () => {
+    const bounds = { maxLines: 10_000, maxBytes: 64 * 1024 };
+    const log = new InvocationLog(bounds);
+    const line = `${"é".repeat(499)}\n`; // 998 bytes of UTF-8 a line, 2 bytes a character
+    for (let i = 0; i < 5000; i++) log.push(i % 2 ? "stderr" : "stdout", Buffer.from(line));
+    expect(log.retainedBytes).toBeLessThanOrEqual(bounds.maxBytes);
+    log.push("stdout", Buffer.from(marker("c1")));
+    log.push("stderr", Buffer.from(marker("c1")));
+    const taken = await log.take("c1", 1000);
+    const kept = Math.floor(bounds.maxBytes / 998);
+    expect(taken.lines).toHaveLength(kept + 1);
+    expect(taken.cut).toEqual({ lines: 5000 - kept, bytes: (5000 - kept) * 998 });
+    expect(taken.lines.at(-1)).toBe(`[runtime] … ${5000 - kept} lines (${(5000 - kept) * 998} bytes) cut … (a call's log keeps at most 10000 lines and ${bounds.maxBytes} bytes)`);
+    expect(log.peakRetainedBytes).toBe(kept * 998);
+    expect(log.retainedBytes).toBe(0);
+  });
+
+  it("gives the next call its own bound once a call took its log", async () => {
+    const log = new InvocationLog({ maxLines: 2, maxBytes: 1 << 20 });
+    log.push("stdout", Buffer.from(`a\nb\nc\n${marker("c1")}`));
+    log.push("stderr", Buffer.from(marker("c1")));
+    expect((await log.take("c1", 1000)).cut.lines).toBe(2);
+    log.push("stdout", Buffer.from(`d\n${marker("c2")}`));
+    log.push("stderr", Buffer.from(marker("c2")));
+    expect(await log.take("c2", 1000)).toEqual({ lines: ["d"], cut: { lines: 0, bytes: 0 } });
+  });
+
+  it("does not hold lines filed under a marker no call waits for (a function printing fake markers)", async () => {
+    const log = new InvocationLog({ maxLines: 100, maxBytes: 1 << 20 });
+    log.push("stdout", Buffer.from(`x\n${marker("fake")}`));
+    log.push("stderr", Buffer.from(`y\n${marker("fake")}`));
+    log.push("stdout", Buffer.from(`z\n${marker("c1")}`));
+    log.push("stderr", Buffer.from(marker("c1")));
+    expect((await log.take("c1", 1000)).lines).toEqual(["x", "y", "z"]);
+    expect(log.retainedBytes).toBe(0);
   });
 });
