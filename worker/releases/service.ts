@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { builds, functions, releases } from "../db/schema.js";
 import { ApiError, notFound, validationFailed } from "../errors.js";
@@ -45,13 +45,35 @@ async function assertReleasable(db: Db, accountId: string, functionId: string, i
   }
 }
 
-/** Writes a function's release whole (a PUT): the pin, or none, and the canary, or none. */
-function saveRelease(db: Db, accountId: string, functionId: string, r: { buildId: string | null; canaryBuildId: string | null; canaryWeight: number | null }, now: number) {
-  const row = { ...r, updatedAt: now };
-  return db
+type ReleaseValues = { buildId: SQL | string | null; canaryBuildId: string | null; canaryWeight: number | null };
+
+/**
+ * Writes one of the caller's functions' release whole, as an insert-select from its row: nothing
+ * is written for a function that is not the caller's, or gone since it was read (a plain insert
+ * would fail its foreign key then), nor when `when` does not hold. The pin it wrote, or undefined.
+ */
+async function writeRelease(db: Db, accountId: string, functionId: string, r: ReleaseValues, now: number, when?: SQL): Promise<{ buildId: string | null } | undefined> {
+  const [row] = await db
     .insert(releases)
-    .values({ functionId, accountId, ...row })
-    .onConflictDoUpdate({ target: releases.functionId, set: row });
+    .select(
+      db
+        .select({
+          functionId: functions.id,
+          accountId: functions.accountId,
+          buildId: sql`${r.buildId}`.as("build_id"),
+          canaryBuildId: sql`${r.canaryBuildId}`.as("canary_build_id"),
+          canaryWeight: sql`${r.canaryWeight}`.as("canary_weight"),
+          updatedAt: sql`${now}`.as("updated_at"),
+        })
+        .from(functions)
+        .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId), when)),
+    )
+    .onConflictDoUpdate({
+      target: releases.functionId,
+      set: { buildId: sql`excluded.build_id`, canaryBuildId: sql`excluded.canary_build_id`, canaryWeight: sql`excluded.canary_weight`, updatedAt: now },
+    })
+    .returning({ buildId: releases.buildId });
+  return row;
 }
 
 export async function setRelease(db: Db, accountId: string, functionId: string, input: ReleaseSet, now = Date.now()): Promise<void> {
@@ -61,7 +83,8 @@ export async function setRelease(db: Db, accountId: string, functionId: string, 
   // Following the newest with the newest as canary would send it every task: a mistake to name.
   if (canary && input.buildId == null && canary.buildId === current.newest)
     throw validationFailed([{ field: "canary.buildId", message: "is the newest build, which already runs: pin another build first" }]);
-  await saveRelease(db, accountId, functionId, { buildId: input.buildId, canaryBuildId: canary?.buildId ?? null, canaryWeight: canary?.weight ?? null }, now);
+  const written = await writeRelease(db, accountId, functionId, { buildId: input.buildId, canaryBuildId: canary?.buildId ?? null, canaryWeight: canary?.weight ?? null }, now);
+  if (!written) throw notFound("function");
 }
 
 /**
@@ -73,23 +96,7 @@ export async function setRelease(db: Db, accountId: string, functionId: string, 
 export async function rollback(db: Db, accountId: string, functionId: string, now = Date.now()): Promise<Release> {
   const running = sql`coalesce((select r.build_id from releases r where r.function_id = "functions"."id"), ${newestBuild})`;
   const previous = sql`(select b.id from builds b where b.function_id = "functions"."id" and ${RUNNABLE} and b.id < ${running} order by b.id desc limit 1)`;
-  const [row] = await db
-    .insert(releases)
-    .select(
-      db
-        .select({
-          functionId: functions.id,
-          accountId: functions.accountId,
-          buildId: sql`${previous}`.as("build_id"),
-          canaryBuildId: sql`null`.as("canary_build_id"),
-          canaryWeight: sql`null`.as("canary_weight"),
-          updatedAt: sql`${now}`.as("updated_at"),
-        })
-        .from(functions)
-        .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId), sql`${previous} is not null`)),
-    )
-    .onConflictDoUpdate({ target: releases.functionId, set: { buildId: sql`excluded.build_id`, canaryBuildId: null, canaryWeight: null, updatedAt: now } })
-    .returning({ buildId: releases.buildId });
+  const row = await writeRelease(db, accountId, functionId, { buildId: previous, canaryBuildId: null, canaryWeight: null }, now, sql`${previous} is not null`);
   if (row?.buildId) return { buildId: row.buildId, pinned: true, canary: null };
   const r = await readRelease(db, accountId, functionId);
   const runs = r.pinned ?? r.newest;
