@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   call,
@@ -18,6 +18,8 @@ import {
 import { FakeAgent } from "./fake-agent.js";
 import { openDb } from "../../worker/db/client.js";
 import { protectedBuildIds } from "../../worker/releases/resolve.js";
+import { schedulerFor } from "../../worker/schedules/client.js";
+import type { Scheduler } from "../../worker/schedules/durable-object.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
@@ -224,6 +226,28 @@ describe("which build a task runs", () => {
     const { id: publicTask } = await callJson(`/gc/${endpoint}`, 201, { method: "POST", json: {} });
     expect(await taskBuild(token, publicTask)).toBe(next.builds[0]);
     await agent.close();
+  });
+});
+
+describe("a schedule's timer", () => {
+  it("issues its due run with the release's build", async () => {
+    const { token, fn, builds } = await withBuilds(2);
+    await expectNoContent(putRelease(token, fn, { buildId: builds[0] }));
+    const { id } = await callJson("/v1/scheduled", 201, { token, json: { functionId: fn, cron: "* * * * *", timezone: "UTC" } });
+    const timer = schedulerFor(env, id);
+    const due = (await runInDurableObject(timer, (_o, state) => state.storage.getAlarm()))!;
+    try {
+      // The timer's clock is moved to the due minute rather than waited for.
+      await runInDurableObject(timer, (o) => void ((o as Scheduler).now = () => due + 1_000));
+      expect(await runDurableObjectAlarm(timer)).toBe(true);
+      const row = await env.DB.prepare("select build_id from tasks where scheduled_id = ?").bind(id).first<{ build_id: string }>();
+      expect(row?.build_id).toBe(builds[0]);
+    } finally {
+      await runInDurableObject(timer, async (o, state) => {
+        (o as Scheduler).now = () => Date.now();
+        await state.storage.deleteAlarm();
+      });
+    }
   });
 });
 
