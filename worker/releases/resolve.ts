@@ -3,11 +3,13 @@ import type { Db } from "../db/client.js";
 import { releases } from "../db/schema.js";
 
 /**
- * What "a successful build" means for running and releasing: one place, so that the newest build,
- * a pin, a canary and a rollback all agree (an artifact eviction that makes a build unrunnable
- * would say so here).
+ * What "a successful build" means for running and releasing, as a condition on the row of
+ * `builds` under `alias`: one place, so that the newest build, a pin, a canary and a rollback all
+ * agree (an artifact eviction that leaves a build without its artifact would add that here).
  */
-export const RUNNABLE = sql.raw(`b.status = 'SUCCESS'`);
+export const isRunnable = (alias: "b" | "builds") => sql.raw(`${alias}.status = 'SUCCESS'`);
+/** isRunnable() of the build aliased `b` in the subqueries below. */
+export const RUNNABLE = isRunnable("b");
 
 /** The newest runnable build of the `functions` row in scope: what an unpinned function runs. */
 export const newestBuild = sql<string | null>`(select b.id from builds b where b.function_id = "functions"."id" and ${RUNNABLE} order by b.id desc limit 1)`;

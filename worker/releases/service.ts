@@ -4,7 +4,7 @@ import { builds, functions, releases } from "../db/schema.js";
 import { ApiError, notFound, validationFailed } from "../errors.js";
 import type { Release, ReleaseSet } from "../../shared/schemas/release.js";
 import { noSuccessfulBuild } from "../services/admission.js";
-import { newestBuild, RUNNABLE } from "./resolve.js";
+import { isRunnable, newestBuild, RUNNABLE } from "./resolve.js";
 
 /** The release of one of the caller's functions, with the newest runnable build beside it, in one read. */
 async function readRelease(db: Db, accountId: string, functionId: string) {
@@ -34,14 +34,14 @@ export async function getRelease(db: Db, accountId: string, functionId: string):
 async function assertReleasable(db: Db, accountId: string, functionId: string, ids: string[]): Promise<void> {
   if (!ids.length) return;
   const found = await db
-    .select({ id: builds.id, functionId: builds.functionId, status: builds.status })
+    .select({ id: builds.id, functionId: builds.functionId, status: builds.status, runnable: sql<number>`${isRunnable("builds")}` })
     .from(builds)
     .where(and(eq(builds.accountId, accountId), inArray(builds.id, ids)));
   for (const id of ids) {
     const b = found.find((f) => f.id === id);
     if (!b) throw notFound(`build ${id}`);
     if (b.functionId !== functionId) throw new ApiError("build_not_ready", `build ${id} is a build of function ${b.functionId}, not of this function`);
-    if (b.status !== "SUCCESS") throw new ApiError("build_not_ready", `build ${id} is ${b.status}: only a successful build can be released`);
+    if (!b.runnable) throw new ApiError("build_not_ready", `build ${id} is ${b.status}: only a successful build can be released`);
   }
 }
 
