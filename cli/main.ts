@@ -18,6 +18,7 @@ import { task, tasks } from "./commands/tasks.js";
 import { triggers } from "./commands/triggers.js";
 import { schedules } from "./commands/schedules.js";
 import { nodes } from "./commands/nodes.js";
+import { release, rollback } from "./commands/release.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -39,6 +40,8 @@ export const COMMANDS: Command[] = [
   task,
   builds,
   build,
+  release,
+  rollback,
   tags,
   triggers,
   schedules,

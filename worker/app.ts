@@ -23,6 +23,7 @@ import { tagRoutes } from "./routes/tags.js";
 import { taskRoutes } from "./routes/tasks.js";
 import { triggerRoutes } from "./routes/triggers.js";
 import { scheduledRoutes } from "./routes/scheduled.js";
+import { releaseRoutes } from "./releases/routes.js";
 
 export function createApp() {
   // `/gc/<id>/?email=…` is what real clients send: every path matches with or without one
@@ -50,6 +51,7 @@ export function createApp() {
   const v1 = new Hono<AppEnv>();
   v1.use(requireAccount);
   v1.route("/function", functionRoutes);
+  v1.route("/function", releaseRoutes);
   v1.route("/tag", tagRoutes);
   v1.route("/trigger", triggerRoutes);
   v1.route("/scheduled", scheduledRoutes);

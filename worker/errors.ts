@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   invalid_signature: 400,
   quota_exhausted: 402,
   no_successful_build: 409,
+  build_not_ready: 409,
+  no_previous_build: 409,
   conflict: 409,
   expired: 410,
   length_required: 411,

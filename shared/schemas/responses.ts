@@ -89,6 +89,7 @@ export const buildList = envelope(buildGet.pick({ id: true, functionId: true, st
 export const taskGet = z.object({
   id: z.string(),
   functionId: z.string(),
+  buildId: z.string().nullable(),
   issued: unixSeconds,
   assigned: unixSeconds,
   finished: unixSeconds,

@@ -35,5 +35,10 @@ describe("GET /v1/openapi.json", () => {
     const caps = doc.paths["/v1/function/{id}/capabilities"].post.requestBody.content["application/json"].schema;
     expect(caps.properties.timeout).toMatchObject({ minimum: 10, maximum: 120 });
     expect(caps.additionalProperties).toBe(false);
+    const release = doc.paths["/v1/function/{id}/release"].put.requestBody.content["application/json"].schema;
+    expect(release.properties.canary.anyOf[0].properties.weight).toMatchObject({ minimum: 1, maximum: 99 });
+    expect(doc.paths["/v1/function/{id}/release"].get.responses["200"].content["application/json"].schema.required).toEqual(["buildId", "pinned", "canary"]);
+    expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409"]);
+    expect(doc.paths["/v1/task/{id}"].get.responses["200"].content["application/json"].schema.properties.buildId).toBeDefined();
   });
 });

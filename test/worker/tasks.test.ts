@@ -212,6 +212,7 @@ describe("GET /v1/task/<task_id>", () => {
     expect(task).toEqual({
       id,
       functionId: fn,
+      buildId: expect.stringMatching(RECORD_ID),
       issued: expect.stringMatching(UNIX_SECONDS),
       assigned: null,
       finished: null,

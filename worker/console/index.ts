@@ -15,6 +15,7 @@ import { registerTriggers } from "./pages/triggers.js";
 import { registerUsage } from "./pages/usage.js";
 import { registerTags } from "./pages/tags.js";
 import { registerSchedules } from "./pages/schedules.js";
+import { registerRelease } from "./pages/release.js";
 
 /** Pages may load their own script and style and show images of their own origin; nothing else. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
@@ -60,6 +61,7 @@ export function consoleApp(apiFetch: ApiFetch) {
 
   registerFunctions(app);
   registerFunction(app);
+  registerRelease(app);
   registerBuildsAndTasks(app);
   registerEndpoints(app);
   registerTriggers(app);

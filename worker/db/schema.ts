@@ -162,6 +162,21 @@ export const builds = sqliteTable(
   (t) => [index("builds_account").on(t.accountId, t.id), index("builds_function").on(t.functionId, t.status)],
 );
 
+/**
+ * A function's release (worker/releases/): which build its new tasks run. No row, or a null
+ * `build_id`, follows the newest successful build; a canary sends `canary_weight` percent of new
+ * tasks to `canary_build_id`. A table of its own so that the functions row, read on every issue,
+ * keeps its shape; the issuing statement reads this row by primary key in the same round trip.
+ */
+export const releases = sqliteTable("releases", {
+  functionId: text("function_id").primaryKey().references(() => functions.id, { onDelete: "cascade" }),
+  accountId: text("account_id").notNull(),
+  buildId: text("build_id").references(() => builds.id, { onDelete: "set null" }),
+  canaryBuildId: text("canary_build_id").references(() => builds.id, { onDelete: "set null" }),
+  canaryWeight: integer("canary_weight"),
+  updatedAt: integer("updated_at").notNull(),
+});
+
 export const buildLogs = sqliteTable(
   "build_logs",
   {

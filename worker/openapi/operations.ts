@@ -9,6 +9,7 @@ import * as task from "../../shared/schemas/task.js";
 import * as admin from "../../shared/schemas/admin.js";
 import * as out from "../../shared/schemas/responses.js";
 import * as storage from "../../shared/schemas/storage.js";
+import * as release from "../../shared/schemas/release.js";
 
 type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
 
@@ -48,6 +49,10 @@ export const OPERATIONS: Operation[] = [
   { method: "delete", path: "/v1/function/:id/storage", summary: "Clear the function's storage", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "get", path: "/v1/function/:id/capabilities", summary: "Get capabilities", group: "functions", auth: "account", ok: { status: 200, schema: out.capabilitiesOut, description: "timeout s, cpuCount CPUs, memSize MiB." }, errors: [401, 404] },
   { method: "post", path: "/v1/function/:id/capabilities", summary: "Set capabilities", group: "functions", auth: "account", body: json(fn.capabilitiesSet), ok: noContent, errors: [400, 401, 404, 415] },
+
+  { method: "get", path: "/v1/function/:id/release", summary: "Which build the function's tasks run: pinned or the newest successful one, and any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "buildId is the build that runs now (null before any successful build)." }, errors: [401, 404] },
+  { method: "put", path: "/v1/function/:id/release", summary: "Pin a build ({buildId: null} follows the newest again), optionally with a canary taking weight % of new tasks", group: "releases", auth: "account", body: json(release.releaseSet), ok: noContent, errors: [400, 401, 404, 409, 415] },
+  { method: "post", path: "/v1/function/:id/rollback", summary: "Pin the successful build before the one that runs now, dropping any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "The new release." }, errors: [401, 404, 409] },
 
   { method: "post", path: "/v1/tag", summary: "Create a tag", group: "tags", auth: "account", body: json(tag.tagCreate), ok: created("tag"), errors: [400, 401, 415] },
   { method: "get", path: "/v1/tag/list", summary: "List tags", group: "tags", auth: "account", ok: { status: 200, schema: out.tagList, description: "Newest first." }, errors: [401] },

@@ -4,6 +4,7 @@ import { functions } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
 import { periodOf, planOf, plansFrom, type Plan } from "../billing/plans.js";
 import type { Bindings } from "../env.js";
+import { releasedBuild } from "../releases/resolve.js";
 
 /**
  * Unfinished tasks an account may hold at once (MAX_PENDING_TASKS overrides): beyond it new tasks,
@@ -26,7 +27,7 @@ export function admissionLimits(env: Pick<Bindings, "PLANS" | "MAX_PENDING_TASKS
 }
 
 /**
- * What decides whether a function may take a new task — its runnable build, its account's quota
+ * What decides whether a function may take a new task — the build its release runs, its account's quota
  * and its account's unfinished tasks — as columns read in the same round trip as the function (or the endpoint) itself: task
  * creation is the hot path, and each D1 round trip counts there. `period` is the billing period
  * whose usage counts (periodOf(now)), or a placeholder for a statement built once.
@@ -39,7 +40,8 @@ export function admissionLimits(env: Pick<Bindings, "PLANS" | "MAX_PENDING_TASKS
 export const admissionColumns = (period: unknown) => ({
   // Written out with aliases: drizzle leaves columns unqualified in single-table selects, and an
   // unqualified "id" inside a subquery would name the subquery's own table.
-  buildId: sql<string | null>`(select b.id from builds b where b.function_id = "functions"."id" and b.status = 'SUCCESS' order by b.id desc limit 1)`,
+  // The release decides (worker/releases/): the pinned or canary build, else the newest successful one.
+  buildId: releasedBuild,
   plan: sql<string>`(select a.plan from accounts a where a.id = "functions"."account_id")`,
   used: sql<number>`(select count(*) from usage u where u.account_id = "functions"."account_id" and u.period = ${period})`,
   // Read through the partial index tasks_account_unfinished: at most the cap's worth of rows.

@@ -206,6 +206,8 @@ export async function getOwnTask(db: Db, accountId: string, id: string): Promise
 export const describeTask = (t: TaskRow) => ({
   id: t.id,
   functionId: t.functionId,
+  /** The build it ran or will run, chosen by the function's release when it was issued. */
+  buildId: t.buildId,
   issued: unixSeconds(t.issuedAt),
   assigned: unixSeconds(t.assignedAt),
   finished: unixSeconds(t.finishedAt),

@@ -5,6 +5,8 @@ import { buildStatus, csrfField, errorBox, isoOf, layout, notice, tagChips, task
 import type { ApiError } from "../api.js";
 import { tagPicker, type TagItem } from "./functions.js";
 import { resultPanel, type InvokeOutcome } from "./invoke-result.js";
+import { releaseButton, releaseRole, releaseSection } from "./release.js";
+import type { Release } from "../../../shared/schemas/release.js";
 
 interface FnDetail {
   id: string;
@@ -23,14 +25,15 @@ interface Page<T> {
 
 async function loadFunction(c: ConsoleContext, id: string) {
   const api = c.var.api;
-  const [fn, tags, builds, tasks, endpoints] = await Promise.all([
+  const [fn, tags, builds, tasks, endpoints, release] = await Promise.all([
     api.get<FnDetail>(`/v1/function/${id}`),
     api.get<TagItem[]>("/v1/tag/list"),
     api.get<Page<{ id: string; status: string; createdAt: string }>>(`/v1/build/list?functionId=${id}&limit=5`),
     api.get<{ id: string; issued: string; progress: number; status: number }[]>(`/v1/task/list?functionId=${id}&limit=10`),
     api.get<Page<{ id: string; description: string }>>(`/v1/endpoint/list?functionId=${id}&limit=999`),
+    api.get<Release>(`/v1/function/${id}/release`),
   ]);
-  return { fn, tags, builds, tasks, endpoints };
+  return { fn, tags, builds, tasks, endpoints, release };
 }
 
 interface Problems {
@@ -41,7 +44,7 @@ interface Problems {
 }
 
 async function renderFunction(c: ConsoleContext, id: string, o: { problems?: Problems; outcome?: InvokeOutcome; status?: number } = {}) {
-  const { fn, tags, builds, tasks, endpoints } = await loadFunction(c, id);
+  const { fn, tags, builds, tasks, endpoints, release } = await loadFunction(c, id);
   const p = o.problems ?? {};
   const caps = fn.capabilities;
   const body = html`<p><a href="/console">← Functions</a></p>
@@ -62,6 +65,8 @@ ${notice(c.req.query("done"))}
 <h3 style="font-size:1rem">Timeline</h3><pre id="build-timeline" aria-label="Build timeline"></pre>
 <h3 style="font-size:1rem">Log</h3><pre id="build-log" aria-label="Build log" aria-live="polite"></pre>
 </div></section>
+
+${releaseSection(c.var.page, fn.id, release, builds.results.filter((b) => b.status === "SUCCESS").map((b) => b.id))}
 
 <section class="card" aria-labelledby="invoke-h"><h2 id="invoke-h">Invoke</h2>
 ${errorBox(p.invoke)}
@@ -99,8 +104,8 @@ ${endpoints.results.length ? html`<ul>${endpoints.results.map((e) => html`<li><a
 </section>
 
 <section class="card" aria-labelledby="runs-h"><h2 id="runs-h">Recent builds and tasks</h2>
-<div class="scroll"><table><thead><tr><th scope="col">Build</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead>
-<tbody>${builds.results.map((b) => html`<tr><td><a href="/console/builds/${b.id}">${b.id}</a></td><td>${buildStatus(b.status)}</td><td>${b.createdAt}</td></tr>`)}</tbody></table></div>
+<div class="scroll"><table><thead><tr><th scope="col">Build</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Release</th></tr></thead>
+<tbody>${builds.results.map((b) => html`<tr><td><a href="/console/builds/${b.id}">${b.id}</a>${releaseRole(release, b.id)}</td><td>${buildStatus(b.status)}</td><td>${b.createdAt}</td><td>${releaseButton(c.var.page, fn.id, b, release)}</td></tr>`)}</tbody></table></div>
 <p><a href="/console/builds?functionId=${fn.id}">All builds</a></p>
 <div class="scroll"><table><thead><tr><th scope="col">Task</th><th scope="col">Status</th><th scope="col">Issued</th></tr></thead>
 <tbody>${tasks.map((t) => html`<tr><td><a href="/console/tasks/${t.id}">${t.id}</a></td><td>${taskStatus(t.status, t.progress)}</td><td>${isoOf(Number(t.issued) * 1000)}</td></tr>`)}</tbody></table></div>

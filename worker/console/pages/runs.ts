@@ -1,6 +1,8 @@
 import { html } from "hono/html";
 import type { ConsoleApp, ConsoleContext } from "../context.js";
 import { buildStatus, errorBox, isoOf, layout, taskStatus } from "../layout.js";
+import { releaseButton, releaseRole } from "./release.js";
+import type { Release } from "../../../shared/schemas/release.js";
 
 interface BuildDetail {
   id: string;
@@ -49,10 +51,13 @@ export function registerBuildsAndTasks(app: ConsoleApp) {
     const list = await c.var.api.get<{ pageCount: number; totalCount: number; results: { id: string; functionId: string; status: string; createdAt: string }[] }>(
       `/v1/build/list${qs({ functionId, page, limit: 20 })}`,
     );
+    // Each function's release on this page, to mark the builds that run and offer to release the others.
+    const fnIds = [...new Set(list.results.map((b) => b.functionId))];
+    const releases = new Map(await Promise.all(fnIds.map(async (id) => [id, await c.var.api.get<Release>(`/v1/function/${id}/release`)] as const)));
     const body = html`<h1>Builds</h1>${await functionFilter(c, "/console/builds", functionId)}
 <div class="scroll"><table><caption class="hint" style="text-align:left">${list.totalCount} build(s), page ${page} of ${Math.max(1, list.pageCount)}</caption>
-<thead><tr><th scope="col">Build</th><th scope="col">Function</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead>
-<tbody>${list.results.map((b) => html`<tr><td><a href="/console/builds/${b.id}">${b.id}</a></td><td><a href="/console/functions/${b.functionId}">${b.functionId}</a></td><td>${buildStatus(b.status)}</td><td>${b.createdAt}</td></tr>`)}</tbody></table></div>
+<thead><tr><th scope="col">Build</th><th scope="col">Function</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Release</th></tr></thead>
+<tbody>${list.results.map((b) => html`<tr><td><a href="/console/builds/${b.id}">${b.id}</a>${releaseRole(releases.get(b.functionId), b.id)}</td><td><a href="/console/functions/${b.functionId}">${b.functionId}</a></td><td>${buildStatus(b.status)}</td><td>${b.createdAt}</td><td>${releaseButton(c.var.page, b.functionId, b, releases.get(b.functionId))}</td></tr>`)}</tbody></table></div>
 <nav class="row" aria-label="Pages">${page > 1 ? html`<a href="/console/builds${qs({ functionId, page: page - 1 })}">← Newer</a>` : ""}${page < list.pageCount ? html`<a href="/console/builds${qs({ functionId, page: page + 1 })}">Older →</a>` : ""}</nav>`;
     return c.html(layout("Builds", { ...c.var.page, section: "builds" }, body));
   });
