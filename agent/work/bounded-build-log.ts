@@ -1,0 +1,90 @@
+import { MAX_LOG_LINE_CHARS } from "../../shared/protocol/messages.js";
+import {
+  BUILD_LOG_HEAD_LINES,
+  BUILD_LOG_TAIL_LINES,
+  BUILD_LOG_TEXT_BYTES,
+  failureLine,
+  textCutNote,
+} from "../../shared/build-log.js";
+
+/** Bytes of lines one build streams live over the WebSocket, beyond its first lines and its final tail. */
+export const BUILD_LOG_STREAM_BYTES = BUILD_LOG_TEXT_BYTES;
+
+const bytesOf = (line: string) => Buffer.byteLength(line) + 1;
+
+/**
+ * What an agent keeps of a build's output, however much it prints (a build may run 600 s): the
+ * lines streamed live to the dispatcher (its first lines, then more while a byte budget lasts),
+ * a rolling tail sent when the build ends, and the whole text up to its cap, counting what it cut.
+ * Lines are numbered from 0 as printed; a number never sent is a cut line for the dispatcher.
+ */
+export class BoundedBuildLog {
+  /** Lines printed so far. */
+  private count = 0;
+  private streamedBytes = 0;
+  /** Lines from 0 to `streamedUpTo` went (or are queued to go) live; once a line does not, none after it does. */
+  private streamedUpTo = 0;
+  private streaming = true;
+  private pending: string[] = [];
+  private pendingFirst = 0;
+  /** The last lines printed and the number of the first of them. */
+  private tail: string[] = [];
+  private tailFirst = 0;
+  private readonly kept: string[] = [];
+  private keptBytes = 0;
+  /** Lines printed past the text cap. */
+  private textCut = 0;
+
+  add(raw: string): void {
+    const line = raw.slice(0, MAX_LOG_LINE_CHARS);
+    const size = bytesOf(line);
+    const n = this.count++;
+    if (this.streaming && (n < BUILD_LOG_HEAD_LINES || this.streamedBytes + size <= BUILD_LOG_STREAM_BYTES)) {
+      if (!this.pending.length) this.pendingFirst = n;
+      this.pending.push(line);
+      this.streamedBytes += size;
+      this.streamedUpTo = n + 1;
+    } else this.streaming = false;
+    this.tail.push(line);
+    if (this.tail.length > BUILD_LOG_TAIL_LINES) {
+      this.tail.shift();
+      this.tailFirst++;
+    }
+    if (!this.textCut && this.keptBytes + size <= BUILD_LOG_TEXT_BYTES) {
+      this.kept.push(line);
+      this.keptBytes += size;
+    } else this.textCut++;
+  }
+
+  /** The next batch to send: at most `max` lines, numbered from `first`; undefined when none wait. */
+  take(max: number): { first: number; lines: string[] } | undefined {
+    if (!this.pending.length) return undefined;
+    const first = this.pendingFirst;
+    const lines = this.pending.splice(0, max);
+    this.pendingFirst += lines.length;
+    return { first, lines };
+  }
+
+  /** The build ended: the last lines not streamed live are queued to be sent. */
+  end(): void {
+    const from = Math.max(this.streamedUpTo, this.tailFirst);
+    if (from >= this.count) return;
+    const lines = this.tail.slice(from - this.tailFirst);
+    if (!this.pending.length) this.pendingFirst = from;
+    this.pending.push(...lines);
+    this.streamedUpTo = this.count;
+  }
+
+  /** Lines printed so far, and of them those never sent live or at the end. */
+  get printed(): number {
+    return this.count;
+  }
+
+  /** The whole log as uploaded: the kept lines, a note when the cap cut some, the failure reason last. */
+  text(failure?: string): Buffer {
+    const lines = [...this.kept];
+    if (this.textCut) lines.push(textCutNote(this.textCut));
+    if (failure !== undefined) lines.push(failureLine(failure));
+    return Buffer.from(lines.length ? lines.join("\n") + "\n" : "");
+  }
+}
