@@ -1,21 +1,25 @@
 import { MAX_LOG_LINE_CHARS } from "../../shared/protocol/messages.js";
 import {
-  BUILD_LOG_HEAD_LINES,
   BUILD_LOG_TAIL_LINES,
   BUILD_LOG_TEXT_BYTES,
   failureLine,
   textCutNote,
 } from "../../shared/build-log.js";
 
-/** Bytes of lines one build streams live over the WebSocket, beyond its first lines and its final tail. */
-export const BUILD_LOG_STREAM_BYTES = BUILD_LOG_TEXT_BYTES;
+/**
+ * What one build streams live over the WebSocket, its final tail aside: enough for the record's head
+ * (at most 500 lines of 256 KiB) and for followers to see progress, while every batch costs the
+ * dispatcher a D1 read and write. The whole log goes up once, over HTTP, as the build ends.
+ */
+export const BUILD_LOG_STREAM_LINES = 10_000;
+export const BUILD_LOG_STREAM_BYTES = 1024 * 1024;
 
 const bytesOf = (line: string) => Buffer.byteLength(line) + 1;
 
 /**
  * What an agent keeps of a build's output, however much it prints (a build may run 600 s): the
- * lines streamed live to the dispatcher (its first lines, then more while a byte budget lasts),
- * a rolling tail sent when the build ends, and the whole text up to its cap, counting what it cut.
+ * lines streamed live to the dispatcher (its first lines, while the stream budget lasts), a rolling
+ * tail sent when the build ends, and the whole text up to its cap, counting what it cut.
  * Lines are numbered from 0 as printed; a number never sent is a cut line for the dispatcher.
  */
 export class BoundedBuildLog {
@@ -39,7 +43,7 @@ export class BoundedBuildLog {
     const line = raw.slice(0, MAX_LOG_LINE_CHARS);
     const size = bytesOf(line);
     const n = this.count++;
-    if (this.streaming && (n < BUILD_LOG_HEAD_LINES || this.streamedBytes + size <= BUILD_LOG_STREAM_BYTES)) {
+    if (this.streaming && n < BUILD_LOG_STREAM_LINES && this.streamedBytes + size <= BUILD_LOG_STREAM_BYTES) {
       if (!this.pending.length) this.pendingFirst = n;
       this.pending.push(line);
       this.streamedBytes += size;
@@ -75,7 +79,7 @@ export class BoundedBuildLog {
     this.streamedUpTo = this.count;
   }
 
-  /** Lines printed so far, and of them those never sent live or at the end. */
+  /** Lines printed so far. */
   get printed(): number {
     return this.count;
   }
