@@ -164,6 +164,24 @@ describe("GET /v1/build/<build_id>/log", () => {
   });
 });
 
+describe("the console's build page", () => {
+  const asConsole = (token: string, path: string) => call(path, { headers: { cookie: `gc_console=${token}` } });
+
+  it("says the log is cut and links the whole log, which it serves as text; another account's is 404", async () => {
+    const { agent, token, id } = await buildingBuild("log-console");
+    sendEveryLine(agent, id, 1200, 600);
+    await eventually(async () => (await callJson(`/v1/build/${id}`, 200, { token })).logLines === 1200, 10_000);
+    const page = await (await asConsole(token, `/console/builds/${id}`)).text();
+    expect(page).toContain(`href="/console/builds/${id}/log"`);
+    expect(page).toContain(cutMarker(200));
+    const log = await asConsole(token, `/console/builds/${id}/log`);
+    expect([log.status, log.headers.get("content-type"), log.headers.get("x-content-type-options")]).toEqual([200, "text/plain; charset=utf-8", "nosniff"]);
+    expect((await log.text()).split("\n").slice(499, 502)).toEqual(["line 499", cutMarker(200), "line 700"]);
+    const { token: other } = await newAccount("other");
+    expect((await asConsole(other, `/console/builds/${id}/log`)).status).toBe(404);
+  });
+});
+
 describe("builds recorded before build_log_ends (a row per line)", () => {
   it("still read: the record shows their ends, the log route their whole text", async () => {
     const { token } = await newAccount();

@@ -6,6 +6,9 @@ import { legacyText, readEnds } from "./ends.js";
 
 type Build = Pick<typeof builds.$inferSelect, "id" | "accountId" | "functionId" | "status">;
 
+/** The text is whatever the build printed: never to be sniffed into anything but text. */
+export const BUILD_LOG_HEADERS = { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" };
+
 const asText = (lines: string[]) => (lines.length ? lines.join("\n") + "\n" : "");
 
 /**
