@@ -29,8 +29,8 @@ export class BoundedBuildLog {
   /** Lines from 0 to `streamedUpTo` went (or are queued to go) live; once a line does not, none after it does. */
   private streamedUpTo = 0;
   private streaming = true;
-  private pending: string[] = [];
-  private pendingFirst = 0;
+  /** Runs of consecutive lines waiting to be sent, each from its own first number. */
+  private readonly pending: { first: number; lines: string[] }[] = [];
   /** The last lines printed and the number of the first of them. */
   private tail: string[] = [];
   private tailFirst = 0;
@@ -44,8 +44,7 @@ export class BoundedBuildLog {
     const size = bytesOf(line);
     const n = this.count++;
     if (this.streaming && n < BUILD_LOG_STREAM_LINES && this.streamedBytes + size <= BUILD_LOG_STREAM_BYTES) {
-      if (!this.pending.length) this.pendingFirst = n;
-      this.pending.push(line);
+      this.queue(n, [line]);
       this.streamedBytes += size;
       this.streamedUpTo = n + 1;
     } else this.streaming = false;
@@ -62,20 +61,25 @@ export class BoundedBuildLog {
 
   /** The next batch to send: at most `max` lines, numbered from `first`; undefined when none wait. */
   take(max: number): { first: number; lines: string[] } | undefined {
-    if (!this.pending.length) return undefined;
-    const first = this.pendingFirst;
-    const lines = this.pending.splice(0, max);
-    this.pendingFirst += lines.length;
-    return { first, lines };
+    const run = this.pending[0];
+    if (!run) return undefined;
+    const batch = { first: run.first, lines: run.lines.splice(0, max) };
+    run.first += batch.lines.length;
+    if (!run.lines.length) this.pending.shift();
+    return batch;
+  }
+
+  private queue(first: number, lines: string[]): void {
+    const last = this.pending.at(-1);
+    if (last && last.first + last.lines.length === first) last.lines.push(...lines);
+    else this.pending.push({ first, lines });
   }
 
   /** The build ended: the last lines not streamed live are queued to be sent. */
   end(): void {
     const from = Math.max(this.streamedUpTo, this.tailFirst);
     if (from >= this.count) return;
-    const lines = this.tail.slice(from - this.tailFirst);
-    if (!this.pending.length) this.pendingFirst = from;
-    this.pending.push(...lines);
+    this.queue(from, this.tail.slice(from - this.tailFirst));
     this.streamedUpTo = this.count;
   }
 

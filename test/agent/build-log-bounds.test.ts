@@ -8,7 +8,7 @@ import { Agent } from "../../agent/agent.js";
 import { loadConfig, type AgentConfig } from "../../agent/config.js";
 import type { Runner } from "../../agent/runner/index.js";
 import { runBuild } from "../../agent/work/run-build.js";
-import { BUILD_LOG_STREAM_BYTES, BUILD_LOG_STREAM_LINES } from "../../agent/work/bounded-build-log.js";
+import { BoundedBuildLog, BUILD_LOG_STREAM_BYTES, BUILD_LOG_STREAM_LINES } from "../../agent/work/bounded-build-log.js";
 import { appendToEnds, BUILD_LOG_TAIL_LINES, BUILD_LOG_TEXT_BYTES, BUILD_LOG_TRAILER_BYTES, emptyEnds, endsAsLog } from "../../shared/build-log.js";
 import { agentMessage, FRAME_BUDGET_BYTES, MAX_LOG_LINE_CHARS, type AgentMessage } from "../../shared/protocol/messages.js";
 import { zipSources } from "../support/zip.js";
@@ -103,4 +103,17 @@ describe("an agent building a function whose install script floods the log", () 
     expect(done).toMatchObject({ type: "build.done", ok: false });
     expect(text.trimEnd().split("\n").at(-1)).toBe(`build failed: ${done.reason}`);
   }, 120_000);
+});
+
+describe("the agent's bounded build log", () => {
+  it("numbers the final tail from its own first line, even when live lines still wait to be sent", () => {
+    const log = new BoundedBuildLog();
+    for (let i = 0; i < 20_000; i++) log.add(`line ${i}`);
+    log.end();
+    const batches: { first: number; lines: string[] }[] = [];
+    for (let b = log.take(1000); b; b = log.take(1000)) batches.push(b);
+    const sent = batches.flatMap((b) => b.lines.map((line, k) => [b.first + k, line] as const));
+    expect(sent.every(([n, line]) => line === `line ${n}`)).toBe(true);
+    expect(sent.map(([n]) => n)).toEqual([...Array.from({ length: BUILD_LOG_STREAM_LINES }, (_, i) => i), ...Array.from({ length: 500 }, (_, i) => 19_500 + i)]);
+  });
 });
