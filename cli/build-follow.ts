@@ -3,6 +3,7 @@ import type { ApiClient } from "./api-client.js";
 import type { Context } from "./command.js";
 import { CliError } from "./errors.js";
 import { Progress } from "./output.js";
+import { cutMarker } from "../shared/build-log.js";
 
 export interface Build {
   id: string;
@@ -11,7 +12,29 @@ export interface Build {
   arch: string[];
   timeline: { status: string; time: string }[];
   log: string[];
+  /** How many lines the build printed in all; absent from servers before bounded build logs. */
+  logLines?: number;
   createdAt?: string;
+}
+
+/**
+ * The lines of `b.log` numbered from `seen` on, and the new `seen`. The record carries a long log's
+ * first and last lines with one marker line between them (shared/build-log.ts); lines that fell
+ * into the cut between two polls are shown as one marker of their own.
+ */
+export function linesAfter(b: Pick<Build, "log" | "logLines">, seen: number): { lines: string[]; seen: number } {
+  const log = Array.isArray(b.log) ? b.log : [];
+  const total = b.logLines ?? log.length;
+  const cut = total - (log.length - 1);
+  const at = total > log.length ? log.indexOf(cutMarker(cut)) : -1;
+  if (at < 0) return { lines: log.slice(seen), seen: Math.max(seen, log.length) };
+  const tail = log.slice(at + 1);
+  const tailFirst = total - tail.length;
+  const lines = log.slice(seen, at);
+  const missed = tailFirst - Math.max(seen, at);
+  if (missed > 0) lines.push(cutMarker(missed));
+  lines.push(...tail.slice(Math.max(0, seen - tailFirst)));
+  return { lines, seen: Math.max(seen, total) };
 }
 
 export const FINAL_BUILD_STATUSES = new Set(["SUCCESS", "FAILED"]);
@@ -33,9 +56,9 @@ export async function followBuild(ctx: Context, api: ApiClient, buildId: string,
   try {
     for (;;) {
       const b = await api.get<Build>(`/v1/build/${buildId}`);
-      const log = Array.isArray(b.log) ? b.log : [];
-      for (const line of log.slice(seen)) progress.log(line);
-      seen = Math.max(seen, log.length);
+      const next = linesAfter(b, seen);
+      for (const line of next.lines) progress.log(line);
+      seen = next.seen;
       if (FINAL_BUILD_STATUSES.has(b.status)) {
         progress.stop(`build ${buildId}: ${b.status} after ${progress.elapsed()}`);
         return b;

@@ -1,5 +1,7 @@
 import { followBuild, FINAL_BUILD_STATUSES, type Build } from "../build-follow.js";
-import type { Command } from "../command.js";
+import type { Command, Context } from "../command.js";
+import { errorFromResponse, type ApiClient } from "../api-client.js";
+import { UsageError } from "../errors.js";
 import { fmtAge, fmtTime } from "../output.js";
 import { pagedListCommand } from "../paged-list.js";
 
@@ -29,15 +31,22 @@ export const builds = pagedListCommand<BuildItem>({
 
 export const build: Command = {
   name: "build",
-  summary: "show one build: status, timeline and log",
-  usage: "build <build-id> [--follow]",
-  help: ["--follow, -f   follow the build until it ends (exits 1 when it FAILED)"],
-  examples: ["gcfaas build 01jc9x3b8q", "gcfaas build 01jc9x3b8q --follow"],
-  options: { follow: { type: "boolean", short: "f" } },
+  summary: "show one build: status, timeline and log (its first and last 500 lines; --log for all of it)",
+  usage: "build <build-id> [--follow | --log]",
+  help: [
+    "--follow, -f   follow the build until it ends (exits 1 when it FAILED)",
+    "--log          print the build's whole log (kept up to 4 MiB) and nothing else",
+  ],
+  examples: ["gcfaas build 01jc9x3b8q", "gcfaas build 01jc9x3b8q --follow", "gcfaas build 01jc9x3b8q --log > build.log"],
+  options: { follow: { type: "boolean", short: "f" }, log: { type: "boolean" } },
   args: [1, 1],
   async run(ctx, a) {
     const id = a.pos(0, "<build-id>");
     const api = await ctx.api();
+    if (a.flag("log")) {
+      if (a.flag("follow")) throw new UsageError("--log and --follow do not go together: follow the build, then print its log", "build");
+      return printWholeLog(ctx, api, id);
+    }
     let b = await api.get<Build>(`/v1/build/${id}`);
     if (a.flag("follow") && !FINAL_BUILD_STATUSES.has(b.status)) {
       b = await followBuild(ctx, api, id, { maxWaitSeconds: 900 });
@@ -55,8 +64,18 @@ export const build: Command = {
         for (const t of b.timeline ?? []) ctx.out.line(`  ${fmtTime(t.time)}  ${t.status}`);
         ctx.out.line("log:");
         for (const line of b.log ?? []) ctx.out.line(`  ${line}`);
+        if ((b.logLines ?? 0) > (b.log ?? []).length) ctx.out.note(`(the log's middle lines are cut here; all of it: gcfaas build ${id} --log)`);
       });
     }
     return a.flag("follow") && b.status === "FAILED" ? 1 : 0;
   },
 };
+
+/** GET /v1/build/<id>/log: the text as it is (with --json, `{id, log}`). */
+async function printWholeLog(ctx: Context, api: ApiClient, id: string): Promise<number> {
+  const res = await api.raw("GET", `/v1/build/${id}/log`);
+  const text = await res.text();
+  if (!res.ok) throw errorFromResponse(res, text);
+  ctx.out.result({ id, log: text }, () => ctx.out.stdout.write(text));
+  return 0;
+}

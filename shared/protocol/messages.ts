@@ -77,11 +77,14 @@ export const heartbeat = z.object({
 export const pong = z.object({ type: z.literal("pong"), t: z.number() });
 
 export const buildStarted = z.object({ type: z.literal("build.started"), buildId: id });
-/** `first` numbers the first line (from 0): a batch re-sent after a reconnect is stored once. */
+/**
+ * `first` numbers the first line (from 0): a batch re-sent after a reconnect is stored once. The
+ * agent sends a bounded part of a long log (shared/build-log.ts): numbers it skips are cut lines.
+ */
 export const buildLog = z.object({
   type: z.literal("build.log"),
   buildId: id,
-  first: z.int().min(0).max(10_000_000),
+  first: z.int().min(0).max(Number.MAX_SAFE_INTEGER),
   lines: z.array(z.string().max(MAX_LOG_LINE_CHARS)).max(1000),
 });
 export const buildDone = z.object({
@@ -129,6 +132,8 @@ export const buildAssign = z.object({
   /** Paths on the control plane, fetched with the agent token. */
   sourcePath: z.string(),
   artifactPath: z.string(),
+  /** Where the agent PUTs the build's whole log as text before build.done; absent in assignments queued before it. */
+  logPath: z.string().optional(),
 });
 
 export { taskInput } from "../schemas/task.js";

@@ -81,7 +81,10 @@ export const buildGet = z.object({
   status: z.enum(["PENDING", "BUILDING", "SUCCESS", "FAILED"]),
   arch: z.array(z.literal("amd64")),
   timeline: z.array(timelineEntry),
+  /** The first and last lines, with one line `… N lines cut …` between them when more were printed (shared/build-log.ts). */
   log: z.array(z.string()),
+  /** How many lines the build printed in all, cut ones included. */
+  logLines: z.int().min(0),
   createdAt: isoTime,
 });
 export const buildList = envelope(buildGet.pick({ id: true, functionId: true, status: true, createdAt: true }));

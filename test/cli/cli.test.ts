@@ -188,6 +188,10 @@ describe("--json", () => {
     expect(build).toMatchObject({ status: "SUCCESS", log: expect.any(Array), timeline: expect.any(Array) });
     const jsonFnId: string = build.functionId;
     expect(await ok(["build", build.id])).toMatchObject({ id: build.id, status: "SUCCESS" });
+    const whole = await ok(["build", build.id, "--log"]);
+    expect(whole).toEqual({ id: build.id, log: `${build.log.join("\n")}\n` });
+    const text = await gc(["build", build.id, "--log"]);
+    expect([text.code, text.stdout], show(text)).toEqual([0, whole.log]);
     expect(await ok(["builds", "--function", jsonFnId])).toMatchObject({ totalCount: 1, results: [{ id: build.id }] });
     expect(await ok(["list"])).toEqual(expect.arrayContaining([expect.objectContaining({ id: jsonFnId })]));
     expect(await ok(["get", jsonFnId])).toMatchObject({ id: jsonFnId, capabilities: { timeout: 30 } });

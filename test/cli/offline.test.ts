@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { zipFolderContents } from "../../cli/zip.js";
 import { COMMANDS } from "../../cli/main.js";
 import { runCli, show } from "./run-cli.js";
+import { linesAfter } from "../../cli/build-follow.js";
 
 // What the CLI does without a service: usage errors, help, zipping.
 describe("zipping a folder", () => {
@@ -71,5 +72,29 @@ describe("command line", () => {
     expect(r.stderr).toMatch(/^error: not_logged_in: /m);
     expect(r.stderr).toContain("gcfaas login --url URL --token TOKEN");
     expect(r.json()).toMatchObject({ error: { code: "not_logged_in" } });
+  });
+});
+
+describe("following a build's log", () => {
+  const marker = (n: number) => `… ${n} lines cut …`;
+  const lines = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `l${from + i}`);
+
+  it("prints each line once across polls, and the lines that fell into the cut as one marker", () => {
+    let seen = 0;
+    const printed: string[] = [];
+    const poll = (log: string[], logLines: number) => {
+      const next = linesAfter({ log, logLines }, seen);
+      printed.push(...next.lines);
+      seen = next.seen;
+    };
+    poll(lines(0, 3), 3);
+    poll(lines(0, 500), 500);
+    poll([...lines(0, 500), marker(100), ...lines(600, 1100)], 1100);
+    poll([...lines(0, 500), marker(150), ...lines(650, 1150)], 1150);
+    expect(printed).toEqual([...lines(0, 500), marker(100), ...lines(600, 1150)]);
+  });
+
+  it("takes the whole log as lines from a server that sends no logLines", () => {
+    expect(linesAfter({ log: ["a", "b", "c"] }, 1)).toEqual({ lines: ["b", "c"], seen: 3 });
   });
 });

@@ -75,6 +75,7 @@ export const ROUTES: Route[] = [
   { method: "POST", path: (o) => `/v1/build/${o.fn}?arch=amd64`, body: () => tinyZip(), headers: { "content-type": "application/octet-stream" } },
   { method: "GET", path: () => "/v1/build/list" },
   { method: "GET", path: (o) => `/v1/build/${o.build}` },
+  { method: "GET", path: (o) => `/v1/build/${o.build}/log` },
   { method: "POST", path: (o) => `/v1/task/${o.fn}`, json: () => ({ a: 1 }) },
   { method: "GET", path: () => "/v1/task/list" },
   { method: "GET", path: (o) => `/v1/task/${o.task}` },

@@ -38,16 +38,16 @@ export class ConsoleApi {
   async call<T = unknown>(method: string, path: string, o: { json?: unknown; body?: BodyInit | null; headers?: Record<string, string> } = {}): Promise<ApiResult<T>> {
     const res = await this.raw(method, path, o);
     const text = await res.text();
-    if (!res.ok) {
-      let error: ApiError = { code: "error", message: `the API answered ${res.status}` };
-      try {
-        error = (JSON.parse(text) as { error: ApiError }).error ?? error;
-      } catch {
-        /* not the API's error body */
-      }
-      return { ok: false, status: res.status, error };
-    }
+    if (!res.ok) return { ok: false, status: res.status, error: errorOf(res, text) };
     return { ok: true, status: res.status, data: (text ? JSON.parse(text) : undefined) as T, res };
+  }
+
+  /** A read of a text resource (a build's whole log) that must succeed. */
+  async text(path: string): Promise<string> {
+    const res = await this.raw("GET", path);
+    const text = await res.text();
+    if (!res.ok) throw new ConsoleError(res.status, errorOf(res, text));
+    return text;
   }
 
   /** A read that must succeed (the record is the caller's): a refusal becomes the page's error. */
@@ -66,4 +66,14 @@ export class ConsoleError extends Error {
   ) {
     super(error.message);
   }
+}
+
+function errorOf(res: Response, text: string): ApiError {
+  try {
+    const error = (JSON.parse(text) as { error?: ApiError }).error;
+    if (error) return error;
+  } catch {
+    /* not the API's error body */
+  }
+  return { code: "error", message: `the API answered ${res.status}` };
 }

@@ -177,7 +177,23 @@ export const releases = sqliteTable("releases", {
   updatedAt: integer("updated_at").notNull(),
 });
 
-export const buildLogs = sqliteTable(
+/**
+ * A build's log as the build record shows it: one row a build, its first and last lines (each part
+ * bounded in lines and bytes, shared/build-log.ts) and how many lines it had in all. The whole text
+ * is one R2 object (buildLogKey). Written by the build's dispatcher as agents report lines.
+ */
+export const buildLogEnds = sqliteTable("build_log_ends", {
+  buildId: text("build_id").primaryKey().references(() => builds.id, { onDelete: "cascade" }),
+  head: text("head", { mode: "json" }).$type<string[]>().notNull(),
+  tail: text("tail", { mode: "json" }).$type<string[]>().notNull(),
+  lines: integer("lines").notNull(),
+});
+
+/**
+ * The former log store, a row per line: no longer written. Builds recorded before build_log_ends
+ * still read from it (worker/build-logs/ends.ts); their rows go with their builds.
+ */
+export const legacyBuildLogs = sqliteTable(
   "build_logs",
   {
     buildId: text("build_id").notNull().references(() => builds.id, { onDelete: "cascade" }),

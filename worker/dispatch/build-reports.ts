@@ -2,7 +2,9 @@ import type { Db } from "../db/client.js";
 import { artifactKey } from "../lib/storage-keys.js";
 import type { AgentMessage } from "../../shared/protocol/messages.js";
 import type { WorkQueue, WorkRow } from "./queue.js";
-import { buildLineAppended, buildLogged, buildMoved } from "./records.js";
+import { buildMoved } from "./records.js";
+import { readEnds, writeEnds } from "../build-logs/ends.js";
+import { appendToEnds, failureLine } from "../../shared/build-log.js";
 
 type Report<T extends AgentMessage["type"]> = Extract<AgentMessage, { type: T }>;
 
@@ -26,7 +28,7 @@ export class BuildReports {
 
   logged(msg: Report<"build.log">): Promise<void> {
     return this.inOrder(msg.buildId, async () => {
-      if (this.queue.get(msg.buildId)) await buildLogged(this.db, msg.buildId, msg.first, msg.lines);
+      if (this.queue.get(msg.buildId)) await this.logLines(msg.buildId, msg.first, msg.lines);
     });
   }
 
@@ -35,7 +37,7 @@ export class BuildReports {
     return this.inOrder(msg.buildId, async () => {
       const w = this.queue.get(msg.buildId);
       if (!w) return false;
-      if (!msg.ok) await buildLineAppended(this.db, w.id, `build failed: ${msg.reason ?? "no reason given"}`);
+      if (!msg.ok) await this.logLines(w.id, undefined, [failureLine(msg.reason)]);
       await buildMoved(this.db, w.id, msg.ok ? "SUCCESS" : "FAILED", now, msg.ok ? artifactKey(w.account_id, w.function_id, w.id) : undefined);
       this.queue.remove(w.id);
       return true;
@@ -46,9 +48,20 @@ export class BuildReports {
   failed(w: WorkRow, reason: string, now: number): Promise<void> {
     this.queue.remove(w.id);
     return this.inOrder(w.id, async () => {
-      await buildLineAppended(this.db, w.id, `build failed: ${reason}`);
+      await this.logLines(w.id, undefined, [failureLine(reason)]);
       await buildMoved(this.db, w.id, "FAILED", now);
     });
+  }
+
+  /**
+   * Adds lines to the build's bounded log row: numbered from `first` as the agent numbers them
+   * (a batch sent again is taken once), or after every line so far (the dispatcher's own).
+   */
+  private async logLines(buildId: string, first: number | undefined, lines: string[]): Promise<void> {
+    const before = await readEnds(this.db, buildId);
+    const after = appendToEnds(before, first ?? before.lines, lines);
+    if (JSON.stringify(after) === JSON.stringify(before)) return; // all of it was here already
+    await writeEnds(this.db, buildId, after);
   }
 
   private inOrder<T>(buildId: string, write: () => Promise<T>): Promise<T> {

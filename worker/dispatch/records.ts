@@ -1,7 +1,7 @@
 import { utf8OrUndefined } from "../http/validate.js";
 import { and, eq, sql } from "drizzle-orm";
 import { rowOf, sqlBatch, type Db } from "../db/client.js";
-import { buildLogs, builds, tasks } from "../db/schema.js";
+import { builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
 import { taskLogKey, taskResultKey } from "../lib/storage-keys.js";
 import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
@@ -136,25 +136,4 @@ export async function buildMoved(db: Db, buildId: string, status: BuildStatus, n
       ...(artifactKey ? { artifactKey } : {}),
     })
     .where(and(eq(builds.id, buildId), sql`${builds.status} in ('PENDING', 'BUILDING')`, status === "BUILDING" ? eq(builds.status, "PENDING") : undefined));
-}
-
-export async function buildLogged(db: Db, buildId: string, firstSeq: number, lines: string[]) {
-  // 3 parameters a row and 100 a statement: 30 rows an insert.
-  for (let i = 0; i < lines.length; i += 30) {
-    const part = lines.slice(i, i + 30).map((line, j) => ({ buildId, seq: firstSeq + i + j, line }));
-    await db.insert(buildLogs).values(part).onConflictDoNothing();
-  }
-}
-
-/**
- * Lines of the dispatcher's own (a failure reason) are numbered from DISPATCHER_LINES_FROM, apart
- * from the agent's numbering: an agent batch still being written can never collide with them, and
- * they sort after every line the agent sent.
- */
-const DISPATCHER_LINES_FROM = 1_000_000_000;
-
-export async function buildLineAppended(db: Db, buildId: string, line: string) {
-  await db.run(
-    sql`insert into ${buildLogs} (build_id, seq, line) select ${buildId}, max(coalesce(max(seq), 0) + 1, ${DISPATCHER_LINES_FROM}), ${line} from ${buildLogs} where build_id = ${buildId}`,
-  );
 }

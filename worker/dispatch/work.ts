@@ -6,6 +6,7 @@ import type { BuildRow } from "../services/builds.js";
 export const agentPaths = {
   source: (buildId: string) => `/v1/agent/builds/${buildId}/source`,
   artifact: (buildId: string) => `/v1/agent/builds/${buildId}/artifact`,
+  buildLog: (buildId: string) => `/v1/agent/builds/${buildId}/log`,
   input: (taskId: string) => `/v1/agent/tasks/${taskId}/input`,
   result: (taskId: string) => `/v1/agent/tasks/${taskId}/result`,
   log: (taskId: string) => `/v1/agent/tasks/${taskId}/log`,
@@ -63,6 +64,7 @@ export function buildWork(b: BuildRow): NewWork {
       lang: b.lang,
       sourcePath: agentPaths.source(b.id),
       artifactPath: agentPaths.artifact(b.id),
+      logPath: agentPaths.buildLog(b.id),
     },
   };
 }

@@ -7,6 +7,9 @@ export const zipKey = (accountId: string, functionId: string, buildId: string) =
   `${functionPrefix(accountId, functionId)}builds/${buildId}/source.zip`;
 export const artifactKey = (accountId: string, functionId: string, buildId: string) =>
   `${functionPrefix(accountId, functionId)}builds/${buildId}/artifact.tar`;
+/** A build's whole log as text (bounded, shared/build-log.ts): under its function, deleted with it. */
+export const buildLogKey = (accountId: string, functionId: string, buildId: string) =>
+  `${functionPrefix(accountId, functionId)}builds/${buildId}/log.txt`;
 /** A schedule's payload body: under its function, whose deletion deletes its schedules. */
 export const schedulePayloadKey = (accountId: string, functionId: string, scheduleId: string) =>
   `${functionPrefix(accountId, functionId)}schedules/${scheduleId}/payload.bin`;

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
-import { artifactKey, taskResultKey } from "../lib/storage-keys.js";
+import { artifactKey, buildLogKey, taskResultKey } from "../lib/storage-keys.js";
+import { BUILD_LOG_TEXT_BYTES, BUILD_LOG_TRAILER_BYTES } from "../../shared/build-log.js";
 import { allShards, shardCount, shardStub } from "../dispatch/client.js";
 import { forwardConnect } from "../dispatch/nodes.js";
 import { agentBuild, agentTask } from "../services/agent-work.js";
@@ -51,6 +52,13 @@ export const agentRoutes = new Hono<AppEnv>()
     // The dispatcher lets go of a build as it ends; its record saying so is the second lock.
     if (b.status === "SUCCESS" || b.status === "FAILED") throw notFound("build");
     await putSized(c.env.BUCKET, artifactKey(b.accountId, b.functionId, b.id), c.req.raw, MAX_ARTIFACT_BYTES);
+    return c.body(null, 204);
+  })
+  // The build's whole log, bounded by the agent; the cap here is what it may be at most.
+  .put("/builds/:id/log", async (c) => {
+    const b = await agentBuild(c, c.req.param("id"), "build", "build");
+    if (b.status === "SUCCESS" || b.status === "FAILED") throw notFound("build");
+    await putSized(c.env.BUCKET, buildLogKey(b.accountId, b.functionId, b.id), c.req.raw, BUILD_LOG_TEXT_BYTES + BUILD_LOG_TRAILER_BYTES);
     return c.body(null, 204);
   })
   .get("/builds/:id/artifact", async (c) => {

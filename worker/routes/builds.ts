@@ -8,11 +8,13 @@ import { zipKey } from "../lib/storage-keys.js";
 import { buildCreateQuery, buildListQuery, MAX_ZIP_BYTES } from "../../shared/schemas/build.js";
 import { getOwnFunction } from "../services/functions.js";
 import { enqueueBuild } from "../dispatch/client.js";
-import { describeBuild, listBuilds, recordBuild } from "../services/builds.js";
+import { describeBuild, listBuilds, readBuildLog, recordBuild } from "../services/builds.js";
+import { BUILD_LOG_HEADERS } from "../build-logs/text.js";
 
 export const buildRoutes = new Hono<AppEnv>()
   .get("/list", async (c) => c.json(await listBuilds(c.var.db, c.var.caller.accountId, query(c, buildListQuery))))
   .get("/:id", async (c) => c.json(await describeBuild(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  .get("/:id/log", async (c) => c.body(await readBuildLog(c.var.db, c.env.BUCKET, c.var.caller.accountId, c.req.param("id")), 200, BUILD_LOG_HEADERS))
   .post("/:functionId", async (c) => {
     const { accountId } = c.var.caller;
     const fn = await getOwnFunction(c.var.db, accountId, c.req.param("functionId"));

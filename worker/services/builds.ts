@@ -1,6 +1,9 @@
-import { and, asc, desc, eq } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { buildLogs, builds } from "../db/schema.js";
+import { builds } from "../db/schema.js";
+import { readEnds } from "../build-logs/ends.js";
+import { buildLogText } from "../build-logs/text.js";
+import { endsAsLog } from "../../shared/build-log.js";
 import { notFound } from "../errors.js";
 import type { PageRequest } from "../http/paginate.js";
 import { listPage } from "./records.js";
@@ -33,16 +36,22 @@ export async function getOwnBuild(db: Db, accountId: string, id: string): Promis
 
 export async function describeBuild(db: Db, accountId: string, id: string) {
   const b = await getOwnBuild(db, accountId, id);
-  const lines = await db.select({ line: buildLogs.line }).from(buildLogs).where(eq(buildLogs.buildId, id)).orderBy(asc(buildLogs.seq));
+  const ends = await readEnds(db, id);
   return {
     id: b.id,
     functionId: b.functionId,
     status: b.status as BuildStatus,
     arch: b.arch,
     timeline: b.timeline,
-    log: lines.map((l) => l.line),
+    log: endsAsLog(ends),
+    logLines: ends.lines,
     createdAt: iso(b.createdAt),
   };
+}
+
+/** GET /v1/build/<id>/log: the caller's build's whole log as text (bounded, build-logs/text.ts). */
+export async function readBuildLog(db: Db, bucket: R2Bucket, accountId: string, id: string): Promise<string> {
+  return buildLogText(db, bucket, await getOwnBuild(db, accountId, id));
 }
 
 export async function listBuilds(db: Db, accountId: string, filter: PageRequest & { functionId?: string | undefined }) {

@@ -3,6 +3,7 @@ import type { ConsoleApp, ConsoleContext } from "../context.js";
 import { buildStatus, errorBox, isoOf, layout, taskStatus } from "../layout.js";
 import { releaseButton, releaseRole } from "./release.js";
 import type { Release } from "../../../shared/schemas/release.js";
+import { BUILD_LOG_HEADERS } from "../../build-logs/text.js";
 
 interface BuildDetail {
   id: string;
@@ -10,6 +11,7 @@ interface BuildDetail {
   status: string;
   timeline: { status: string; time: string }[];
   log: string[];
+  logLines: number;
 }
 interface TaskDetail {
   id: string;
@@ -70,9 +72,13 @@ export function registerBuildsAndTasks(app: ConsoleApp) {
     const body = html`<p><a href="/console/functions/${b.functionId}">← Function</a></p><h1>Build ${c.req.param("id")}</h1>
 <p>Status: ${buildStatus(b.status)}</p>
 <h2>Timeline</h2><ol>${b.timeline.map((t) => html`<li>${t.status} — ${t.time}</li>`)}</ol>
-<h2>Log</h2><pre aria-label="Build log">${b.log.join("\n") || "(no lines yet)"}</pre>`;
+<h2>Log</h2>${b.logLines > b.log.length ? html`<p class="hint">${b.logLines} lines; the middle ones are cut here. <a href="/console/builds/${b.id}/log">The whole log</a> (kept up to 4 MiB)</p>` : ""}
+<pre aria-label="Build log">${b.log.join("\n") || "(no lines yet)"}</pre>`;
     return c.html(layout("Build", { ...c.var.page, section: "builds" }, body));
   });
+
+  // The whole log as text, for a browser to show or save.
+  app.get("/builds/:id/log", async (c) => c.body(await c.var.api.text(`/v1/build/${c.req.param("id")}/log`), 200, BUILD_LOG_HEADERS));
 
   app.get("/tasks", async (c) => {
     const functionId = c.req.query("functionId") || undefined;
