@@ -6,4 +6,9 @@ export const accountCreate = z.strictObject({ name: tagName });
 /** An agent token speaks for one node: the id its agent must say in its hello. */
 export const agentTokenCreate = z.strictObject({ nodeId, name: tagName.optional() });
 
-export const accountEdit = z.strictObject({ plan: z.string().regex(/^[A-Z0-9_]{1,32}$/, "must be a plan id such as DEVELOPER") });
+/** Any subset of the account's operator settings. */
+export const accountEdit = z.strictObject({
+  plan: z.string().regex(/^[A-Z0-9_]{1,32}$/, "must be a plan id such as DEVELOPER").optional(),
+  /** The grant to run privileged functions: false (the default) revokes it. */
+  privileged: z.boolean({ error: "must be a boolean" }).optional(),
+});

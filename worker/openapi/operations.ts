@@ -47,7 +47,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/function/:id/storage", summary: "Read the function's storage (what its tasks set with the GC-Storage response header)", group: "functions", auth: "account", ok: { status: 200, schema: storage.storageOut, description: "{size, updatedAt, value (base64)}; 404 when nothing is stored." }, errors: [401, 404] },
   { method: "delete", path: "/v1/function/:id/storage", summary: "Clear the function's storage", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "get", path: "/v1/function/:id/capabilities", summary: "Get capabilities", group: "functions", auth: "account", ok: { status: 200, schema: out.capabilitiesOut, description: "timeout s, cpuCount CPUs, memSize MiB." }, errors: [401, 404] },
-  { method: "post", path: "/v1/function/:id/capabilities", summary: "Set capabilities", group: "functions", auth: "account", body: json(fn.capabilitiesSet), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "post", path: "/v1/function/:id/capabilities", summary: "Set capabilities (privileged: true only for accounts the operator granted)", group: "functions", auth: "account", body: json(fn.capabilitiesSet), ok: noContent, errors: [400, 401, 403, 404, 415] },
 
   { method: "post", path: "/v1/tag", summary: "Create a tag", group: "tags", auth: "account", body: json(tag.tagCreate), ok: created("tag"), errors: [400, 401, 415] },
   { method: "get", path: "/v1/tag/list", summary: "List tags", group: "tags", auth: "account", ok: { status: 200, schema: out.tagList, description: "Newest first." }, errors: [401] },
@@ -96,7 +96,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: publicReplay, errors: [401, 404, 410, 502] },
 
   { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
-  { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Move an account to another plan", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Change an account's operator settings: plan, privileged (the grant to run privileged functions)", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "post", path: "/v1/admin/accounts/:accountId/tokens", summary: "Mint another account token", group: "admin", auth: "admin", ok: { status: 201, schema: out.tokenCreated, description: "The token is shown once." }, errors: [401, 404] },
   { method: "post", path: "/v1/admin/agent-tokens", summary: "Mint an agent token bound to one node id", group: "admin", auth: "admin", body: json(admin.agentTokenCreate), ok: { status: 201, schema: out.agentTokenCreated, description: "The token is shown once; it speaks for that node only." }, errors: [400, 401, 415] },
   { method: "delete", path: "/v1/admin/tokens/:tokenId", summary: "Revoke a token (an agent token's sockets close at once)", group: "admin", auth: "admin", ok: noContent, errors: [401, 404] },
