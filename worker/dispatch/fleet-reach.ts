@@ -34,6 +34,12 @@ export class FleetReach {
   private anyNode = false;
   private loadedAt = -Infinity;
   private loading: Promise<void> | undefined;
+  /**
+   * Needs found reachable, by key, and when. A node that could take them was seen then, so the
+   * answer holds for a day; it is asked again after REFRESH_MS only so that a disabled node stops
+   * counting. Under load (every agent busy, tasks waiting) this spares each enqueue the agents.
+   */
+  private reachable = new Map<string, number>();
 
   constructor(private readonly db: Db) {}
 
@@ -46,11 +52,20 @@ export class FleetReach {
   /** The next verdict reads the nodes table again (the hourly sweep; tests that edit the table). */
   forget(): void {
     this.loadedAt = -Infinity;
+    this.reachable.clear();
   }
 
   /** Why no node could ever take work with these needs, or null when one could (or may yet). */
-  async unreachable(needs: Needs, connected: AgentState[], now: number): Promise<string | null> {
-    if (connected.some((a) => serves(a, needs))) return null;
+  async unreachable(needs: Needs, connected: () => AgentState[], now: number): Promise<string | null> {
+    const key = `${needs.lang}/${needs.privileged}`;
+    if (now - (this.reachable.get(key) ?? -Infinity) < REFRESH_MS) return null;
+    const reason = await this.judge(needs, connected, now);
+    if (reason === null) this.reachable.set(key, now);
+    return reason;
+  }
+
+  private async judge(needs: Needs, connected: () => AgentState[], now: number): Promise<string | null> {
+    if (connected().some((a) => serves(a, needs))) return null;
     if (now - this.loadedAt > REFRESH_MS) await this.refresh(now);
     if (!this.anyNode || [...this.seen.values()].some((n) => serves(n, needs))) return null;
     const langServed = [...this.seen.values()].some((n) => n.langs.includes(needs.lang));

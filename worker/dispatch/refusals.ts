@@ -47,13 +47,14 @@ export class Refusals {
   async unreachable(ids: string[]): Promise<number> {
     const waiting = this.waitingTasks(ids);
     if (!waiting.length) return 0;
-    const agents = this.host.agents();
+    let agents: AgentState[] | undefined;
+    const connected = () => (agents ??= this.host.agents());
     // Verdicts per kind of need, so a batch of one function's tasks asks once.
     const verdicts = new Map<string, string | null>();
     const reasons = new Map<WorkRow, string>();
     for (const w of waiting) {
       const key = `${w.lang}/${w.privileged}`;
-      if (!verdicts.has(key)) verdicts.set(key, await this.reach.unreachable({ lang: w.lang, privileged: !!w.privileged }, agents, Date.now()));
+      if (!verdicts.has(key)) verdicts.set(key, await this.reach.unreachable({ lang: w.lang, privileged: !!w.privileged }, connected, Date.now()));
       const reason = verdicts.get(key);
       if (reason) reasons.set(w, reason);
     }
