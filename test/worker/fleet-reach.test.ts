@@ -50,6 +50,8 @@ describe("POST /v1/task/<function_id> when no node could take the task", () => {
     const { token, fn } = await privilegedFunction();
     const { id } = await callJson(`/v1/task/${fn}`, 201, { token, json: {} });
     await expectUnreachable(token, id, NO_PRIVILEGED);
+    // It never ran: it costs no invocation of the plan.
+    expect(await callJson("/v1/usage", 200, { token })).toMatchObject({ invocations: 0, pending: 0 });
   });
 
   it("answers a synchronous caller (Prefer: wait) with the 503 outcome", async () => {
