@@ -52,11 +52,17 @@ export class Refusals {
     // Verdicts per kind of need, so a batch of one function's tasks asks once.
     const verdicts = new Map<string, string | null>();
     const reasons = new Map<WorkRow, string>();
-    for (const w of waiting) {
-      const key = `${w.lang}/${w.privileged}`;
-      if (!verdicts.has(key)) verdicts.set(key, await this.reach.unreachable({ lang: w.lang, privileged: !!w.privileged }, connected, Date.now()));
-      const reason = verdicts.get(key);
-      if (reason) reasons.set(w, reason);
+    try {
+      for (const w of waiting) {
+        const key = `${w.lang}/${w.privileged}`;
+        if (!verdicts.has(key)) verdicts.set(key, await this.reach.unreachable({ lang: w.lang, privileged: !!w.privileged }, connected, Date.now()));
+        const reason = verdicts.get(key);
+        if (reason) reasons.set(w, reason);
+      }
+    } catch (e) {
+      // The nodes table could not be read: the tasks wait, as they did before the rule (the sweep judges again).
+      this.host.log("judging tasks against the fleet failed; they wait", { error: String(e) });
+      return 0;
     }
     // Anything assigned or ended while the nodes table was read is no longer this call's.
     const still = [...reasons.keys()].filter((w) => this.host.queue.get(w.id) === w && w.node === null);
