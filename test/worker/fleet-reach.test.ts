@@ -33,7 +33,7 @@ const finished = (token: string, id: string) =>
   eventually(async () => {
     const t = await callJson(`/v1/task/${id}`, 200, { token });
     return t.progress === 100 && t;
-  });
+  }, 10_000); // a loaded CI box can take seconds to commit
 
 async function expectUnreachable(token: string, id: string, line: string) {
   expect(await finished(token, id)).toMatchObject({ status: 503, progress: 100, node: null });
@@ -68,7 +68,7 @@ describe("POST /v1/task/<function_id> when no node could take the task", () => {
     const { id } = await callJson(`/v1/task/${fn}`, 201, { token, json: {} });
     expect(await pending(token, id)).toBe(true);
     const priv = await FakeAgent.connect("priv", { privileged: true });
-    expect((await priv.next("task.assign")).taskId).toBe(id);
+    expect((await priv.next("task.assign", 10_000)).taskId).toBe(id);
   });
 
   it("fails a task for a language no node serves, and runs one for a language a node serves", async () => {
@@ -78,7 +78,7 @@ describe("POST /v1/task/<function_id> when no node could take the task", () => {
     const jsTask = (await callJson(`/v1/task/${js}`, 201, { token, json: {} })).id;
     await expectUnreachable(token, jsTask, noLang("js"));
     const pyTask = (await callJson(`/v1/task/${py}`, 201, { token, json: {} })).id;
-    expect((await agent.next("task.assign")).taskId).toBe(pyTask);
+    expect((await agent.next("task.assign", 10_000)).taskId).toBe(pyTask);
   });
 
   it("does not count a disabled node, nor one last seen more than 24 hours ago", async () => {
@@ -98,7 +98,7 @@ describe("POST /v1/task/<function_id> when no node could take the task", () => {
     const { id } = await callJson(`/v1/task/${fn}`, 201, { token, json: {} });
     expect(await pending(token, id)).toBe(true);
     const first = await FakeAgent.connect("first", { privileged: true });
-    expect((await first.next("task.assign")).taskId).toBe(id);
+    expect((await first.next("task.assign", 10_000)).taskId).toBe(id);
   });
 });
 
@@ -118,7 +118,7 @@ describe("other ways a task is issued follow the same rule", () => {
 
     await newTrigger(token, { functionId: py, nextId: js });
     const parent = (await callJson(`/v1/task/${py}`, 201, { token, json: {} })).id;
-    expect((await agent.next("task.assign")).taskId).toBe(parent);
+    expect((await agent.next("task.assign", 10_000)).taskId).toBe(parent);
     agent.done(parent, "ok");
     const child = await eventually(async () => (await env.DB.prepare("select id from tasks where parent_task_id = ?").bind(parent).first<{ id: string }>()) ?? undefined);
     await expectUnreachable(token, child.id, noLang("js"));

@@ -24,7 +24,7 @@ const finished = (token: string, id: string) =>
   eventually(async () => {
     const t = await callJson(`/v1/task/${id}`, 200, { token });
     return t.progress === 100 && t;
-  });
+  }, 10_000); // a loaded CI box can take seconds to commit
 
 describe("POST /v1/function/<function_id>/capabilities with privileged", () => {
   it("answers 403 privileged_not_allowed to an account the operator did not grant, for privileged and privilaged, and changes nothing", async () => {
@@ -95,13 +95,13 @@ describe("PATCH /v1/admin/accounts/<account_id> with privileged", () => {
 
     const agent = await FakeAgent.connect("priv-node", { privileged: true, slots: 1 });
     const runningTask = (await callJson(`/v1/task/${running}`, 201, { token, json: {} })).id;
-    expect((await agent.next("task.assign")).taskId).toBe(runningTask);
+    expect((await agent.next("task.assign", 10_000)).taskId).toBe(runningTask);
     const waitingTask = (await callJson(`/v1/task/${waiting}`, 201, { token, json: {} })).id;
     const theirTask = (await callJson(`/v1/task/${theirs}`, 201, { token: other.token, json: {} })).id;
 
     await grantPrivileged(accountId, false);
 
-    expect((await agent.next("task.cancel")).taskId).toBe(runningTask);
+    expect((await agent.next("task.cancel", 10_000)).taskId).toBe(runningTask);
     for (const id of [runningTask, waitingTask]) {
       expect(await finished(token, id)).toMatchObject({ status: 403, progress: 100 });
       expect((await callJson(`/v1/task/${id}/log`, 200, { token })).log).toEqual([REVOKED_LINE]);
@@ -115,10 +115,10 @@ describe("PATCH /v1/admin/accounts/<account_id> with privileged", () => {
     // The function's next task is an ordinary one: it runs unprivileged.
     agent.done(runningTask, "late"); // the cancelled task's report changes nothing
     const next = (await callJson(`/v1/task/${running}`, 201, { token, json: {} })).id;
-    let assign = await agent.next("task.assign");
+    let assign = await agent.next("task.assign", 10_000);
     if (assign.taskId === theirTask) {
       agent.done(theirTask, "ok");
-      assign = await agent.next("task.assign");
+      assign = await agent.next("task.assign", 10_000);
     }
     expect(assign).toMatchObject({ taskId: next, capabilities: { privileged: false } });
     expect((await callJson(`/v1/task/${runningTask}`, 200, { token })).status).toBe(403);
@@ -146,6 +146,6 @@ describe("PATCH /v1/admin/accounts/<account_id> with privileged", () => {
     await shardStub(env, shardOf(env, fn)).enqueue([
       { id, kind: "task", accountId, functionId: fn, lang: "py", privileged: true, cpu: 1, mem: 256, timeoutS: 30, payload: { type: "task.assign", taskId: id } },
     ]);
-    expect((await agent.next("task.assign")).taskId).toBe(id);
+    expect((await agent.next("task.assign", 10_000)).taskId).toBe(id);
   });
 });
