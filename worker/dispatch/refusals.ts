@@ -2,7 +2,7 @@ import type { Db } from "../db/client.js";
 import type { AgentState } from "./agents.js";
 import { FleetReach } from "./fleet-reach.js";
 import type { TaskDone } from "./outcomes.js";
-import { RevokedPrivilege } from "./privilege.js";
+import { RevokedPrivilege } from "./revoked-privilege.js";
 import type { WorkQueue, WorkRow } from "./queue.js";
 import { privilegeRevokedReport, unreachableReport } from "./verdicts.js";
 

@@ -22,6 +22,6 @@ export function verdictReport(taskId: string, status: number, code: string, mess
 export const unreachableReport = (taskId: string, reason: string) =>
   verdictReport(taskId, 503, "no_suitable_node", `the task did not run: ${reason}`);
 
-/** A privileged task of an account whose grant the operator revoked (privilege.ts). */
+/** A privileged task of an account whose grant the operator revoked (revoked-privilege.ts). */
 export const privilegeRevokedReport = (taskId: string) =>
   verdictReport(taskId, 403, "privileged_not_allowed", "the task did not run (or was stopped): the operator revoked this account's permission to run privileged functions");
