@@ -36,21 +36,23 @@ async function readState(): Promise<DevState> {
   }
 }
 
-async function post(url: string, token: string, body: unknown) {
-  const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${await res.text()}`);
-  return res.json() as Promise<Record<string, string>>;
+async function send(method: "POST" | "PATCH", url: string, token: string, body: unknown): Promise<Record<string, string>> {
+  const res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
+  return res.status === 204 ? {} : ((await res.json()) as Record<string, string>);
 }
 
 /** The dev account and agent token are created once and reused while they still work. */
 async function ensureCredentials(worker: LocalWorker, state: DevState): Promise<Required<DevState>> {
   const works = state.token && (await fetch(`${worker.url}/v1/function/list`, { headers: { authorization: `Bearer ${state.token}` } })).status === 200;
   if (!works) {
-    const acct = await post(`${worker.url}/v1/admin/accounts`, state.adminToken, { name: "dev" });
+    const acct = await send("POST", `${worker.url}/v1/admin/accounts`, state.adminToken, { name: "dev" });
     state.accountId = acct.accountId;
     state.token = acct.token;
     say("created the development account");
   }
+  // The development account may make functions privileged (an operator grant; accounts lack it by default).
+  await send("PATCH", `${worker.url}/v1/admin/accounts/${state.accountId}`, state.adminToken, { privileged: true });
   // A token from before tokens were bound to a node answers 401 here, and is replaced.
   const agentConfig = state.agentToken ? await fetch(`${worker.url}/v1/agent/config`, { headers: { authorization: `Bearer ${state.agentToken}` } }) : undefined;
   const agentWorks = agentConfig?.status === 200 && ((await agentConfig.json()) as { nodeId?: string }).nodeId === AGENT_NODE;

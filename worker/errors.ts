@@ -8,6 +8,7 @@ export const ERROR_STATUS = {
   ip_not_allowed: 403,
   origin_not_allowed: 403,
   outside_time_window: 403,
+  privileged_not_allowed: 403,
   not_found: 404,
   result_not_ready: 404,
   method_not_allowed: 405,

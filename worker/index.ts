@@ -8,6 +8,7 @@ import { sweepOrphans } from "./services/orphans.js";
 import { RENEWAL_CRON } from "./crons.js";
 import { withCostCounting } from "./diagnostics/cost-counters.js";
 import { Dispatcher } from "./dispatch/durable-object.js";
+import { sweepUnreachable } from "./dispatch/client.js";
 
 export { Dispatcher };
 export { EndpointCounter } from "./counters/durable-object.js";
@@ -27,6 +28,7 @@ export default {
     else {
       ctx.waitUntil(sweepTasks(db, env.BUCKET, retentionMs(env), now).then(logged("finished tasks purged", controller.cron)));
       ctx.waitUntil(sweepOrphans(db, env, now).then(logged("tasks never queued failed", controller.cron)));
+      ctx.waitUntil(sweepUnreachable(env).then(logged("waiting tasks no node could take failed", controller.cron)));
     }
   },
 } satisfies ExportedHandler<Bindings>;

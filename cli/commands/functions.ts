@@ -142,7 +142,7 @@ export const capabilities: Command = {
     "--timeout SECONDS       10 to 120",
     "--cpu N                 0 to 4, fractions allowed; 0 = the node's default",
     "--memory MIB            0 to 2048; 0 = the node's default",
-    "--privileged true|false run only on nodes that allow privileged work",
+    "--privileged true|false run only on nodes that allow privileged work (true needs the operator's grant)",
   ],
   examples: ["gcfaas capabilities 01jc9x2k7m", "gcfaas capabilities ./hello --timeout 60 --memory 512"],
   options: { timeout: { type: "string" }, cpu: { type: "string" }, memory: { type: "string" }, privileged: { type: "string" } },

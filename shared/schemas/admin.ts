@@ -6,4 +6,11 @@ export const accountCreate = z.strictObject({ name: tagName });
 /** An agent token speaks for one node: the id its agent must say in its hello. */
 export const agentTokenCreate = z.strictObject({ nodeId, name: tagName.optional() });
 
-export const accountEdit = z.strictObject({ plan: z.string().regex(/^[A-Z0-9_]{1,32}$/, "must be a plan id such as DEVELOPER") });
+/** Any subset of the account's operator settings. */
+export const accountEdit = z.strictObject({
+  plan: z.string().regex(/^[A-Z0-9_]{1,32}$/, "must be a plan id such as DEVELOPER").optional(),
+  privileged: z
+    .boolean({ error: "must be a boolean" })
+    .describe("The grant to run privileged functions (off by default); false revokes it and ends the account's privileged tasks in flight with status 403")
+    .optional(),
+});

@@ -40,6 +40,8 @@ beforeAll(async () => {
   admin = api(worker.url, ADMIN_TOKEN);
   const acct = await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "e2e" } });
   user = api(worker.url, acct.token);
+  // Privileged functions need the operator's grant (docs/security.md).
+  await admin.json("PATCH", `/v1/admin/accounts/${acct.accountId}`, 204, { json: { privileged: true } });
   await startAgent("agent-a", ["--privileged", "--slots", "8"]);
   await startAgent("agent-b", ["--slots", "8"]);
 }, 1_800_000);

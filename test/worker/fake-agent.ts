@@ -7,6 +7,8 @@ type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { typ
 
 interface HelloOptions {
   privileged?: boolean;
+  /** Languages served (lowercase); all six by default. */
+  langs?: string[];
   slots?: number;
   builds?: number;
   running?: { kind: "task" | "build"; id: string }[];
@@ -74,7 +76,7 @@ export class FakeAgent {
   hello(opts: HelloOptions = {}) {
     this.send({
       type: "hello", version: PROTOCOL_VERSION, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
-      langs: ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
+      langs: opts.langs ?? ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
       ...(opts.beforeShares ? {} : { slotsShared: true as const }),
       ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
       ...(opts.builds === undefined ? {} : { builds: opts.builds }),

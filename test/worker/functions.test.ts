@@ -4,6 +4,7 @@ import {
   callJson,
   expectError,
   expectNoContent,
+  grantPrivileged,
   newAccount,
   newFunction,
   newTag,
@@ -297,7 +298,8 @@ describe("GET /v1/function/<function_id>/capabilities", () => {
 
 describe("POST /v1/function/<function_id>/capabilities", () => {
   const setup = async () => {
-    const { token } = await newAccount();
+    const { token, accountId } = await newAccount();
+    await grantPrivileged(accountId); // privileged: true is the operator's to allow (privileged.test.ts)
     const id = await newFunction(token);
     const set = (json: unknown) => call(`/v1/function/${id}/capabilities`, { token, json });
     const get = () => callJson(`/v1/function/${id}/capabilities`, 200, { token });

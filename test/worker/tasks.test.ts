@@ -8,6 +8,7 @@ import {
   deployedFunction,
   expectError,
   finishTask,
+  grantPrivileged,
   markBuild,
   newAccount,
   newFunction,
@@ -19,8 +20,8 @@ import {
 } from "./helpers.js";
 
 async function deployed(body: Record<string, unknown> = {}) {
-  const { token } = await newAccount();
-  return { token, fn: await deployedFunction(token, body) };
+  const { token, accountId } = await newAccount();
+  return { token, accountId, fn: await deployedFunction(token, body) };
 }
 
 const taskPost = (token: string, fn: string, o: { body?: BodyInit; headers?: Record<string, string>; query?: string } = {}) =>
@@ -123,6 +124,7 @@ describe("POST /v1/task/<function_id>", () => {
 
   it("copies the function's lang, capabilities and newest SUCCESS build into the task, paused or not", async () => {
     const { token, accountId } = await newAccount();
+    await grantPrivileged(accountId);
     const fn = await newFunction(token, { lang: "JS" });
     await callJson(`/v1/function/${fn}/capabilities`, 204, { token, json: { timeout: 75, cpuCount: 0.5, memSize: 640, privileged: true } });
     const builds: string[] = [];
@@ -204,8 +206,9 @@ describe("POST /v1/task/<function_id>", () => {
 
 describe("GET /v1/task/<task_id>", () => {
   it("answers a pending task with the function's capabilities at issue time", async () => {
-    const { token, fn } = await deployed();
-    await call(`/v1/function/${fn}/capabilities`, { token, json: { timeout: 60, cpuCount: 2, memSize: 512, privileged: true } });
+    const { token, accountId, fn } = await deployed();
+    await grantPrivileged(accountId);
+    await callJson(`/v1/function/${fn}/capabilities`, 204, { token, json: { timeout: 60, cpuCount: 2, memSize: 512, privileged: true } });
     const id = await newTask(token, fn);
     await call(`/v1/function/${fn}/capabilities`, { token, json: { timeout: 90 } });
     const task = await callJson(`/v1/task/${id}`, 200, { token });

@@ -7,6 +7,8 @@ export const accounts = sqliteTable("accounts", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   plan: text("plan").notNull().default("DEVELOPER"),
+  /** The operator's grant to run privileged functions (off by default; see docs/security.md). */
+  privileged: integer("privileged", { mode: "boolean" }).notNull().default(false),
   createdAt: integer("created_at").notNull(),
 });
 

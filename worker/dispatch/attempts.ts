@@ -1,5 +1,6 @@
 import type { TaskDone } from "./outcomes.js";
 import type { WorkRow } from "./queue.js";
+import { verdictReport } from "./verdicts.js";
 
 /**
  * Work is assigned at most this often. Each time its agent went away without reporting (crash,
@@ -12,17 +13,4 @@ export const abandonedReason = (w: WorkRow) =>
   `given up after ${w.attempts} attempts: each time, the agent running it disconnected before reporting an outcome`;
 
 /** The outcome the dispatcher records for an abandoned task: 500, with the reason in its body and log. */
-export function abandonedReport(w: WorkRow): TaskDone {
-  const reason = abandonedReason(w);
-  return {
-    type: "task.done",
-    taskId: w.id,
-    status: 500,
-    headers: { "content-type": "application/json" },
-    body: btoa(JSON.stringify({ error: { code: "agent_lost", message: `the task was ${reason}` } })),
-    bodyUploaded: false,
-    log: [`[dispatcher] the task was ${reason}`],
-    logUploaded: false,
-    durationMs: 0,
-  };
-}
+export const abandonedReport = (w: WorkRow): TaskDone => verdictReport(w.id, 500, "agent_lost", `the task was ${abandonedReason(w)}`);

@@ -64,3 +64,9 @@ export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id:
 export const enqueueBuild = (env: Bindings, b: BuildRow) => dispatcherFor(env, b.functionId).enqueue([buildWork(b)]);
 export const setPaused = (env: Bindings, functionId: string, paused: boolean) => dispatcherFor(env, functionId).setPaused(functionId, paused);
 export const cancelFunction = (env: Bindings, functionId: string) => dispatcherFor(env, functionId).cancelFunction(functionId);
+
+/** The hourly sweep: every shard fails its waiting tasks that no node seen in the last 24 hours could take. */
+export async function sweepUnreachable(env: Bindings): Promise<number> {
+  const ended = await Promise.all(allShards(env).map((s) => s.sweepUnreachable()));
+  return ended.reduce((a, b) => a + b, 0);
+}

@@ -20,6 +20,7 @@ import { agentPaths } from "./work.js";
 import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from "./fleet.js";
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, shardOfConnect, type Access } from "./nodes.js";
 import { slotShare } from "../../shared/protocol/slot-shares.js";
+import { Refusals } from "./refusals.js";
 import type { z } from "zod";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -51,6 +52,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly storage: DispatcherStorage;
   private readonly commits: GroupCommit;
   private readonly builds: BuildReports;
+  private readonly refusals: Refusals;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -68,6 +70,13 @@ export class Dispatcher extends DurableObject<Bindings> {
       void this.scheduleAlarm();
     });
     this.builds = new BuildReports(this.db, this.queue);
+    this.refusals = new Refusals(this.db, ctx.storage.sql, {
+      queue: this.queue, agents: () => this.agents(), log: (msg, extra) => log("warn", msg, extra),
+      end: (w, report) => {
+        if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
+        this.accept(w, report, Date.now(), 0);
+      },
+    });
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
       onError: async (e) => {
@@ -85,10 +94,28 @@ export class Dispatcher extends DurableObject<Bindings> {
   async enqueue(work: NewWork[]): Promise<void> {
     const now = Date.now();
     for (const w of work) this.queue.add(w, now);
+    const ids = work.map((w) => w.id);
+    let ended = this.refusals.revokedWork(ids);
     // The pump assigns before its first await, storing what it assigns; the rest is stored here.
     const pumped = this.pump();
     this.queue.flush();
     await pumped;
+    ended += await this.refusals.unreachable(ids);
+    if (ended) await this.commits.run();
+  }
+
+  /** The operator granted or revoked the account's privileged work (a revocation ends what it has here). */
+  async privilegeChanged(accountId: string, allowed: boolean): Promise<void> {
+    if (!this.refusals.privilegeChanged(accountId, allowed)) return;
+    await this.pump(); // the stopped tasks' slots are free
+    await this.commits.run();
+  }
+
+  /** The hourly sweep: waiting tasks that no node seen in the last 24 hours could take fail now. */
+  async sweepUnreachable(): Promise<number> {
+    const ended = await this.refusals.sweep();
+    if (ended) await this.commits.run();
+    return ended;
   }
 
   /**
@@ -158,6 +185,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.storage.reload();
     if (!this.commits.inFlight) this.outcomes.reload();
     this.chains.reload();
+    this.refusals.reload();
     this.alarmAt = undefined;
     await this.pump();
     await this.scheduleAlarm();
@@ -305,6 +333,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
+    this.refusals.saw(h.nodeId, h);
     const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };
     ws.serializeAttachment({ hello: true, ...node, ...state } satisfies Attachment);
     // Work assigned to this node that it no longer runs (it restarted) goes back to the queue.

@@ -154,6 +154,11 @@ export class WorkQueue {
     return this.rows.has(id);
   }
 
+  /** Every row, waiting (paused or not) or assigned, that `pick` keeps: for rare sweeps, not the hot path. */
+  matching(pick: (w: WorkRow) => boolean): WorkRow[] {
+    return [...this.rows.values()].filter(pick);
+  }
+
   /**
    * Waiting work in the order to offer it: fairly between accounts, oldest first within one (see
    * FairQueue); a paused function's tasks are held back (its builds are not).

@@ -92,7 +92,9 @@ const outcomeRows = (json: string) => sql`(select
  * text never changes, so nothing is rebuilt per task):
  * - one update finishes every task still unfinished, so each is recorded exactly once, and
  *   returns the rows it finished; an outcome of an unassigned-looking row brings its assignment;
- * - one insert meters exactly those (a row finished at this outcome's time, not cancelled);
+ * - one insert meters exactly those (a row finished at this outcome's time, not cancelled, and
+ *   run on a node: a task the dispatcher ended before any node had it, such as one no node could
+ *   take, cost nothing);
  * - one query reads the triggers of their functions, so chaining costs no further round trip.
  * Returns the rows this write finished (by task id) and those triggers.
  */
@@ -114,7 +116,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       select t.id, t.account_id, t.function_id, o.period, t.finished_at, coalesce(t.duration_ms, 0),
         case when t.mem_size > 0 then t.mem_size else ${DEFAULT_BILLED_MEM_MIB} end
       from tasks t join ${outcomeRows(metered)} as o on t.id = o.id and t.finished_at = o.at
-      where t.status <> 410
+      where t.status <> 410 and t.node is not null
       on conflict do nothing`,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))], now),
   ]);

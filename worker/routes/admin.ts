@@ -6,6 +6,7 @@ import { createAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan }
 import { plansFrom } from "../billing/plans.js";
 import { allShards } from "../dispatch/client.js";
 import { listNodes, setNodeFlags } from "../services/nodes.js";
+import { setPrivilegeGrant } from "../services/privilege.js";
 
 /** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, agent tokens and the fleet of nodes. */
 export const adminRoutes = new Hono<AppEnv>()
@@ -15,8 +16,10 @@ export const adminRoutes = new Hono<AppEnv>()
     return c.json({ accountId, tokenId, token }, 201);
   })
   .patch("/accounts/:accountId", async (c) => {
-    const { plan } = await jsonBody(c, accountEdit);
-    await setPlan(c.var.db, plansFrom(c.env.PLANS), c.req.param("accountId"), plan);
+    const { plan, privileged } = await jsonBody(c, accountEdit);
+    const accountId = c.req.param("accountId");
+    if (plan !== undefined) await setPlan(c.var.db, plansFrom(c.env.PLANS), accountId, plan);
+    if (privileged !== undefined) await setPrivilegeGrant(c.var.db, c.env, accountId, privileged);
     return c.body(null, 204);
   })
   .post("/accounts/:accountId/tokens", async (c) => c.json(await mintAccountToken(c.var.db, c.req.param("accountId")), 201))

@@ -8,6 +8,7 @@ import { CAPABILITY_DEFAULTS, type CapabilitiesSet, type FunctionCreate, type Fu
 import { TASK_STATUS } from "../../shared/schemas/task.js";
 import { assertOwnTags, replaceLinks, tagsOf } from "./tags.js";
 import { given, saveEdit } from "./records.js";
+import { accountMayBePrivileged, privilegedNotAllowed } from "./privilege.js";
 
 export type FunctionRow = typeof functions.$inferSelect;
 
@@ -54,13 +55,17 @@ export const capabilitiesOf = (f: FunctionRow) => ({
   privileged: f.privileged,
 });
 
+/** `privileged: true` only for an account the operator granted, checked in the update itself (a revocation cannot slip between). */
 export async function setCapabilities(db: Db, accountId: string, id: string, input: CapabilitiesSet): Promise<void> {
   const set = given({ timeout: input.timeout, cpuCount: input.cpuCount, memSize: input.memSize, privileged: input.privileged });
-  const where = and(eq(functions.id, id), eq(functions.accountId, accountId));
+  const own = and(eq(functions.id, id), eq(functions.accountId, accountId));
+  const where = input.privileged ? and(own, accountMayBePrivileged) : own;
   const res = Object.keys(set).length
     ? await db.update(functions).set(set).where(where).returning({ id: functions.id })
     : await db.select({ id: functions.id }).from(functions).where(where);
-  if (!res.length) throw notFound("function");
+  if (res.length) return;
+  if (input.privileged) await getOwnFunction(db, accountId, id);
+  throw input.privileged ? privilegedNotAllowed() : notFound("function");
 }
 
 /** Task counters of the decisions: today = since 00:00 UTC, week = last 7 days. */

@@ -93,7 +93,7 @@ ${errorBox(p.capabilities)}
 <label for="cap-timeout">Timeout <span class="hint">(seconds, 10–120)</span></label><input id="cap-timeout" name="timeout" type="number" min="10" max="120" step="1" value="${caps.timeout}">
 <label for="cap-cpu">CPUs <span class="hint">(0–4; 0 = the node's default)</span></label><input id="cap-cpu" name="cpuCount" type="number" min="0" max="4" step="0.1" value="${caps.cpuCount}">
 <label for="cap-mem">Memory <span class="hint">(MiB, 0–2048; 0 = the node's default)</span></label><input id="cap-mem" name="memSize" type="number" min="0" max="2048" step="1" value="${caps.memSize}">
-<label><input type="checkbox" name="privileged" value="true"${caps.privileged ? html` checked` : ""}> Privileged <span class="hint">(runs only on nodes that allow it)</span></label>
+<label><input type="checkbox" name="privileged" value="true"${caps.privileged ? html` checked` : ""}> Privileged <span class="hint">(runs only on nodes that allow it; needs the operator's grant for the account)</span></label>
 <p class="hint">Network latency of the function: ${caps.networkLatency} ms (read-only).</p>
 <p><button type="submit">Save capabilities</button></p></form></section>
 

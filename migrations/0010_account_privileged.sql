@@ -1,0 +1,1 @@
+ALTER TABLE `accounts` ADD `privileged` integer DEFAULT false NOT NULL;
