@@ -11,6 +11,7 @@ import { Dispatcher } from "./dispatch/durable-object.js";
 
 export { Dispatcher };
 export { EndpointCounter } from "./counters/durable-object.js";
+export { SyncWaitLeases } from "./counters/sync-waits.js";
 export { Scheduler } from "./schedules/durable-object.js";
 
 

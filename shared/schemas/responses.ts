@@ -83,6 +83,8 @@ export const buildGet = z.object({
   timeline: z.array(timelineEntry),
   log: z.array(z.string()),
   createdAt: isoTime,
+  /** When its zip and artifact were deleted (only the last `artifactsKept` successful builds keep theirs); null while kept. */
+  evictedAt: isoTime.nullable(),
 });
 export const buildList = envelope(buildGet.pick({ id: true, functionId: true, status: true, createdAt: true }));
 

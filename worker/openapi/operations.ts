@@ -60,7 +60,7 @@ export const OPERATIONS: Operation[] = [
   { method: "patch", path: "/v1/trigger/:id", summary: "Edit a trigger", group: "triggers", auth: "account", body: json(trig.triggerEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "delete", path: "/v1/trigger/:id", summary: "Delete a trigger", group: "triggers", auth: "account", ok: noContent, errors: [401, 404] },
 
-  { method: "post", path: "/v1/scheduled", summary: "Schedule a function with a cron expression in a time zone", group: "scheduled", auth: "account", body: json(sched.scheduledCreate), ok: created("schedule"), errors: [400, 401, 415] },
+  { method: "post", path: "/v1/scheduled", summary: "Schedule a function with a cron expression in a time zone", group: "scheduled", auth: "account", body: json(sched.scheduledCreate), ok: created("schedule"), errors: [400, 401, 415, 429] },
   { method: "get", path: "/v1/scheduled/list", summary: "List schedules (paged)", group: "scheduled", auth: "account", query: sched.scheduledListFilter, body: listFilterBody(sched.scheduledListFilter), ok: { status: 200, schema: out.scheduledList, description: "Pagination envelope." }, errors: [400, 401, 404] },
   { method: "get", path: "/v1/scheduled/:id", summary: "Get a schedule with its payload", group: "scheduled", auth: "account", ok: { status: 200, schema: out.scheduledGet, description: "The schedule; inlinePayload is null until one is set." }, errors: [401, 404] },
   { method: "patch", path: "/v1/scheduled/:id", summary: "Edit a schedule (active, cron, timezone, description)", group: "scheduled", auth: "account", body: json(sched.scheduledEdit), ok: noContent, errors: [400, 401, 404, 415] },
@@ -75,7 +75,7 @@ export const OPERATIONS: Operation[] = [
   { method: "patch", path: "/v1/endpoint/:id", summary: "Edit a public endpoint", group: "endpoints", auth: "account", body: json(ep.endpointEdit, false), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "delete", path: "/v1/endpoint/:id", summary: "Delete a public endpoint", group: "endpoints", auth: "account", ok: noContent, errors: [401, 404] },
 
-  { method: "post", path: "/v1/build/:functionId", summary: "Upload a zip and build it", group: "builds", auth: "account", query: build.buildCreateQuery, body: { contentType: "application/octet-stream", required: true, description: "A zip of the contents of the function folder, at most 50 MiB." }, ok: created("build"), errors: [400, 401, 404, 413, 415, 500] },
+  { method: "post", path: "/v1/build/:functionId", summary: "Upload a zip and build it", group: "builds", auth: "account", query: build.buildCreateQuery, body: { contentType: "application/octet-stream", required: true, description: "A zip of the contents of the function folder, at most 50 MiB." }, ok: created("build"), errors: [400, 401, 404, 413, 415, 429, 500] },
   { method: "get", path: "/v1/build/list", summary: "List builds (paged)", group: "builds", auth: "account", query: build.buildListQuery, ok: { status: 200, schema: out.buildList, description: "Pagination envelope." }, errors: [400, 401, 404] },
   { method: "get", path: "/v1/build/:id", summary: "Get a build with its timeline and log", group: "builds", auth: "account", ok: { status: 200, schema: out.buildGet, description: "The build." }, errors: [401, 404] },
 
@@ -96,7 +96,8 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: publicReplay, errors: [401, 404, 410, 502] },
 
   { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
-  { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Move an account to another plan", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "get", path: "/v1/admin/accounts/:accountId", summary: "An account, its plan and the limits that apply to it", group: "admin", auth: "admin", ok: { status: 200, schema: admin.accountView, description: "limits: the account's own values, else the operator's defaults." }, errors: [401, 404] },
+  { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Move an account to another plan, or change its limits (null: back to the default)", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "post", path: "/v1/admin/accounts/:accountId/tokens", summary: "Mint another account token", group: "admin", auth: "admin", ok: { status: 201, schema: out.tokenCreated, description: "The token is shown once." }, errors: [401, 404] },
   { method: "post", path: "/v1/admin/agent-tokens", summary: "Mint an agent token bound to one node id", group: "admin", auth: "admin", body: json(admin.agentTokenCreate), ok: { status: 201, schema: out.agentTokenCreated, description: "The token is shown once; it speaks for that node only." }, errors: [400, 401, 415] },
   { method: "delete", path: "/v1/admin/tokens/:tokenId", summary: "Revoke a token (an agent token's sockets close at once)", group: "admin", auth: "admin", ok: noContent, errors: [401, 404] },

@@ -2,7 +2,8 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { jsonBody } from "../http/validate.js";
 import { accountCreate, accountEdit, agentTokenCreate } from "../../shared/schemas/admin.js";
-import { createAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
+import { createAccount, describeAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
+import { setLimits } from "../limits/account-limits.js";
 import { plansFrom } from "../billing/plans.js";
 import { allShards } from "../dispatch/client.js";
 import { listNodes, setNodeFlags } from "../services/nodes.js";
@@ -14,9 +15,11 @@ export const adminRoutes = new Hono<AppEnv>()
     const { accountId, tokenId, token } = await createAccount(c.var.db, name);
     return c.json({ accountId, tokenId, token }, 201);
   })
+  .get("/accounts/:accountId", async (c) => c.json(await describeAccount(c.env, c.var.db, c.req.param("accountId"))))
   .patch("/accounts/:accountId", async (c) => {
-    const { plan } = await jsonBody(c, accountEdit);
-    await setPlan(c.var.db, plansFrom(c.env.PLANS), c.req.param("accountId"), plan);
+    const { plan, limits } = await jsonBody(c, accountEdit);
+    if (plan !== undefined) await setPlan(c.var.db, plansFrom(c.env.PLANS), c.req.param("accountId"), plan);
+    if (limits !== undefined) await setLimits(c.var.db, c.req.param("accountId"), limits);
     return c.body(null, 204);
   })
   .post("/accounts/:accountId/tokens", async (c) => c.json(await mintAccountToken(c.var.db, c.req.param("accountId")), 201))
