@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectNoContent, newAccount, newEndpoint } from "./helpers.js";
+import { ADMIN, call, clearQueue, deployedFunction, expectNoContent, newAccount, newEndpoint } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { syncWaitsFor } from "../../worker/counters/client.js";
 
