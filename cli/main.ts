@@ -18,6 +18,7 @@ import { task, tasks } from "./commands/tasks.js";
 import { triggers } from "./commands/triggers.js";
 import { schedules } from "./commands/schedules.js";
 import { nodes } from "./commands/nodes.js";
+import { accounts } from "./commands/accounts.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -43,6 +44,7 @@ export const COMMANDS: Command[] = [
   triggers,
   schedules,
   nodes,
+  accounts,
   endpoints,
 ];
 
