@@ -102,6 +102,19 @@ describe("/gc/<endpoint_id> with Prefer: wait, past the syncWaits limit", () => 
     expect(await held(accountId)).toBe(0);
   });
 
+  it("gives the lease back when the wait ends after its caller went away", async () => {
+    const { accountId, ep } = await setup();
+    const agent = await FakeAgent.connect("waits-4", { slots: 2 });
+    const abort = new AbortController();
+    const gone = call(`/gc/${ep}`, { method: "POST", body: "x", headers: { prefer: "wait=30", "content-type": "text/plain" }, signal: abort.signal }).catch((e: unknown) => e);
+    const [taskId] = await running(agent, 1);
+    expect(await held(accountId)).toBe(1);
+    abort.abort();
+    expect(await gone).toBeInstanceOf(Error);
+    agent.done(taskId!, "nobody reads this");
+    await eventually(async () => (await held(accountId)) === 0, 10_000);
+  });
+
   it("gives the lease back when the wait ends without an answer", async () => {
     const { accountId, ep } = await setup();
     const res = await call(`/gc/${ep}`, { method: "POST", headers: { prefer: "wait=1" } });

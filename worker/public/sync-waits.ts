@@ -8,7 +8,8 @@ const LEASE_GRACE_MS = 15_000;
  * Runs `wait` with the seconds a `Prefer: wait` call asked for when its account holds fewer than
  * `limit` synchronous waits, else with 0: past the limit a call is answered as without `Prefer`
  * (201 {id}), not refused. The lease is given back however the wait ends (answer, timeout, error);
- * a request cut off before its `finally` ran leaves a lease that expires on its own.
+ * `keepAlive` (the request's waitUntil) lets that happen after the client went away too, and a
+ * request cut off all the same leaves a lease that expires on its own.
  */
 export async function withSyncWait<T>(
   env: Pick<Bindings, "SYNC_WAITS">,
@@ -16,6 +17,7 @@ export async function withSyncWait<T>(
   limit: number,
   seconds: number,
   wait: (seconds: number) => Promise<T>,
+  keepAlive: (p: Promise<unknown>) => void,
 ): Promise<T> {
   if (seconds <= 0 || limit <= 0) return wait(0);
   const leases = syncWaitsFor(env, accountId);
@@ -24,9 +26,14 @@ export async function withSyncWait<T>(
     console.error(JSON.stringify({ level: "error", message: "taking a synchronous-wait lease failed", accountId, error: String(e) }));
     return null;
   });
-  try {
-    return await wait(lease ? seconds : 0);
-  } finally {
-    if (lease) await leases.release(lease).catch((e: unknown) => console.error(JSON.stringify({ level: "error", message: "releasing a synchronous-wait lease failed; it expires on its own", accountId, error: String(e) })));
-  }
+  const waited = (async () => {
+    try {
+      return await wait(lease ? seconds : 0);
+    } finally {
+      if (lease) await leases.release(lease).catch((e: unknown) => console.error(JSON.stringify({ level: "error", message: "releasing a synchronous-wait lease failed; it expires on its own", accountId, error: String(e) })));
+    }
+  })();
+  // Without it the runtime drops the request's work once its client has gone, release and all.
+  if (lease) keepAlive(waited.catch(() => undefined));
+  return waited;
 }

@@ -110,7 +110,7 @@ export const publicRoutes = new Hono<AppEnv>()
       // A browser gets the call page at once; an API client may prefer to wait for the response.
       const html = prefersHtml(c);
       const waitS = html ? 0 : preferredWait(c.req.header("prefer"));
-      const finished = await withSyncWait(c.env, e.accountId, syncWaits, waitS, (s) => issueAndAwait(c.env, task, s));
+      const finished = await withSyncWait(c.env, e.accountId, syncWaits, waitS, (s) => issueAndAwait(c.env, task, s), (p) => c.executionCtx.waitUntil(p));
       if (finished) return syncResponse(c.env.BUCKET, finished, `/gc/${task.id}/result`, cors);
       if (html) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, PAGE_HEADERS);
       return c.json({ id: task.id }, 201);
