@@ -5,8 +5,7 @@ import { z } from "zod";
  * operator default (the ACCOUNT_LIMITS variable overrides the built-in ones) and may be changed per
  * account with `PATCH /v1/admin/accounts/<id> {"limits": {...}}`.
  */
-export const ACCOUNT_LIMIT_NAMES = ["schedules", "queuedBuilds", "artifactsKept", "syncWaits"] as const;
-export type AccountLimitName = (typeof ACCOUNT_LIMIT_NAMES)[number];
+export type AccountLimitName = "schedules" | "queuedBuilds" | "artifactsKept" | "syncWaits";
 export type AccountLimits = Record<AccountLimitName, number>;
 
 export const BUILT_IN_ACCOUNT_LIMITS: AccountLimits = { schedules: 100, queuedBuilds: 10, artifactsKept: 5, syncWaits: 32 };
