@@ -41,6 +41,10 @@ describe("artifacts kept per function (artifactsKept)", () => {
       expect(b.timeline.map((t: { status: string }) => t.status)).toEqual(["PENDING", "BUILDING", "SUCCESS"]);
     }
     expect(await callJson(`/v1/build/${ids[6]}`, 200, { token })).toMatchObject({ status: "SUCCESS", evictedAt: null });
+    // The console's build page says so too.
+    const page = async (id: string) => (await call(`/console/builds/${id}`, { headers: { cookie: `gc_console=${token}`, accept: "text/html" } })).text();
+    expect(await page(ids[0]!)).toContain("Its zip and artifact were deleted at");
+    expect(await page(ids[6]!)).not.toContain("were deleted");
     // Tasks still run the newest build, whose artifact is kept.
     const { id: taskId } = await callJson(`/v1/task/${fn}`, 201, { token, json: {} });
     const run = await agent.next("task.assign", 10_000);
