@@ -19,6 +19,7 @@ import { triggers } from "./commands/triggers.js";
 import { schedules } from "./commands/schedules.js";
 import { nodes } from "./commands/nodes.js";
 import { release, rollback } from "./commands/release.js";
+import { accounts } from "./commands/accounts.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -46,6 +47,7 @@ export const COMMANDS: Command[] = [
   triggers,
   schedules,
   nodes,
+  accounts,
   endpoints,
 ];
 

@@ -1,6 +1,7 @@
 import type { Db } from "./db/client.js";
 import type { Dispatcher } from "./dispatch/durable-object.js";
 import type { EndpointCounter } from "./counters/durable-object.js";
+import type { SyncWaitLeases } from "./counters/sync-waits.js";
 import type { Scheduler } from "./schedules/durable-object.js";
 
 export interface Bindings {
@@ -8,6 +9,8 @@ export interface Bindings {
   BUCKET: R2Bucket;
   DISPATCHER: DurableObjectNamespace<Dispatcher>;
   ENDPOINT_COUNTER: DurableObjectNamespace<EndpointCounter>;
+  /** One lease counter per account: its synchronous waits on /gc (worker/counters/sync-waits.ts). */
+  SYNC_WAITS: DurableObjectNamespace<SyncWaitLeases>;
   /** One timer per schedule (worker/schedules/). */
   SCHEDULER: DurableObjectNamespace<Scheduler>;
   /** How many dispatcher shards functions are spread over (default 1); see docs/dispatch.md. */
@@ -16,6 +19,11 @@ export interface Bindings {
   PLANS?: string;
   /** Unfinished tasks one account may hold (default 1000); see services/admission.ts. */
   MAX_PENDING_TASKS?: string;
+  /**
+   * Defaults of what one account may hold, a JSON object with any of schedules, queuedBuilds,
+   * artifactsKept, syncWaits (worker/limits/account-limits.ts); each may be changed per account.
+   */
+  ACCOUNT_LIMITS?: string;
   /** Days a finished task's input, result and log are kept (default 30); see services/retention.ts. */
   TASK_RETENTION_DAYS?: string;
   /** Shared secret of the payment provider's signed webhook. */

@@ -24,6 +24,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   daily_limit_reached: 429,
   too_many_pending_tasks: 429,
+  limit_reached: 429,
   internal_error: 500,
   function_paused: 503,
 } as const satisfies Record<string, ContentfulStatusCode>;

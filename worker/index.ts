@@ -12,6 +12,7 @@ import { sweepUnreachable } from "./dispatch/client.js";
 
 export { Dispatcher };
 export { EndpointCounter } from "./counters/durable-object.js";
+export { SyncWaitLeases } from "./counters/sync-waits.js";
 export { Scheduler } from "./schedules/durable-object.js";
 
 

@@ -86,6 +86,8 @@ export const buildGet = z.object({
   /** How many lines the build printed in all, cut ones included. */
   logLines: z.int().min(0),
   createdAt: isoTime,
+  /** When its zip and artifact were deleted (only the last `artifactsKept` successful builds keep theirs); null while kept. */
+  evictedAt: isoTime.nullable(),
 });
 export const buildList = envelope(buildGet.pick({ id: true, functionId: true, status: true, createdAt: true }));
 

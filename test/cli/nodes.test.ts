@@ -1,18 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
-import { ADMIN_TOKEN, AgentProcess, LocalWorker } from "../e2e/harness.js";
-import { runCli, show } from "./run-cli.js";
+import { AgentProcess, LocalWorker } from "../e2e/harness.js";
+import { asOperator } from "./run-cli.js";
 
 // `gcfaas nodes …` against a local Worker with one real agent, as an operator (the admin token).
 let worker: LocalWorker;
 let agent: AgentProcess;
 
-const gc = (args: string[]) => runCli(args, { env: { GCFAAS_URL: worker.url, GCFAAS_TOKEN: ADMIN_TOKEN, GCFAAS_CONFIG: "/nonexistent/gcfaas.json" } });
-const ok = async (args: string[]) => {
-  const r = await gc(args);
-  expect(r.code, `gcfaas ${args.join(" ")}\n${show(r)}`).toBe(0);
-  return r;
-};
+const { gc, ok } = asOperator(() => worker.url);
 
 beforeAll(async () => {
   await ensureOfflineImages(["py"]);

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { ROOT } from "../e2e/harness.js";
+import { expect } from "vitest";
+import { ADMIN_TOKEN, ROOT } from "../e2e/harness.js";
 
 export const BIN = path.join(ROOT, "cli/bin.js");
 
@@ -59,4 +60,18 @@ export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
 /** A readable summary for assertion messages. */
 export function show(r: CliRun): string {
   return `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+}
+
+/**
+ * `gcfaas` as the operator of the Worker at `url()` (its ADMIN_TOKEN, no login file): `gc` runs a
+ * command, `ok` runs one that must succeed.
+ */
+export function asOperator(url: () => string) {
+  const gc = (args: string[]) => runCli(args, { env: { GCFAAS_URL: url(), GCFAAS_TOKEN: ADMIN_TOKEN, GCFAAS_CONFIG: "/nonexistent/gcfaas.json" } });
+  const ok = async (args: string[]) => {
+    const r = await gc(args);
+    expect(r.code, `gcfaas ${args.join(" ")}\n${show(r)}`).toBe(0);
+    return r;
+  };
+  return { gc, ok };
 }

@@ -15,7 +15,10 @@ let functionId: string;
 beforeAll(async () => {
   worker = await LocalWorker.create();
   const admin = api(worker.url, worker.adminToken);
-  ({ token } = await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "keepalive" } }));
+  let accountId: string;
+  ({ token, accountId } = await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "keepalive" } }));
+  // No build may queue: every upload is refused before its body is read.
+  await admin.json("PATCH", `/v1/admin/accounts/${accountId}`, 204, { json: { limits: { queuedBuilds: 0 } } });
   const user = api(worker.url, token);
   const { id: fn } = await user.json("POST", "/v1/function", 201, { json: { name: "ka", lang: "PY", type: "DOCKER" } });
   functionId = fn;
@@ -119,6 +122,7 @@ describe("a refused request with a body, then another request on the same connec
     ["403 from an endpoint's ip restriction", () => ["POST", `/gc/${endpointId}`, { "Content-Type": "application/json" }], 403],
     ["405 for a known path and the wrong method", () => ["PUT", "/v1/function/list", { "Content-Type": "application/json", Authorization: `Bearer ${token}` }], 405],
     ["415 for a build without application/octet-stream", () => ["POST", `/v1/build/${functionId}?arch=amd64`, { "Content-Type": "text/plain", Authorization: `Bearer ${token}` }], 415],
+    ["429 for a build past the account's queuedBuilds", () => ["POST", `/v1/build/${functionId}?arch=amd64`, { "Content-Type": "application/octet-stream", Authorization: `Bearer ${token}` }], 429],
   ];
 
   for (const [name, request, status] of refusals)

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { callJson, clearQueue, deployedFunction, newAccount, newFunction, uploadBuild } from "./helpers.js";
+import { ADMIN, callJson, clearQueue, deployedFunction, newAccount, newFunction, uploadBuild } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -77,7 +77,9 @@ describe("a flood of one account's builds", () => {
     const agent = await FakeAgent.connect("flooded-builder", { slots: 8 });
     const flood = await newAccount();
     const fn = await newFunction(flood.token);
-    // More held builds than the 200 waiting rows one pump looks at.
+    // More held builds than the 200 waiting rows one pump looks at: an account whose queuedBuilds
+    // limit the operator raised that far (10 by default).
+    await callJson(`/v1/admin/accounts/${flood.accountId}`, 204, { token: ADMIN, method: "PATCH", json: { limits: { queuedBuilds: 203 } } });
     for (let i = 0; i < 203; i++) await uploadBuild(flood.token, fn);
     expect(await assignedBuilds([agent])).toHaveLength(2);
     const other = await newAccount();

@@ -141,7 +141,7 @@ describe("POST /v1/build/<function_id>?arch=amd64", () => {
 });
 
 describe("GET /v1/build/<build_id>", () => {
-  it("answers {id, functionId, status, arch, timeline, log, logLines, createdAt}; a new build is PENDING", async () => {
+  it("answers {id, functionId, status, arch, timeline, log, logLines, createdAt, evictedAt}; a new build is PENDING", async () => {
     const { token, fn } = await withFunction();
     const { id } = await uploadBuild(token, fn);
     const build = await callJson(`/v1/build/${id}`, 200, { token });
@@ -154,6 +154,7 @@ describe("GET /v1/build/<build_id>", () => {
       log: [],
       logLines: 0,
       createdAt: expect.stringMatching(ISO_UTC),
+      evictedAt: null,
     });
     expect(build.timeline[0].time).toBe(build.createdAt);
   });

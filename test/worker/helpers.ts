@@ -13,6 +13,8 @@ export interface CallOptions {
   json?: unknown;
   body?: BodyInit;
   headers?: Record<string, string>;
+  /** Aborting it drops the connection, as a client that went away. */
+  signal?: AbortSignal;
 }
 
 /** URL, method, headers and body of a test call: token as Bearer, `json` serialised with its type. */
@@ -29,7 +31,7 @@ function requestParts(path: string, o: CallOptions) {
 
 export async function call(path: string, o: CallOptions = {}): Promise<Response> {
   const { url, ...init } = requestParts(path, o);
-  return SELF.fetch(url, init);
+  return SELF.fetch(url, o.signal ? { ...init, signal: o.signal } : init);
 }
 
 /** Calls and parses JSON, asserting the status first (with the body in the failure message). */

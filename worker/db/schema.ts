@@ -9,6 +9,8 @@ export const accounts = sqliteTable("accounts", {
   plan: text("plan").notNull().default("DEVELOPER"),
   /** The operator's grant to run privileged functions (off by default; see docs/security.md). */
   privileged: integer("privileged", { mode: "boolean" }).notNull().default(false),
+  /** The operator's own values of this account's limits (worker/limits/); absent ones take the defaults. */
+  limits: text("limits", { mode: "json" }).$type<Partial<Record<string, number>>>(),
   createdAt: integer("created_at").notNull(),
 });
 
@@ -159,9 +161,16 @@ export const builds = sqliteTable(
     zipKey: text("zip_key").notNull(),
     zipSize: integer("zip_size").notNull(),
     artifactKey: text("artifact_key"),
+    /** When its zip and artifact were deleted from R2 (worker/limits/artifact-eviction.ts); the record stays. */
+    evictedAt: integer("evicted_at"),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [index("builds_account").on(t.accountId, t.id), index("builds_function").on(t.functionId, t.status)],
+  (t) => [
+    index("builds_account").on(t.accountId, t.id),
+    index("builds_function").on(t.functionId, t.status),
+    // The queued-builds limit counts an account's open builds on every upload.
+    index("builds_account_open").on(t.accountId).where(sql`${t.status} in ('PENDING', 'BUILDING')`),
+  ],
 );
 
 /**

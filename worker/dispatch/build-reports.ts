@@ -20,6 +20,8 @@ export class BuildReports {
   constructor(
     private readonly db: Db,
     private readonly queue: WorkQueue,
+    /** Called once a build of the function has ended: frees what its older builds hold in R2. */
+    private readonly ended: (accountId: string, functionId: string) => Promise<void>,
   ) {}
 
   started(msg: Report<"build.started">, now: number): Promise<void> {
@@ -40,6 +42,7 @@ export class BuildReports {
       if (!msg.ok) await this.logLines(w.id, undefined, [failureLine(msg.reason)]);
       await buildMoved(this.db, w.id, msg.ok ? "SUCCESS" : "FAILED", now, msg.ok ? artifactKey(w.account_id, w.function_id, w.id) : undefined);
       this.queue.remove(w.id);
+      await this.ended(w.account_id, w.function_id);
       return true;
     });
   }
@@ -50,6 +53,7 @@ export class BuildReports {
     return this.inOrder(w.id, async () => {
       await this.logLines(w.id, undefined, [failureLine(reason)]);
       await buildMoved(this.db, w.id, "FAILED", now);
+      await this.ended(w.account_id, w.function_id);
     });
   }
 

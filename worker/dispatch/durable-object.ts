@@ -6,6 +6,7 @@ import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from
 import { ChainFiring } from "./chain-firing.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { BuildReports } from "./build-reports.js";
+import { evictArtifacts } from "../limits/artifact-eviction.js";
 import { GroupCommit } from "./group-commit.js";
 import { AssignedMarks } from "./assigned-marks.js";
 import { BuildLimits } from "./build-limits.js";
@@ -69,7 +70,13 @@ export class Dispatcher extends DurableObject<Bindings> {
       log("error", "firing triggers failed; retrying", { taskIds, error: String(e) });
       void this.scheduleAlarm();
     });
-    this.builds = new BuildReports(this.db, this.queue);
+    this.builds = new BuildReports(this.db, this.queue, (accountId, functionId) =>
+      // Eviction failing must not fail the build's report: the next build's end evicts again.
+      evictArtifacts(env, this.db, accountId, functionId).then(
+        () => undefined,
+        (e) => log("error", "evicting old build artifacts failed", { functionId, error: String(e) }),
+      ),
+    );
     this.refusals = new Refusals(this.db, ctx.storage.sql, {
       queue: this.queue, agents: () => this.agents(), log: (msg, extra) => log("warn", msg, extra),
       end: (w, report) => {

@@ -5,9 +5,9 @@ import { releases } from "../db/schema.js";
 /**
  * What "a successful build" means for running and releasing, as a condition on the row of
  * `builds` under `alias`: one place, so that the newest build, a pin, a canary and a rollback all
- * agree (an artifact eviction that leaves a build without its artifact would add that here).
+ * agree. A build whose artifact was evicted (worker/limits/artifact-eviction.ts) can run no more.
  */
-export const isRunnable = (alias: "b" | "builds") => sql.raw(`${alias}.status = 'SUCCESS'`);
+export const isRunnable = (alias: "b" | "builds") => sql.raw(`${alias}.status = 'SUCCESS' and ${alias}.evicted_at is null`);
 /** isRunnable() of the build aliased `b` in the subqueries below. */
 export const RUNNABLE = isRunnable("b");
 

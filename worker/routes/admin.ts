@@ -2,7 +2,8 @@ import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { jsonBody } from "../http/validate.js";
 import { accountCreate, accountEdit, agentTokenCreate } from "../../shared/schemas/admin.js";
-import { createAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
+import { createAccount, describeAccount, mintAccountToken, mintAgentToken, revokeToken, setPlan } from "../services/accounts.js";
+import { setLimits } from "../limits/account-limits.js";
 import { plansFrom } from "../billing/plans.js";
 import { allShards } from "../dispatch/client.js";
 import { listNodes, setNodeFlags } from "../services/nodes.js";
@@ -15,11 +16,13 @@ export const adminRoutes = new Hono<AppEnv>()
     const { accountId, tokenId, token } = await createAccount(c.var.db, name);
     return c.json({ accountId, tokenId, token }, 201);
   })
+  .get("/accounts/:accountId", async (c) => c.json(await describeAccount(c.env, c.var.db, c.req.param("accountId"))))
   .patch("/accounts/:accountId", async (c) => {
-    const { plan, privileged } = await jsonBody(c, accountEdit);
+    const { plan, privileged, limits } = await jsonBody(c, accountEdit);
     const accountId = c.req.param("accountId");
     if (plan !== undefined) await setPlan(c.var.db, plansFrom(c.env.PLANS), accountId, plan);
     if (privileged !== undefined) await setPrivilegeGrant(c.var.db, c.env, accountId, privileged);
+    if (limits !== undefined) await setLimits(c.var.db, accountId, limits);
     return c.body(null, 204);
   })
   .post("/accounts/:accountId/tokens", async (c) => c.json(await mintAccountToken(c.var.db, c.req.param("accountId")), 201))

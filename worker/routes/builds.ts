@@ -8,8 +8,9 @@ import { zipKey } from "../lib/storage-keys.js";
 import { buildCreateQuery, buildListQuery, MAX_ZIP_BYTES } from "../../shared/schemas/build.js";
 import { getOwnFunction } from "../services/functions.js";
 import { enqueueBuild } from "../dispatch/client.js";
-import { describeBuild, listBuilds, readBuildLog, recordBuild } from "../services/builds.js";
+import { assertBuildRoom, describeBuild, listBuilds, readBuildLog, recordBuild } from "../services/builds.js";
 import { BUILD_LOG_HEADERS } from "../build-logs/text.js";
+import { limitsOf } from "../limits/account-limits.js";
 
 export const buildRoutes = new Hono<AppEnv>()
   .get("/list", async (c) => c.json(await listBuilds(c.var.db, c.var.caller.accountId, query(c, buildListQuery))))
@@ -21,10 +22,18 @@ export const buildRoutes = new Hono<AppEnv>()
     if (!/^application\/octet-stream\s*(;|$)/i.test(c.req.header("content-type") ?? ""))
       throw new ApiError("unsupported_media_type", "Content-Type must be application/octet-stream (a zip archive)");
     query(c, buildCreateQuery);
+    const { queuedBuilds } = await limitsOf(c.env, c.var.db, accountId);
+    // Refused before a byte goes to R2; the body is then drained (middleware/drain-body.ts), so the
+    // client's keep-alive connection survives the 429.
+    await assertBuildRoom(c.var.db, accountId, queuedBuilds);
     const id = newId();
     const key = zipKey(accountId, fn.id, id);
     const zipSize = await storeZip(c.env.BUCKET, key, c.req.raw, MAX_ZIP_BYTES);
-    const build = await recordBuild(c.var.db, { id, accountId, functionId: fn.id, lang: fn.lang, zipKey: key, zipSize });
+    // Concurrent uploads all passed the check above: the insert counts again, exactly.
+    const build = await recordBuild(c.var.db, { id, accountId, functionId: fn.id, lang: fn.lang, zipKey: key, zipSize }, queuedBuilds).catch(async (e: unknown) => {
+      await c.env.BUCKET.delete(key);
+      throw e;
+    });
     await enqueueBuild(c.env, build);
     return c.json({ id }, 201);
   });

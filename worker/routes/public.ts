@@ -19,6 +19,8 @@ import { awaitFinished, openState, resultNotReady, resultResponse } from "../ser
 import { publicResultWaits } from "../public/result-waits.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { readTaskBody } from "../http/task-body.js";
+import { withSyncWait } from "../public/sync-waits.js";
+import { limitDefaults, ownLimitColumn } from "../limits/account-limits.js";
 
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
@@ -30,12 +32,13 @@ async function loadEndpoint(c: Context<AppEnv>, id: string) {
       e: endpoints,
       fn: functions,
       buildId: admissionColumns(periodOf(Date.now())).buildId,
+      syncWaits: ownLimitColumn("syncWaits", endpoints.accountId),
     })
     .from(endpoints)
     .innerJoin(functions, eq(functions.id, endpoints.functionId))
     .where(eq(endpoints.id, id));
   if (!row) throw notFound("endpoint");
-  return row;
+  return { ...row, syncWaits: row.syncWaits ?? limitDefaults(c.env).syncWaits };
 }
 
 function applyCors(c: Context<AppEnv>, headers: Record<string, string>) {
@@ -81,7 +84,7 @@ export const publicRoutes = new Hono<AppEnv>()
   })
   .all("/:id", async (c) => {
     const now = Date.now();
-    const { e, fn, buildId } = await loadEndpoint(c, c.req.param("id"));
+    const { e, fn, buildId, syncWaits } = await loadEndpoint(c, c.req.param("id"));
     const origin = c.req.header("origin") ?? null;
     const cors = corsHeaders(e, origin);
     applyCors(c, cors);
@@ -106,7 +109,8 @@ export const publicRoutes = new Hono<AppEnv>()
       const task = await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), fn.id, o, now);
       // A browser gets the call page at once; an API client may prefer to wait for the response.
       const html = prefersHtml(c);
-      const finished = await issueAndAwait(c.env, task, html ? 0 : preferredWait(c.req.header("prefer")));
+      const waitS = html ? 0 : preferredWait(c.req.header("prefer"));
+      const finished = await withSyncWait(c.env, e.accountId, syncWaits, waitS, (s) => issueAndAwait(c.env, task, s), (p) => c.executionCtx.waitUntil(p));
       if (finished) return syncResponse(c.env.BUCKET, finished, `/gc/${task.id}/result`, cors);
       if (html) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, PAGE_HEADERS);
       return c.json({ id: task.id }, 201);

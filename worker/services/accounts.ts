@@ -5,6 +5,9 @@ import { notFound, validationFailed } from "../errors.js";
 import type { Plan } from "../billing/plans.js";
 import { newId, newToken, sha256Hex } from "../lib/ids.js";
 import { forgetToken } from "../middleware/auth.js";
+import { iso } from "../lib/time.js";
+import type { Bindings } from "../env.js";
+import { effectiveLimits, limitDefaults } from "../limits/account-limits.js";
 
 async function mint(db: Db, kind: "user" | "agent", accountId: string | null, name: string | null, nodeId: string | null = null) {
   const token = newToken(kind);
@@ -56,4 +59,11 @@ export async function setPlan(db: Db, plans: Plan[], accountId: string, plan: st
   if (!plans.some((p) => p.id === plan)) throw validationFailed([{ field: "plan", message: `no plan ${plan}; configured: ${plans.map((p) => p.id).join(", ")}` }]);
   const res = await db.update(accounts).set({ plan }).where(eq(accounts.id, accountId)).returning({ id: accounts.id });
   if (!res.length) throw notFound("account");
+}
+
+/** The operator's view of an account: its plan and the limits that apply to it now (defaults included). */
+export async function describeAccount(env: Pick<Bindings, "ACCOUNT_LIMITS">, db: Db, accountId: string) {
+  const [a] = await db.select().from(accounts).where(eq(accounts.id, accountId));
+  if (!a) throw notFound("account");
+  return { id: a.id, name: a.name, plan: a.plan, privileged: a.privileged, createdAt: iso(a.createdAt)!, limits: effectiveLimits(limitDefaults(env), a.limits) };
 }

@@ -1,5 +1,5 @@
-import { and, desc, eq } from "drizzle-orm";
-import type { Db } from "../db/client.js";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { sqlBatch, type Db } from "../db/client.js";
 import { builds } from "../db/schema.js";
 import { readEnds } from "../build-logs/ends.js";
 import { buildLogText } from "../build-logs/text.js";
@@ -10,22 +10,34 @@ import { listPage } from "./records.js";
 import { iso } from "../lib/time.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
 import { getOwnFunction } from "./functions.js";
+import { limitReached } from "../limits/account-limits.js";
+import { insertWithin } from "../limits/insert-within.js";
 
 export type BuildRow = typeof builds.$inferSelect;
 
+/** The account's builds that are queued or running (read through the partial index builds_account_open). */
+const openBuilds = (accountId: string) => sql`select count(*) from ${builds} where ${builds.accountId} = ${accountId} and ${builds.status} in ('PENDING', 'BUILDING')`;
+
+/** 429 limit_reached when the account already has `queuedBuilds` builds queued or running. */
+export async function assertBuildRoom(db: Db, accountId: string, queuedBuilds: number): Promise<void> {
+  const [[row]] = (await sqlBatch(db, [sql`select (${openBuilds(accountId)}) as n`])) as [Record<string, unknown>[]];
+  if (Number(row?.n ?? 0) >= queuedBuilds) throw limitReached("queuedBuilds", queuedBuilds);
+}
+
+/**
+ * Records a new PENDING build, unless the account's queued or running builds reached
+ * `queuedBuilds` meanwhile (429; the caller deletes the stored zip).
+ */
 export async function recordBuild(
   db: Db,
   b: { id: string; accountId: string; functionId: string; lang: string; zipKey: string; zipSize: number },
+  queuedBuilds: number,
   now = Date.now(),
 ): Promise<BuildRow> {
-  const [row] = await db.insert(builds).values({
-    ...b,
-    status: "PENDING",
-    arch: ["amd64"],
-    timeline: [{ status: "PENDING", time: iso(now)! }],
-    createdAt: now,
-  }).returning();
-  return row!;
+  const values = { ...b, status: "PENDING" as const, arch: ["amd64"], timeline: [{ status: "PENDING", time: iso(now)! }], createdAt: now };
+  const row = await insertWithin(db, builds, values, openBuilds(b.accountId), queuedBuilds);
+  if (!row) throw limitReached("queuedBuilds", queuedBuilds);
+  return row;
 }
 
 export async function getOwnBuild(db: Db, accountId: string, id: string): Promise<BuildRow> {
@@ -46,6 +58,7 @@ export async function describeBuild(db: Db, accountId: string, id: string) {
     log: endsAsLog(ends),
     logLines: ends.lines,
     createdAt: iso(b.createdAt),
+    evictedAt: iso(b.evictedAt),
   };
 }
 

@@ -1,4 +1,4 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import { schedules } from "../db/schema.js";
@@ -13,6 +13,8 @@ import { getOwnFunction } from "./functions.js";
 import { assertOwnFunctionField } from "./triggers.js";
 import { schedulerFor } from "../schedules/client.js";
 import type { ScheduleRow } from "../schedules/issue.js";
+import { limitReached, limitsOf } from "../limits/account-limits.js";
+import { insertWithin } from "../limits/insert-within.js";
 import type { ScheduledCreate, ScheduledEdit, ScheduledListFilter } from "../../shared/schemas/scheduled.js";
 
 /** Starts (or restarts, or stops when inactive) the schedule's timer from its row as saved. */
@@ -23,7 +25,9 @@ export async function createSchedule(env: Bindings, db: Db, accountId: string, i
   // As for a trigger's functions: a function that is not the caller's is a wrong field, not a missing page.
   await assertOwnFunctionField(db, accountId, "functionId", input.functionId);
   const row = { id: newId(), accountId, functionId: input.functionId, active: true, cron: input.cron, timezone: input.timezone, description: input.description ?? "", createdAt: now };
-  await db.insert(schedules).values(row);
+  const limit = (await limitsOf(env, db, accountId)).schedules;
+  const held = sql`select count(*) from ${schedules} where ${schedules.accountId} = ${accountId}`;
+  if (!(await insertWithin(db, schedules, row, held, limit))) throw limitReached("schedules", limit);
   await arm(env, row);
   return row.id;
 }

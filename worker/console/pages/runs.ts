@@ -12,6 +12,7 @@ interface BuildDetail {
   timeline: { status: string; time: string }[];
   log: string[];
   logLines: number;
+  evictedAt: string | null;
 }
 interface TaskDetail {
   id: string;
@@ -71,6 +72,7 @@ export function registerBuildsAndTasks(app: ConsoleApp) {
     const b = await c.var.api.get<BuildDetail>(`/v1/build/${c.req.param("id")}`);
     const body = html`<p><a href="/console/functions/${b.functionId}">← Function</a></p><h1>Build ${c.req.param("id")}</h1>
 <p>Status: ${buildStatus(b.status)}</p>
+${b.evictedAt ? html`<p id="build-evicted">Its zip and artifact were deleted at ${b.evictedAt}: only the last successful builds of a function keep theirs.</p>` : ""}
 <h2>Timeline</h2><ol>${b.timeline.map((t) => html`<li>${t.status} — ${t.time}</li>`)}</ol>
 <h2>Log</h2>${b.logLines > b.log.length ? html`<p class="hint">${b.logLines} lines; the middle ones are cut here. <a href="/console/builds/${b.id}/log">The whole log</a> (kept up to 4 MiB)</p>` : ""}
 <pre aria-label="Build log">${b.log.join("\n") || "(no lines yet)"}</pre>`;

@@ -1,0 +1,69 @@
+import type { Command } from "../command.js";
+import { UsageError } from "../errors.js";
+
+/** An account as GET /v1/admin/accounts/<id> answers it. */
+interface AccountView {
+  id: string;
+  name: string;
+  plan: string;
+  createdAt: string;
+  limits: Record<string, number>;
+}
+
+const ADMIN_NOTE = "Operator commands: pass the ADMIN_TOKEN with --token (or GCFAAS_TOKEN).";
+
+/** Option name → the API's limit name. */
+const LIMIT_OPTIONS = { schedules: "schedules", "queued-builds": "queuedBuilds", "artifacts-kept": "artifactsKept", "sync-waits": "syncWaits" } as const;
+
+const showAccount: Command = {
+  name: "show",
+  summary: "an account's plan and the limits that apply to it",
+  usage: "accounts show <account-id>",
+  help: [ADMIN_NOTE],
+  examples: ["gcfaas accounts show 01jd3x... --token $ADMIN_TOKEN"],
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<account-id>");
+    const acct = await (await ctx.api()).call<AccountView>("GET", `/v1/admin/accounts/${encodeURIComponent(id)}`);
+    ctx.out.result(acct, () => {
+      ctx.out.line(`account ${acct.id} (${acct.name}), plan ${acct.plan}`);
+      ctx.out.table(Object.entries(acct.limits), [
+        { title: "LIMIT", value: ([name]) => name },
+        { title: "VALUE", value: ([, value]) => String(value) },
+      ], "");
+    });
+  },
+};
+
+const setAccountLimits: Command = {
+  name: "limits",
+  summary: "change an account's limits (a number, or `default` for the operator's default)",
+  usage: "accounts limits <account-id> [--schedules N] [--queued-builds N] [--artifacts-kept N] [--sync-waits N]",
+  help: [ADMIN_NOTE, "Limits not named keep their value. Going past a limit answers 429 limit_reached (see docs/security.md)."],
+  examples: ["gcfaas accounts limits 01jd3x... --schedules 500 --sync-waits default --token $ADMIN_TOKEN"],
+  options: Object.fromEntries(Object.keys(LIMIT_OPTIONS).map((o) => [o, { type: "string" }])),
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<account-id>");
+    const limits: Record<string, number | null> = {};
+    for (const [option, name] of Object.entries(LIMIT_OPTIONS)) {
+      const v = a.str(option);
+      if (v === undefined) continue;
+      if (v === "default") limits[name] = null;
+      else if (/^\d+$/.test(v)) limits[name] = Number(v);
+      else throw new UsageError(`--${option} must be a whole number or "default", got "${v}"`, a.command);
+    }
+    if (!Object.keys(limits).length) throw new UsageError("name at least one limit to change", a.command);
+    const api = await ctx.api();
+    await api.call("PATCH", `/v1/admin/accounts/${encodeURIComponent(id)}`, { json: { limits } });
+    const acct = await api.call<AccountView>("GET", `/v1/admin/accounts/${encodeURIComponent(id)}`);
+    ctx.out.result(acct, () => ctx.out.line(`account ${acct.id}: ${Object.entries(acct.limits).map(([k, v]) => `${k} ${v}`).join(", ")}`));
+  },
+};
+
+export const accounts: Command = {
+  name: "accounts",
+  summary: "see and change an account's plan limits (operators): show, limits",
+  usage: "accounts show|limits ...",
+  subcommands: [showAccount, setAccountLimits],
+};
