@@ -72,7 +72,9 @@ describe("PATCH /v1/admin/accounts/<account_id> with privileged", () => {
     const { token, accountId } = await newAccount();
     const fn = await newFunction(token);
     expect((await capabilities(token, fn, { privileged: true })).status).toBe(403);
+    expect(await callJson(`/v1/admin/accounts/${accountId}`, 200, { token: ADMIN })).toMatchObject({ privileged: false });
     await expectNoContent(editAccount(accountId, { privileged: true }));
+    expect(await callJson(`/v1/admin/accounts/${accountId}`, 200, { token: ADMIN })).toMatchObject({ privileged: true });
     await expectNoContent(capabilities(token, fn, { privileged: true }));
     expect((await expectError(editAccount(accountId, { privileged: "yes" }), 400, "validation_failed")).details?.map((d) => d.field)).toEqual(["privileged"]);
     await expectError(editAccount("nosuchaccount", { privileged: true }), 404, "not_found");
