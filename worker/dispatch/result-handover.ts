@@ -105,6 +105,16 @@ export async function stageHandOver(bucket: R2Bucket, resultKey: string, h: Hand
 
 async function writeInput(body: ReadableStream<Uint8Array>, out: WritableStream<Uint8Array>, form: HandOver["form"], head: string, tail: string): Promise<void> {
   const writer = out.getWriter();
+  try {
+    await writeForm(body, writer, form, head, tail);
+  } catch (e) {
+    // The put waiting on the other end fails too, instead of waiting for bytes that never come.
+    await writer.abort(e).catch(() => undefined);
+    throw e;
+  }
+}
+
+async function writeForm(body: ReadableStream<Uint8Array>, writer: WritableStreamDefaultWriter<Uint8Array>, form: HandOver["form"], head: string, tail: string): Promise<void> {
   const write = (text: string) => (text ? writer.write(encoder.encode(text)) : undefined);
   await write(head);
   const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });

@@ -7,6 +7,8 @@ export class JsonScanner {
   private readonly stack: ("{" | "[")[] = [];
   private literal = "";
   private hex = 0;
+  /** The string being read is an object's key (a colon follows it). */
+  private inKey = false;
   private failed = false;
 
   write(text: string): void {
@@ -100,8 +102,6 @@ export class JsonScanner {
       }
     }
   }
-
-  private inKey = false;
 
   private stringEnds(): Mode {
     if (!this.inKey) return "after";
