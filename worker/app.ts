@@ -7,6 +7,7 @@ import { openApiDocument } from "./openapi/document.js";
 import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js";
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
 import { drainBody } from "./middleware/drain-body.js";
+import { bodyLimit } from "./middleware/body-limit.js";
 import { withoutTrailingSlash } from "./http/path.js";
 import { consoleApp } from "./console/index.js";
 import { prefersHtml } from "./public/pages.js";
@@ -32,6 +33,7 @@ export function createApp() {
 
   app.use(drainBody);
   app.use(requestId());
+  app.use(bodyLimit);
   app.use(async (c, next) => {
     c.set("db", openDb(c.env.DB));
     await next();

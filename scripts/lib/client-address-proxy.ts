@@ -5,8 +5,9 @@ import net from "node:net";
  * The local server's front door. Cloudflare sets `CF-Connecting-IP` from the connection and
  * overwrites whatever a client sent; Miniflare only fills it in when the client sent none, so a
  * caller could claim any address and pass an endpoint's `ip` rule. This proxy listens on the
- * public port, drops what a client sent (that header, `X-Forwarded-For`, Miniflare's own `MF-*`
- * control headers) and sets `CF-Connecting-IP` to the address the request really came from.
+ * public port, drops what a client sent (that header, `X-Forwarded-For`, `X-Forwarded-Proto`,
+ * Miniflare's own `MF-*` control headers) and sets `CF-Connecting-IP` to the address the request
+ * really came from.
  */
 
 /** The address as a Worker sees it in production: IPv4 without the IPv6-mapped prefix. */
@@ -30,12 +31,22 @@ export function clientAddress(remote: string, forwardedFor: string | undefined, 
   return address;
 }
 
-/** `GCFAAS_TRUSTED_PROXIES`: comma-separated addresses whose `X-Forwarded-For` is believed. */
+/**
+ * Whether the client spoke https to a TLS-terminating proxy in front: only a trusted proxy's
+ * `X-Forwarded-Proto` counts, and of a list only the last entry, the one that proxy wrote
+ * (those before it may be the client's own). Anyone else's header proves nothing.
+ */
+export function forwardedHttps(remote: string, forwardedProto: string | undefined, trusted: ReadonlySet<string>): boolean {
+  if (!trusted.has(plain(remote)) || !forwardedProto) return false;
+  return forwardedProto.split(",").at(-1)!.trim().toLowerCase() === "https";
+}
+
+/** `GCFAAS_TRUSTED_PROXIES`: comma-separated addresses whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed. */
 export const trustedProxiesFrom = (value: string | undefined): Set<string> =>
   new Set((value ?? "").split(",").map((a) => plain(a.trim())).filter((a) => net.isIP(a) !== 0));
 
 /** `Expect: 100-continue` is answered here (Node sends the 100), so workerd gets the body at once. */
-const DROPPED = /^(cf-connecting-ip|x-forwarded-for|mf-.*|connection|keep-alive|proxy-connection|expect)$/i;
+const DROPPED = /^(cf-connecting-ip|x-forwarded-for|x-forwarded-proto|mf-.*|connection|keep-alive|proxy-connection|expect)$/i;
 
 /** The client's headers as the Worker must see them: raw pairs, names in their original case. */
 function upstreamHeaders(req: http.IncomingMessage, trusted: ReadonlySet<string>, keep: RegExp | null): string[] {
@@ -43,7 +54,14 @@ function upstreamHeaders(req: http.IncomingMessage, trusted: ReadonlySet<string>
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) if (!DROPPED.test(raw[i]!) || keep?.test(raw[i]!)) out.push(raw[i]!, raw[i + 1]!);
   const forwarded = req.headers["x-forwarded-for"];
-  out.push("CF-Connecting-IP", clientAddress(req.socket.remoteAddress ?? "", Array.isArray(forwarded) ? forwarded.join(",") : forwarded, trusted));
+  const remote = req.socket.remoteAddress ?? "";
+  out.push("CF-Connecting-IP", clientAddress(remote, Array.isArray(forwarded) ? forwarded.join(",") : forwarded, trusted));
+  // The Worker then sees the URL the client used, as it does on Cloudflare: its console cookie is
+  // Secure and its Origin checks compare with the https origin. Miniflare's entry worker takes
+  // the request's URL from this header (and removes it); a client's own MF-* headers are dropped.
+  const proto = req.headers["x-forwarded-proto"];
+  if (req.headers.host && forwardedHttps(remote, Array.isArray(proto) ? proto.join(",") : proto, trusted))
+    out.push("MF-Original-URL", `https://${req.headers.host}${req.url ?? "/"}`);
   return out;
 }
 

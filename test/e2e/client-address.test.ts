@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clientAddress, trustedProxiesFrom } from "../../scripts/lib/client-address-proxy.js";
+import { clientAddress, forwardedHttps, trustedProxiesFrom } from "../../scripts/lib/client-address-proxy.js";
 
 describe("the local server's client address", () => {
   const none = trustedProxiesFrom(undefined);
@@ -20,5 +20,20 @@ describe("the local server's client address", () => {
     expect(clientAddress("10.0.0.2", "198.51.100.4, junk", lb)).toBe("10.0.0.2");
     // A caller that is not a trusted proxy cannot forward for anyone.
     expect(clientAddress("198.51.100.9", "10.0.0.2", lb)).toBe("198.51.100.9");
+  });
+});
+
+describe("the local server's idea of https", () => {
+  const lb = trustedProxiesFrom("10.0.0.2");
+
+  it("believes X-Forwarded-Proto from a trusted proxy only, and only the entry that proxy wrote", () => {
+    expect(forwardedHttps("10.0.0.2", "https", lb)).toBe(true);
+    expect(forwardedHttps("::ffff:10.0.0.2", "HTTPS", lb)).toBe(true);
+    expect(forwardedHttps("10.0.0.2", "http, https", lb)).toBe(true);
+    expect(forwardedHttps("10.0.0.2", "https, http", lb)).toBe(false);
+    expect(forwardedHttps("10.0.0.2", undefined, lb)).toBe(false);
+    // A client that is not a trusted proxy says what it likes; it proves nothing.
+    expect(forwardedHttps("198.51.100.9", "https", lb)).toBe(false);
+    expect(forwardedHttps("10.0.0.2", "https", trustedProxiesFrom(undefined))).toBe(false);
   });
 });

@@ -121,6 +121,7 @@ describe("a refused request with a body, then another request on the same connec
     ["404 for an unknown public endpoint", () => ["POST", "/gc/nosuchendpoint", { "Content-Type": "application/json" }], 404],
     ["403 from an endpoint's ip restriction", () => ["POST", `/gc/${endpointId}`, { "Content-Type": "application/json" }], 403],
     ["405 for a known path and the wrong method", () => ["PUT", "/v1/function/list", { "Content-Type": "application/json", Authorization: `Bearer ${token}` }], 405],
+    ["413 for a form over the sign-in limit, refused unread", () => ["POST", "/console/signin", { "Content-Type": "application/x-www-form-urlencoded" }], 413],
     ["415 for a build without application/octet-stream", () => ["POST", `/v1/build/${functionId}?arch=amd64`, { "Content-Type": "text/plain", Authorization: `Bearer ${token}` }], 415],
     ["429 for a build past the account's queuedBuilds", () => ["POST", `/v1/build/${functionId}?arch=amd64`, { "Content-Type": "application/octet-stream", Authorization: `Bearer ${token}` }], 429],
   ];

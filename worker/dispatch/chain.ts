@@ -7,32 +7,12 @@ import { stageInput, taskRow, type NewTask, type TaskRow } from "../services/tas
 import { admissionColumns, admit, type AdmissionLimits } from "../services/admission.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import { periodOf } from "../billing/plans.js";
-import { base64Of } from "../http/task-body.js";
-import { utf8OrUndefined } from "../http/validate.js";
+import { handOverOf, smallResultAsInput, stageHandOver } from "./result-handover.js";
+
+const NO_BODY: TaskInput = { method: "POST", query: {}, headers: {}, body: null };
 
 /** A chain stops after 10 hops from its first task (a self-trigger included). */
 export const MAX_HOPS = 10;
-
-/**
- * The next function's body and its type: a text result as JSON when it parses, else as a JSON
- * string (application/json); a binary result byte for byte (base64 on the way) with its own
- * Content-Type.
- */
-export async function resultAsBody(bucket: R2Bucket, t: Pick<TaskRow, "resultBody" | "resultKey" | "resultHeaders">): Promise<Pick<TaskInput, "body" | "bodyEncoding"> & { contentType: string }> {
-  let bytes: Uint8Array = new TextEncoder().encode(t.resultBody ?? "");
-  if (t.resultKey) bytes = new Uint8Array((await (await bucket.get(t.resultKey))?.arrayBuffer()) ?? new ArrayBuffer(0));
-  const text = utf8OrUndefined(bytes, true);
-  if (text === undefined) {
-    const type = Object.entries(t.resultHeaders ?? {}).find(([k]) => k.toLowerCase() === "content-type")?.[1];
-    return { body: base64Of(bytes), bodyEncoding: "base64", contentType: type ?? "application/octet-stream" };
-  }
-  try {
-    JSON.parse(text);
-    return { body: text, contentType: "application/json" };
-  } catch {
-    return { body: JSON.stringify(text), contentType: "application/json" };
-  }
-}
 
 /**
  * The triggers of these functions with their next function and its admission columns: one query,
@@ -96,7 +76,10 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLi
       return id ? [{ candidate: c, id }] : [];
     });
     if (!fires.length) continue;
-    const body = fires.some(({ candidate }) => candidate.trigger.includeResult) ? await resultAsBody(bucket, parent) : null;
+    // A stored result is read here only to learn its form, piece by piece; each chained task's
+    // input is then streamed from it into R2, never held (result-handover.ts).
+    const wantsResult = fires.some(({ candidate }) => candidate.trigger.includeResult);
+    const handOver = !wantsResult ? null : parent.resultKey ? await handOverOf(bucket, parent.resultKey, parent.resultHeaders) : smallResultAsInput(new TextEncoder().encode(parent.resultBody ?? ""), parent.resultHeaders);
     for (const { candidate, id } of fires) {
       const { trigger, next } = candidate;
       // Looked for even when refused now: an earlier run of this firing may have inserted it.
@@ -112,12 +95,11 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLi
       // The candidates' counts were read once for the whole batch: each task issued from them
       // reserves its invocation there too, or a fan-out would pass the plan and the pending cap.
       for (const c of candidates) if (c.next.accountId === parent.accountId) c.pending++;
-      const input: TaskInput =
-        trigger.includeResult && body
-          ? { method: "POST", query: {}, headers: { "content-type": body.contentType }, body: body.body, ...(body.bodyEncoding ? { bodyEncoding: body.bodyEncoding } : {}) }
-          : { method: "POST", query: {}, headers: {}, body: null };
+      const byStream = trigger.includeResult && handOver && "byStream" in handOver ? handOver : null;
+      const input: TaskInput = !trigger.includeResult || !handOver ? NO_BODY : "byStream" in handOver ? { ...NO_BODY, headers: { "content-type": handOver.contentType } } : handOver;
       const o: NewTask = { id, accountId: parent.accountId, input, triggerId: trigger.id, parentTaskId: parent.id, hop: parent.hop + 1, chainId: parent.chainId ?? parent.id };
-      planned.push(stageInput(bucket, o, now).then((staged) => taskRow(o, staged, now, next, buildId)));
+      const staged = byStream ? stageHandOver(bucket, parent.resultKey!, byStream, o.accountId, id) : stageInput(bucket, o, now);
+      planned.push(staged.then((s) => taskRow(o, s, now, next, buildId)));
     }
   }
   if (!ids.length) return [];

@@ -13,17 +13,25 @@ const DRAIN_LIMIT_BYTES = 50 * 1024 * 1024;
  * not read to the end: the connection then closes, which is the only honest answer to them.
  */
 export const drainBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  // The request as it arrived: later middleware (bodyLimit) may put a counting body in its place.
+  const original = c.req.raw;
   try {
     await next();
   } finally {
-    await drain(c.req.raw);
+    await drain(original);
   }
 };
 
 async function drain(req: Request): Promise<void> {
+  // Not `bodyUsed`: a body bodyLimit read part of and let go of is "used" and still has a rest.
   const body = req.body;
-  if (!body || req.bodyUsed || body.locked) return;
-  const reader = body.getReader();
+  if (!body || body.locked) return;
+  let reader: ReadableStreamDefaultReader<Uint8Array>;
+  try {
+    reader = body.getReader();
+  } catch {
+    return;
+  }
   let read = 0;
   try {
     for (;;) {

@@ -31,7 +31,9 @@ function operationObject(op: Operation) {
       ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? "application/json"]: op.ok.schema ? { schema: toSchema(op.ok.schema) } : {} } } : {}),
     },
   };
-  for (const status of op.errors)
+  // Every body is held to its route's limit (middleware/body-limit.ts), whatever the route does.
+  const errors = op.body && !op.errors.includes(413) ? [...op.errors, 413].sort((a, b) => a - b) : op.errors;
+  for (const status of errors)
     responses[status] = { description: `Error: ${codesFor(status).join(", ") || "see message"}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
   return {
     summary: op.summary,

@@ -9,9 +9,7 @@ import { agentBuild, agentTask } from "../services/agent-work.js";
 import { storeUploadedLog } from "../services/task-logs.js";
 import { storageValueKey } from "../storage/keys.js";
 import { MAX_STORAGE_BYTES } from "../../shared/schemas/storage.js";
-
-const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
-const MAX_RESULT_BYTES = 64 * 1024 * 1024;
+import { MAX_ARTIFACT_BYTES, MAX_RESULT_BYTES } from "../http/body-limits.js";
 
 /** R2 needs a known length: uploads from agents must carry Content-Length. */
 async function putSized(bucket: R2Bucket, key: string, req: Request, limit: number) {

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../env.js";
 import { parseJsonText, readTextLimited } from "../http/validate.js";
+import { MAX_WEBHOOK_BYTES } from "../http/body-limits.js";
 import { applyEvent, verifySignature, webhookSecret } from "../billing/webhook.js";
 import { plansFrom } from "../billing/plans.js";
 import { usageOf } from "../billing/usage.js";
@@ -8,7 +9,7 @@ import { usageOf } from "../billing/usage.js";
 /** The payment provider's webhook: authenticated by its signature, not by a token. */
 export const billingWebhookRoutes = new Hono<AppEnv>().post("/webhook", async (c) => {
   const secret = webhookSecret(c.env.BILLING_WEBHOOK_SECRET);
-  const raw = await readTextLimited(c.req.raw, 1024 * 1024);
+  const raw = await readTextLimited(c.req.raw, MAX_WEBHOOK_BYTES);
   const now = Date.now();
   await verifySignature(secret, c.req.header("stripe-signature"), raw, now);
   const { duplicate } = await applyEvent(c.var.db, parseJsonText(raw), now);
