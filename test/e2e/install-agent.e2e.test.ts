@@ -313,12 +313,20 @@ describe("install-agent.sh on a clean Debian 12", () => {
         expect(JSON.parse(res.body)).toEqual({ ran: "in the debian root", got: { n: 2 } });
         expect(await user.json("GET", `/v1/task/${id}`, 200)).toMatchObject({ node: NODE_ID, runtime: "runsc" });
 
-        // The agent as systemd started it: no new privileges, a seccomp filter, no token in argv.
-        const pid = descendants(booted.pid!).find((p) => commandLine(p).includes("/opt/gcfaas-agent/gcfaas-agent.mjs"));
+        // The agent as systemd started it, against the container's systemd (which nspawn already
+        // filters): no new privileges, and the unit's seccomp filters on top; no token in argv.
+        const inside = descendants(booted.pid!);
+        const pid = inside.find((p) => commandLine(p).includes("/opt/gcfaas-agent/gcfaas-agent.mjs"));
+        const init = inside.find((p) => commandLine(p) === "/usr/lib/systemd/systemd" || commandLine(p) === "/sbin/init");
         expect(pid, console).toBeDefined();
-        const status = await fs.readFile(`/proc/${pid}/status`, "utf8");
-        expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
-        expect(status).toMatch(/^Seccomp:\s+2$/m);
+        expect(init, inside.map(commandLine).join("\n")).toBeDefined();
+        const field = (status: string, name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)$`, "m").exec(status)?.[1]);
+        const agentStatus = await fs.readFile(`/proc/${pid}/status`, "utf8");
+        const initStatus = await fs.readFile(`/proc/${init}/status`, "utf8");
+        expect(field(agentStatus, "NoNewPrivs")).toBe(1);
+        expect(field(initStatus, "NoNewPrivs")).toBe(0);
+        expect(field(agentStatus, "Seccomp")).toBe(2);
+        expect(field(agentStatus, "Seccomp_filters")).toBeGreaterThan(field(initStatus, "Seccomp_filters"));
         expect(commandLine(pid!)).not.toContain(token);
       } finally {
         booted.kill("SIGTERM");
