@@ -327,6 +327,12 @@ describe("install-agent.sh on a clean Debian 12", () => {
         expect(field(initStatus, "NoNewPrivs")).toBe(0);
         expect(field(agentStatus, "Seccomp")).toBe(2);
         expect(field(agentStatus, "Seccomp_filters")).toBeGreaterThan(field(initStatus, "Seccomp_filters"));
+        // CAP_SYS_PTRACE (19) and CAP_SYS_BOOT (22) are out of the agent's bounding set.
+        const bounding = (status: string) => BigInt(`0x${/^CapBnd:\s+([0-9a-f]+)$/m.exec(status)![1]}`);
+        for (const cap of [19n, 22n]) {
+          expect(bounding(initStatus) & (1n << cap)).not.toBe(0n);
+          expect(bounding(agentStatus) & (1n << cap)).toBe(0n);
+        }
         expect(commandLine(pid!)).not.toContain(token);
       } finally {
         booted.kill("SIGTERM");
