@@ -8,8 +8,9 @@
 #   stopping; this waits until it answers (then there is nothing to do) or exits. Starting beside a
 #   dying engine fails ("pid file found", "timeout waiting for containerd to start").
 # - over a stale pid file: dockerd refuses to start while its pid file names any live process, and
-#   after a crash that pid may belong to another program by now. Such a file (a pid that is gone or
-#   not a dockerd) is removed; one naming a live dockerd never is.
+#   after a crash that pid may belong to another program by now. Such a file (a pid that is gone, a
+#   zombie or not a dockerd) is removed; one naming a live dockerd never is. Likewise the pid file
+#   of the containerd that dockerd runs for itself.
 # - with a retry: an engine that exits before it answers (a containerd of the old one still going
 #   away) is started again, twice at most.
 #
@@ -80,6 +81,15 @@ pid="$(pid_in_file)"
 if [ -e "$PIDFILE" ] && ! is_dockerd "$pid"; then
   say "removing the stale pid file $PIDFILE (pid ${pid:-none} is not a running dockerd)"
   rm -f "$PIDFILE"
+fi
+# The same for the containerd that dockerd runs for itself: it dies with a killed engine, and where
+# nothing reaps it, the new engine takes the zombie for a running containerd and times out
+# waiting for its socket. A live one is left alone (the new engine uses it).
+cpidfile="${GCFAAS_DOCKERD_EXEC_ROOT:-/var/run/docker}/containerd/containerd.pid"
+cpid="$(head -n 1 "$cpidfile" 2>/dev/null | tr -cd 0-9 || true)"
+if [ -e "$cpidfile" ] && ! { alive "$cpid" && [ "$(cat "/proc/$cpid/comm" 2>/dev/null)" = containerd ]; }; then
+  say "removing the stale pid file $cpidfile (pid ${cpid:-none} is not a running containerd)"
+  rm -f "$cpidfile"
 fi
 
 args=(--iptables=false --bridge=none --pidfile "$PIDFILE")

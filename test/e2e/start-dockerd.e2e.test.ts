@@ -143,13 +143,17 @@ describe("starting the Docker Engine over a stale pid file", () => {
     }
   }, 240_000);
 
-  it("removes a pid file of a process that is gone, and starts", async () => {
+  it("removes the pid files of an engine that is gone, and of its containerd, and starts at once", async () => {
     const old = enginePid();
     process.kill(old, "SIGKILL");
     await untilExited(old);
     const start = ensureDocker();
     expect(await start.exited, start.text()).toBe(0);
     expect(start.text()).toMatch(new RegExp(`removing the stale pid file .* \\(pid ${old} is not a running dockerd\\)`));
+    // Its containerd died with it: left behind, that pid file made the new engine wait for a
+    // containerd that never answers ("timeout waiting for containerd to start").
+    expect(start.text()).toMatch(/removing the stale pid file .*\/exec\/containerd\/containerd\.pid \(pid \d+ is not a running containerd\)/);
+    expect(start.text()).not.toMatch(/exited before answering/);
     expect(await answers()).toBe(true);
   }, 240_000);
 });
