@@ -238,6 +238,19 @@ describe("install-agent.sh on a clean Debian 12", () => {
     expect((await fs.stat(debian.file("etc/gcfaas/agent.env"))).mode & 0o777).toBe(0o600);
   });
 
+  it("moves the token of an older install's env file into the token file", async () => {
+    const envFile = debian.file("etc/gcfaas/agent.env");
+    const older = (await fs.readFile(envFile, "utf8")).replace(/^GCFAAS_AGENT_TOKEN_FILE=.*$/m, `GCFAAS_AGENT_TOKEN=${token}`);
+    await fs.writeFile(envFile, older);
+    await fs.rm(debian.file("etc/gcfaas/agent-token"));
+    const again = await debian.run(["/bin/bash", "/root/release-with-images/install-agent.sh"], { GCFAAS_IMAGE_TAG: IMAGE_TAG });
+    expect(again.code, again.output).toBe(0);
+    expect(await readRoot("etc/gcfaas/agent-token")).toBe(`${token}\n`);
+    const env = parseEnvFile(await readRoot("etc/gcfaas/agent.env"));
+    expect(env.GCFAAS_AGENT_TOKEN_FILE).toBe("/etc/gcfaas/agent-token");
+    expect(env.GCFAAS_AGENT_TOKEN).toBeUndefined();
+  });
+
   it("gives an agent that, started as the unit starts it, connects, runs a task and serves its metrics", async () => {
     const { EnvironmentFile = "", ExecStart = "", WorkingDirectory } = parseUnit(await readRoot("etc/systemd/system/gcfaas-agent.service"));
     const env = parseEnvFile(await readRoot(EnvironmentFile));
