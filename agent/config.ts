@@ -5,6 +5,7 @@ import { z } from "zod";
 import { DEFAULT_BUILD_LIMITS } from "./builder/build-function.js";
 import { LANGS, type Lang } from "./runtimes/languages.js";
 import { nodeId } from "../shared/protocol/messages.js";
+import { readTokenFile } from "./token-file.js";
 
 /**
  * Every setting is a flag or an environment variable (flags win), parsed and checked in one
@@ -50,6 +51,7 @@ export type AgentConfig = z.infer<typeof schema> & { cpus: number; memMiB: numbe
 const FLAGS = {
   url: { type: "string", env: "GCFAAS_URL" },
   token: { type: "string", env: "GCFAAS_AGENT_TOKEN" },
+  "token-file": { type: "string", env: "GCFAAS_AGENT_TOKEN_FILE" },
   "node-id": { type: "string", env: "GCFAAS_NODE_ID" },
   slots: { type: "string", env: "GCFAAS_SLOTS" },
   privileged: { type: "boolean", env: "GCFAAS_ALLOW_PRIVILEGED" },
@@ -78,7 +80,9 @@ const FLAGS = {
 export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane in Docker on this host
 
   --url URL              control plane URL                      (GCFAAS_URL)
-  --token TOKEN          agent token, minted for this node id   (GCFAAS_AGENT_TOKEN)
+  --token-file FILE      file (mode 600) holding the agent token (GCFAAS_AGENT_TOKEN_FILE)
+  --token TOKEN          agent token, minted for this node id; prefer the file or the
+                         environment: a command line shows in ps (GCFAAS_AGENT_TOKEN)
   --node-id ID           this host's id, as its token [hostname] (GCFAAS_NODE_ID)
   --slots N              concurrent builds+tasks [2 x CPUs]     (GCFAAS_SLOTS)
   --privileged           allow privileged functions [no]        (GCFAAS_ALLOW_PRIVILEGED=1)
@@ -113,6 +117,8 @@ function parseListenAddress(value: string): { host: string; port: number } | nul
   return { host, port };
 }
 
+const tokenFromFile = (file: string | undefined) => (file ? readTokenFile(file) : undefined);
+
 const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v);
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentConfig | "help" {
@@ -129,7 +135,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
   const nodeId = (get("node-id") as string | undefined) ?? os.hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 64);
   const raw = {
     url: get("url"),
-    token: get("token"),
+    token: get("token") ?? tokenFromFile(get("token-file") as string | undefined),
     nodeId,
     slots: get("slots") ?? String(os.cpus().length * 2),
     privileged: get("privileged") ?? false,

@@ -14,6 +14,9 @@ async function main() {
     process.stdout.write(USAGE);
     return;
   }
+  // Builds and image builds run child processes; none of them needs the token.
+  delete process.env.GCFAAS_AGENT_TOKEN;
+  if (process.argv.some((a) => a === "--token" || a.startsWith("--token="))) log("warn", "--token shows in the process list (ps) to every user of this host; use --token-file or GCFAAS_AGENT_TOKEN");
   if (config.buildImages) await ensureOfflineImages(config.langs, (line) => log("info", line, { component: "images" }));
   const sandbox = await resolveSandbox(dockerClient(), config.sandbox);
   log("info", "sandbox runtime", { runtime: sandbox, asked: config.sandbox });

@@ -3,19 +3,25 @@
 # Ubuntu 22.04+, from a release folder (scripts/release-agent.sh) or a repository checkout (the
 # release is built first). Idempotent: a re-run upgrades the agent and keeps settings not given.
 #
-#   install-agent.sh --url URL --token gca_… [--node-id ID] [--slots N] [--langs py,js,…]
+#   install-agent.sh --url URL --token-file FILE|- [--node-id ID] [--slots N] [--langs py,js,…]
 #                    [--state-dir DIR] [--images-tar FILE | --no-images] [--nodesource]
+#                    [--release-sha256 HEX] [--insecure]
 #   install-agent.sh --uninstall [--remove-images]
 #
-# Installs what is missing: Docker Engine (Debian's docker.io), gVisor (runsc, registered as a
-# Docker runtime) and Node.js >= 20 (Debian's nodejs when its version suffices; NodeSource's
-# repository only with --nodesource). Places the agent in /opt/gcfaas-agent, builds the runtime
-# images (or loads --images-tar), writes /etc/gcfaas/agent.env (mode 600) and the unit
-# gcfaas-agent.service, and starts it when systemd runs. See docs/agents.md.
+# The token comes from a file, from standard input (--token-file -) or from GCFAAS_AGENT_TOKEN,
+# never from the command line, which every user of the host can read. An http:// URL is refused
+# unless it is loopback or --insecure is given. The release is checked against its SHA256SUMS
+# (and that file against --release-sha256), an images tarball against FILE.sha256, before anything
+# is installed. Installs what is missing: Docker Engine (Debian's docker.io), gVisor (runsc,
+# registered as a Docker runtime) and Node.js >= 20 (Debian's nodejs when its version suffices;
+# NodeSource's repository only with --nodesource). Places the agent in /opt/gcfaas-agent, builds
+# the runtime images (or loads --images-tar), writes /etc/gcfaas/agent-token and agent.env (mode
+# 600) and the unit gcfaas-agent.service, and starts it when systemd runs. See docs/agents.md.
 set -euo pipefail
 
 PREFIX=/opt/gcfaas-agent
 ENV_FILE=/etc/gcfaas/agent.env
+TOKEN_FILE=/etc/gcfaas/agent-token
 UNIT_FILE=/etc/systemd/system/gcfaas-agent.service
 DAEMON_JSON=/etc/docker/daemon.json
 DEFAULT_STATE_DIR=/var/lib/gcfaas-agent
@@ -25,14 +31,17 @@ ALL_LANGS=(py js go rb rs cs)
 
 say() { echo "install-agent: $*"; }
 die() { echo "install-agent: $*" >&2; exit 1; }
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
-url="" token="" node_id="" slots="" langs="" state_dir="" images_tar="" release=""
-build_images=1 uninstall=0 remove_images=0 nodesource=0
+url="" token_file="" node_id="" slots="" langs="" state_dir="" images_tar="" release="" release_sha256=""
+build_images=1 uninstall=0 remove_images=0 nodesource=0 insecure=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --url) url="${2:?--url needs a value}"; shift ;;
-    --token) token="${2:?--token needs a value}"; shift ;;
+    --token|--token=*) die "--token is not accepted: a command line shows in ps to every user of this host. Pass --token-file FILE (mode 600), --token-file - (standard input) or GCFAAS_AGENT_TOKEN in the environment" ;;
+    --token-file) token_file="${2:?--token-file needs a file, or - for standard input}"; shift ;;
+    --release-sha256) release_sha256="${2:?--release-sha256 needs the SHA-256 of SHA256SUMS}"; shift ;;
+    --insecure) insecure=1 ;;
     --node-id) node_id="${2:?--node-id needs a value}"; shift ;;
     --slots) slots="${2:?--slots needs a value}"; shift ;;
     --langs) langs="${2:?--langs needs a value}"; shift ;;
@@ -56,6 +65,14 @@ export DEBIAN_FRONTEND=noninteractive
 systemd_runs() { [ -d /run/systemd/system ]; }
 docker_answers() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 lang_dir() { case "$1" in py) echo python ;; js) echo node ;; go) echo go ;; rb) echo ruby ;; rs) echo rust ;; cs) echo csharp ;; *) return 1 ;; esac; }
+# The host of an http(s) URL, without brackets, port or user.
+url_host() {
+  local rest="${1#*://}"
+  rest="${rest%%/*}"
+  rest="${rest##*@}"
+  if [[ "$rest" == "["* ]]; then rest="${rest%%"]"*}"; echo "${rest#"["}"; else echo "${rest%%:*}"; fi
+}
+is_loopback() { [[ "$1" == localhost || "$1" == ::1 || "$1" =~ ^127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]]; }
 # A value of the existing environment file, so that a re-run keeps what it is not given.
 env_value() { [ -f "$ENV_FILE" ] && sed -n "s/^$1=//p" "$ENV_FILE" | tail -n 1 || true; }
 
@@ -68,11 +85,12 @@ if [ "$uninstall" -eq 1 ]; then
   elif pgrep -f "$PREFIX/gcfaas-agent.mjs" >/dev/null 2>&1; then
     say "an agent from $PREFIX still runs outside systemd; stop it (SIGTERM drains it)"
   fi
-  rm -f "$UNIT_FILE"
+  # Without systemd running, disable could not remove the link that enabling made.
+  rm -f "$UNIT_FILE" /etc/systemd/system/multi-user.target.wants/gcfaas-agent.service
   systemd_runs && systemctl daemon-reload
   # A killed build leaves its loop-mounted space behind; unmount before deleting the folder.
   awk -v s="$state/" 'index($2, s) == 1 { print $2 }' /proc/self/mounts 2>/dev/null | sort -r | xargs -r -n 1 umount -l || true
-  rm -rf "$PREFIX" "$ENV_FILE"
+  rm -rf "$PREFIX" "$ENV_FILE" "$TOKEN_FILE"
   # The state folder may itself be a mount point: then its contents go and the folder stays.
   rm -rf "$state" 2>/dev/null || find "$state" -mindepth 1 -delete
   rmdir /etc/gcfaas 2>/dev/null || true
@@ -88,9 +106,21 @@ if [ "$uninstall" -eq 1 ]; then
 fi
 
 # --- settings: flags, else the existing environment file, else defaults --------------------
+url_given="$url"
 url="${url:-$(env_value GCFAAS_URL)}"
-# The token may come from the environment, keeping it out of the process list.
-token="${token:-${GCFAAS_AGENT_TOKEN:-$(env_value GCFAAS_AGENT_TOKEN)}}"
+# The token: --token-file (a file or standard input), else the environment, else what an earlier
+# run stored (the token file, or the env file of an install from before there was one).
+token=""
+if [ "$token_file" = - ]; then
+  IFS= read -r token || true
+elif [ -n "$token_file" ]; then
+  [ -f "$token_file" ] && [ -r "$token_file" ] || die "--token-file: cannot read $token_file"
+  IFS= read -r token <"$token_file" || true
+fi
+token="${token:-${GCFAAS_AGENT_TOKEN:-}}"
+[ -n "$token" ] || { [ -f "$TOKEN_FILE" ] && IFS= read -r token <"$TOKEN_FILE"; } || true
+token="${token:-$(env_value GCFAAS_AGENT_TOKEN)}"
+token="${token%$'\r'}"
 node_id="${node_id:-$(env_value GCFAAS_NODE_ID)}"
 node_id="${node_id:-$(hostname | tr -c 'A-Za-z0-9._\n-' '-' | cut -c1-64)}"
 slots="${slots:-$(env_value GCFAAS_SLOTS)}"
@@ -100,7 +130,12 @@ state_dir="${state_dir:-$DEFAULT_STATE_DIR}"
 # No quotes, spaces, $ or ; in values: the env file is read by systemd and by a shell (set -a; . file).
 url_re='^https?://[A-Za-z0-9._~:/%@-]+$'
 [[ "$url" =~ $url_re ]] || die "--url must be the control plane's http(s) URL"
-[[ "$token" =~ ^gca_[0-9a-f]{64}$ ]] || die "--token must be an agent token (gca_…) minted with POST /v1/admin/agent-tokens"
+# http:// sends the agent token in clear: only to this host itself, or when the operator says so.
+if [ -n "$url_given" ] && [[ "$url" == http://* ]] && ! is_loopback "$(url_host "$url")"; then
+  [ "$insecure" -eq 1 ] || die "--url $url is plain http to another host: the agent token would cross the network in clear. Use https://, a loopback address (127.0.0.0/8, ::1, localhost), or pass --insecure to accept it"
+  say "warning: --insecure: the agent token travels in clear to $(url_host "$url")"
+fi
+[[ "$token" =~ ^gca_[0-9a-f]{64}$ ]] || die "the token (--token-file, or GCFAAS_AGENT_TOKEN) must be an agent token (gca_…) minted with POST /v1/admin/agent-tokens"
 [[ "$node_id" =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "--node-id must be 1-64 of A-Z a-z 0-9 . _ -"
 [ -z "$slots" ] || { [[ "$slots" =~ ^[1-9][0-9]{0,3}$ ]] && [ "$slots" -le 1024 ]; } || die "--slots must be a number from 1 to 1024"
 [[ "$state_dir" =~ ^/[A-Za-z0-9._/-]+$ ]] || die "--state-dir must be an absolute path"
@@ -126,6 +161,34 @@ if [ ! -f "$release/gcfaas-agent.mjs" ] && [ -f "$here/release-agent.sh" ]; then
 fi
 [ -f "$release/gcfaas-agent.mjs" ] || die "no gcfaas-agent.mjs in $release (run scripts/release-agent.sh, or pass --release DIR)"
 [ -z "$images_tar" ] && [ -f "$release/images.tar" ] && images_tar="$release/images.tar"
+
+# --- digests: the release and the images are checked before anything is installed -----------
+# SHA256SUMS (written by release-agent.sh) lists every file of the release; a file it does not
+# list is refused too, since the installer copies whole folders. It catches a damaged or partial
+# copy; against a tampered one, --release-sha256 pins SHA256SUMS itself to the digest that
+# release-agent.sh printed where the release was built.
+sums="$release/SHA256SUMS"
+[ -f "$sums" ] || die "no SHA256SUMS in $release: build the release with scripts/release-agent.sh, which writes it"
+if [ -n "$release_sha256" ]; then
+  actual="$(sha256sum "$sums" | cut -d ' ' -f 1)"
+  [ "$actual" = "${release_sha256,,}" ] || die "$sums has SHA-256 $actual, not the $release_sha256 given with --release-sha256: the release was altered or damaged; nothing was installed"
+fi
+listed="$(sed -n 's/^[0-9a-f]\{64\}  //p' "$sums" | LC_ALL=C sort)"
+present="$(cd "$release" && find . -type f ! -name SHA256SUMS ! -name '*.sha256' -printf '%P\n' | LC_ALL=C sort)"
+unlisted="$(LC_ALL=C comm -13 <(echo "$listed") <(echo "$present"))"
+[ -z "$unlisted" ] || die "files in $release that its SHA256SUMS does not list: ${unlisted//$'\n'/, }; nothing was installed"
+say "checking the release against $sums"
+mismatch="$(cd "$release" && sha256sum --strict -c SHA256SUMS 2>&1 | grep -v ': OK$' || true)"
+[ -z "$mismatch" ] || die "the release in $release does not match its SHA256SUMS (a damaged or altered copy); nothing was installed:
+$mismatch"
+if [ -n "$images_tar" ] && [ "$(realpath "$images_tar")" != "$(realpath "$release/images.tar" 2>/dev/null || true)" ]; then
+  # A tarball from elsewhere travels with its own digest, as release-agent.sh writes it beside images.tar.
+  [ -f "$images_tar.sha256" ] || die "--images-tar $images_tar has no $images_tar.sha256 beside it (sha256sum's output, as release-agent.sh writes it): it cannot be checked, so it is not loaded"
+  say "checking $images_tar against $images_tar.sha256"
+  want="$(cut -d ' ' -f 1 "$images_tar.sha256" | head -n 1)"
+  actual="$(sha256sum "$images_tar" | cut -d ' ' -f 1)"
+  [ "$actual" = "$want" ] || die "$images_tar has SHA-256 $actual, not $want from $images_tar.sha256: a damaged or altered tarball; nothing was installed"
+fi
 
 # --- packages ------------------------------------------------------------------------------
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
@@ -209,13 +272,22 @@ fi
 # --- settings file -------------------------------------------------------------------------
 install -d -m 755 /etc/gcfaas
 install -d -m 700 "$state_dir"
-managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_NODE_ID|GCFAAS_SLOTS|GCFAAS_LANGS|GCFAAS_STATE_DIR|GCFAAS_IMAGE_TAG)='
+# The token in a file of its own that root alone reads: not on the agent's command line, not in
+# its unit, and not in the environment that every process the agent starts would inherit.
+(
+  umask 077
+  printf '%s\n' "$token" >"$TOKEN_FILE.tmp"
+)
+chmod 600 "$TOKEN_FILE.tmp"
+mv "$TOKEN_FILE.tmp" "$TOKEN_FILE"
+say "wrote $TOKEN_FILE"
+managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|GCFAAS_SLOTS|GCFAAS_LANGS|GCFAAS_STATE_DIR|GCFAAS_IMAGE_TAG)='
 (
   umask 077
   {
     echo "# gcfaas agent settings (install-agent.sh); every variable is in docs/agents.md"
     echo "GCFAAS_URL=$url"
-    echo "GCFAAS_AGENT_TOKEN=$token"
+    echo "GCFAAS_AGENT_TOKEN_FILE=$TOKEN_FILE"
     echo "GCFAAS_NODE_ID=$node_id"
     [ -n "$slots" ] && echo "GCFAAS_SLOTS=$slots"
     [ -n "$langs" ] && echo "GCFAAS_LANGS=$langs"
@@ -250,6 +322,25 @@ KillMode=mixed
 TimeoutStopSec=$STOP_TIMEOUT_SECONDS
 Restart=always
 RestartSec=5
+# The installer builds the runtime images, not the agent at its start: unpacking a root file system
+# writes setuid files, which RestrictSUIDSGID below refuses. A line in the env file overrides this.
+Environment=GCFAAS_NO_BUILD_IMAGES=1
+# Hardening. The agent runs as root (it drives Docker and loop-mounts each build's space), so what
+# it may do is narrowed here. Not set on purpose: ProtectSystem, ProtectHome, PrivateTmp,
+# ReadWritePaths, ProtectKernelTunables/Modules/Logs, ProtectControlGroups, PrivateDevices and
+# the like put the service in a mount namespace of its own, and a build space mounted there is
+# invisible to the Docker Engine, which would bind the empty folder beneath it instead: builds
+# would write onto the host's disk past their limit. docs/security.md has the details.
+NoNewPrivileges=yes
+RestrictSUIDSGID=yes
+LockPersonality=yes
+RestrictRealtime=yes
+RestrictNamespaces=yes
+SystemCallArchitectures=native
+SystemCallFilter=~@clock @cpu-emulation @debug @module @obsolete @raw-io @reboot @swap
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
+# Capabilities the agent never uses (it keeps CAP_SYS_ADMIN for its loop mounts).
+CapabilityBoundingSet=~CAP_SYS_MODULE CAP_SYS_RAWIO CAP_SYS_BOOT CAP_SYS_TIME CAP_SYS_PTRACE CAP_SYSLOG CAP_WAKE_ALARM CAP_AUDIT_CONTROL CAP_AUDIT_READ CAP_AUDIT_WRITE CAP_MAC_ADMIN CAP_MAC_OVERRIDE CAP_BPF CAP_PERFMON CAP_LINUX_IMMUTABLE CAP_SYS_PACCT CAP_SYS_TTY_CONFIG CAP_BLOCK_SUSPEND CAP_LEASE
 
 [Install]
 WantedBy=multi-user.target

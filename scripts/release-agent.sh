@@ -14,6 +14,12 @@
 #   OUT_DIR/scripts/images/         build-offline.sh, shim-hash.sh, ensure-docker.sh
 #   OUT_DIR/install-agent.sh        the installer (run it from this folder)
 #   OUT_DIR/VERSION                 package version and commit
+#   OUT_DIR/SHA256SUMS              the SHA-256 of every other file (sha256sum -c reads it);
+#                                   install-agent.sh checks the release against it
+#   OUT_DIR/images.tar.sha256       with --with-images: the tarball's digest, for when it travels alone
+#
+# The last line printed is the SHA-256 of SHA256SUMS: give it to install-agent.sh --release-sha256
+# on the host, through a channel other than the copy, to pin the whole release.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 images=""
@@ -24,7 +30,7 @@ fi
 OUT="$(mkdir -p "${1:-$ROOT/dist/agent}" && cd "${1:-$ROOT/dist/agent}" && pwd)"
 cd "$ROOT"
 
-rm -rf "$OUT/agent" "$OUT/scripts" "$OUT/images.tar"
+rm -rf "$OUT/agent" "$OUT/scripts" "$OUT/images.tar" "$OUT/images.tar.sha256" "$OUT/SHA256SUMS"
 mkdir -p "$OUT/agent" "$OUT/scripts"
 
 # ESM output: bundled CommonJS packages still call require() for Node's built-in modules, which
@@ -46,9 +52,12 @@ if [ -n "$images" ]; then
   IFS=, read -r -a dirs <<<"$images"
   for d in "${dirs[@]}"; do tags+=("gcfaas/$d:${GCFAAS_IMAGE_TAG:-offline}"); done
   docker save -o "$OUT/images.tar" "${tags[@]}"
+  (cd "$OUT" && sha256sum images.tar >images.tar.sha256)
 fi
 
 version="$(node -p 'require("./package.json").version')"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 printf '%s+%s\n' "$version" "$commit" >"$OUT/VERSION"
+(cd "$OUT" && find . -type f ! -name SHA256SUMS ! -name '*.sha256' -printf '%P\n' | LC_ALL=C sort | xargs -r -d '\n' sha256sum >SHA256SUMS)
 echo "agent release $(cat "$OUT/VERSION") in $OUT"
+echo "SHA256SUMS sha256 $(sha256sum "$OUT/SHA256SUMS" | cut -d ' ' -f 1)"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts the whole service locally: Docker (installed and started if missing), npm packages,
-# runtime images, the Worker on local workerd and one agent. Ctrl-C stops it all.
+# runtime images, the Worker on local workerd and one agent. Ctrl-C stops the Worker and the agent;
+# the Docker engine runs on in a session of its own (scripts/images/start-dockerd.sh), since other
+# containers on the machine depend on it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/images/ensure-docker.sh

@@ -81,10 +81,11 @@ export class LocalWorker {
   async start(): Promise<void> {
     this.child = spawn(
       process.execPath,
-      ["--import", "tsx", path.join(ROOT, "scripts/lib/serve-worker.ts"), String(this.port), this.stateDir, this.adminToken, this.logFile ? "info" : "warn"],
+      ["--import", "tsx", path.join(ROOT, "scripts/lib/serve-worker.ts"), String(this.port), this.stateDir, this.logFile ? "info" : "warn"],
       // Its own process group: wrangler runs workerd as grandchildren, which a signal to wrangler
-      // alone can leave behind.
-      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+      // alone can leave behind. The admin token travels in the environment: a command line is
+      // readable by every user of the host (ps), a process's environment by its owner alone.
+      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", GCFAAS_ADMIN_TOKEN: this.adminToken }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     if (this.logFile) teeToFile(this.child, this.logFile);
     await waitForLine(this.child, /Ready on/, 120_000, "the Worker");
@@ -174,6 +175,8 @@ export class AgentProcess {
   constructor(
     readonly nodeId: string,
     private readonly args: string[],
+    /** Never in `args`: a command line is readable by every user of the host (ps). */
+    private readonly token: string,
     private readonly logFile?: string,
   ) {}
 
@@ -182,13 +185,13 @@ export class AgentProcess {
     const stateDir = path.join(worker.stateDir, `agent-${nodeId}`);
     // Several agents on one host: each serves its metrics on a port of its own unless told one.
     const metrics = extra.includes("--metrics") ? [] : ["--metrics", `127.0.0.1:${await freePort()}`];
-    const a = new AgentProcess(nodeId, ["--import", "tsx", path.join(ROOT, "agent/main.ts"), "--url", worker.url, "--token", token, "--node-id", nodeId, "--state-dir", stateDir, "--no-build-images", ...metrics, ...extra], logFile);
+    const a = new AgentProcess(nodeId, ["--import", "tsx", path.join(ROOT, "agent/main.ts"), "--url", worker.url, "--node-id", nodeId, "--state-dir", stateDir, "--no-build-images", ...metrics, ...extra], token, logFile);
     await a.spawn();
     return a;
   }
 
   async spawn(): Promise<void> {
-    this.child = spawn(process.execPath, this.args, { cwd: ROOT, env: { ...process.env, GCFAAS_DEBUG: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    this.child = spawn(process.execPath, this.args, { cwd: ROOT, env: { ...process.env, GCFAAS_DEBUG: "1", GCFAAS_AGENT_TOKEN: this.token }, stdio: ["ignore", "pipe", "pipe"] });
     // The last 256 KiB of output, for test failure messages.
     const keep = (d: Buffer) => (this.log = (this.log + d.toString()).slice(-262_144));
     this.child.stdout?.on("data", keep);

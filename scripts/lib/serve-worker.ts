@@ -19,7 +19,9 @@
  * GCFAAS_COST_COUNTERS=1 turns on the Worker's cost counters (bench/cost.ts);
  * GCFAAS_INSPECTOR_PORT opens workerd's inspector there (bench/cost.ts --profile samples it).
  *
- * Usage: node --import tsx scripts/lib/serve-worker.ts <port> <state dir> <admin token> [info|warn]
+ * Usage: GCFAAS_ADMIN_TOKEN=… node --import tsx scripts/lib/serve-worker.ts <port> <state dir> [info|warn]
+ * The admin token comes from the environment, never the command line, which every user of the
+ * host can read (ps); it is taken out of this process's environment so that no child inherits it.
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
@@ -28,9 +30,11 @@ import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { startFrontDoor, trustedProxiesFrom } from "./client-address-proxy.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const [port, stateDir, adminToken, logLevel = "warn"] = process.argv.slice(2);
+const [port, stateDir, logLevel = "warn"] = process.argv.slice(2);
+const adminToken = process.env.GCFAAS_ADMIN_TOKEN;
+delete process.env.GCFAAS_ADMIN_TOKEN;
 if (!port || !stateDir || !adminToken) {
-  console.error("usage: serve-worker.ts <port> <state dir> <admin token> [info|warn]");
+  console.error("usage: GCFAAS_ADMIN_TOKEN=<admin token> serve-worker.ts <port> <state dir> [info|warn]");
   process.exit(2);
 }
 

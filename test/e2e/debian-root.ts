@@ -66,14 +66,18 @@ export class DebianRoot {
     return path.join(this.root, p);
   }
 
-  /** Starts `argv` inside the root with exactly `env` (plus PATH). */
-  spawn(argv: string[], env: Record<string, string> = {}, cwd = "/"): ChildProcess {
+  /** Starts `argv` inside the root with exactly `env` (plus PATH); `input` is its standard input. */
+  spawn(argv: string[], env: Record<string, string> = {}, cwd = "/", input?: string): ChildProcess {
     const vars = Object.entries({ PATH: ROOT_PATH, ...env }).map(([k, v]) => `${k}=${v}`);
-    return spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", ENTER, "sh", this.root, this.shared, "/usr/bin/env", "-i", "-C", cwd, ...vars, ...argv], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", ENTER, "sh", this.root, this.shared, "/usr/bin/env", "-i", "-C", cwd, ...vars, ...argv], {
+      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    });
+    child.stdin?.end(input);
+    return child;
   }
 
-  run(argv: string[], env: Record<string, string> = {}): Promise<RunResult> {
-    return collect(this.spawn(argv, env));
+  run(argv: string[], env: Record<string, string> = {}, input?: string): Promise<RunResult> {
+    return collect(this.spawn(argv, env, "/", input));
   }
 
   async dispose(): Promise<void> {

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { DebianRoot, parseEnvFile, parseUnit } from "./debian-root.js";
 import { deploy, invoke } from "./deploy.js";
+import { bootWithSystemd } from "./nspawn.js";
 import { ADMIN_TOKEN, AgentProcess, api, freePort, LocalWorker, ROOT, type Api } from "./harness.js";
+import { commandLine, descendants } from "../support/process-tree.js";
 import { zipSources } from "../support/zip.js";
 
 const run = promisify(execFile);
@@ -75,7 +77,7 @@ describe("install-agent.sh settings", () => {
       ["--slots", "2000", /--slots must be a number from 1 to 1024/],
     ] as const) {
       const args = { "--url": worker.url, "--node-id": NODE_ID, "--slots": "2", [flag]: value };
-      const { code, output } = await debian.run([...INSTALLER, ...Object.entries(args).flat(), "--token", token]);
+      const { code, output } = await debian.run([...INSTALLER, ...Object.entries(args).flat()], { GCFAAS_AGENT_TOKEN: token });
       expect(code, output).toBe(1);
       expect(output).toMatch(message);
     }
@@ -83,9 +85,74 @@ describe("install-agent.sh settings", () => {
   });
 });
 
+describe("install-agent.sh and the agent token", () => {
+  it("refuses --token: a command line shows in ps to every user of the host", async () => {
+    const { code, output } = await debian.run([...INSTALLER, "--url", worker.url, "--token", token]);
+    expect(code, output).toBe(1);
+    expect(output).toMatch(/--token is not accepted: a command line shows in ps .* Pass --token-file FILE \(mode 600\), --token-file - \(standard input\)/);
+    expect(existsSync(debian.file("etc/gcfaas"))).toBe(false);
+  });
+
+  it("refuses plain http to another host, where the token would travel in clear, unless --insecure is given", async () => {
+    const remote = await debian.run([...INSTALLER, "--url", "http://10.20.30.40:8787", "--node-id", NODE_ID], { GCFAAS_AGENT_TOKEN: token });
+    expect(remote.code, remote.output).toBe(1);
+    expect(remote.output).toMatch(/--url http:\/\/10\.20\.30\.40:8787 is plain http to another host: the agent token would cross the network in clear\. Use https:\/\/, a loopback address .* or pass --insecure/);
+    // Accepted with --insecure: the run goes on to the next check (a bad --slots here) and warns.
+    const insecure = await debian.run([...INSTALLER, "--url", "http://10.20.30.40:8787", "--insecure", "--slots", "0"], { GCFAAS_AGENT_TOKEN: token });
+    expect(insecure.output).toMatch(/warning: --insecure: the agent token travels in clear to 10\.20\.30\.40/);
+    expect(insecure.output).toMatch(/--slots must be a number/);
+    for (const loopback of ["http://localhost:1", "http://127.8.9.10:1"]) {
+      const local = await debian.run([...INSTALLER, "--url", loopback, "--slots", "0"], { GCFAAS_AGENT_TOKEN: token });
+      expect(local.output).not.toMatch(/plain http/);
+      expect(local.output).toMatch(/--slots must be a number/);
+    }
+    expect(existsSync(debian.file("etc/gcfaas"))).toBe(false);
+  });
+});
+
+describe("install-agent.sh digests", () => {
+  /** A copy of the release, changed by `change`, installed from; returns the installer's output. */
+  async function installFromCopy(name: string, change: (dir: string) => Promise<void>, extra: string[] = []) {
+    const dir = debian.file(`root/${name}`);
+    await fs.cp(debian.file("root/release"), dir, { recursive: true });
+    await change(dir);
+    const r = await debian.run(["/bin/bash", `/root/${name}/install-agent.sh`, "--url", worker.url, "--node-id", NODE_ID, ...extra], { GCFAAS_AGENT_TOKEN: token });
+    expect(r.code, r.output).toBe(1);
+    expect(existsSync(debian.file("etc/gcfaas"))).toBe(false);
+    expect(existsSync(debian.file("opt/gcfaas-agent"))).toBe(false);
+    return r.output;
+  }
+
+  it("refuses a release whose file does not match SHA256SUMS, before installing anything", async () => {
+    const out = await installFromCopy("release-altered", (dir) => fs.appendFile(path.join(dir, "gcfaas-agent.mjs"), "\n// altered\n"));
+    expect(out).toMatch(/the release in \/root\/release-altered does not match its SHA256SUMS \(a damaged or altered copy\); nothing was installed:\n.*gcfaas-agent\.mjs: FAILED/);
+  });
+
+  it("refuses a file that SHA256SUMS does not list, and a release without SHA256SUMS", async () => {
+    expect(await installFromCopy("release-extra", (dir) => fs.writeFile(path.join(dir, "agent/runtimes/python/extra.sh"), "echo hi\n"))).toMatch(
+      /files in \/root\/release-extra that its SHA256SUMS does not list: agent\/runtimes\/python\/extra\.sh; nothing was installed/,
+    );
+    expect(await installFromCopy("release-unsummed", (dir) => fs.rm(path.join(dir, "SHA256SUMS")))).toMatch(/no SHA256SUMS in \/root\/release-unsummed/);
+  });
+
+  it("pins SHA256SUMS itself with --release-sha256", async () => {
+    const out = await installFromCopy("release-pinned", async () => undefined, ["--release-sha256", "0".repeat(64)]);
+    expect(out).toMatch(/SHA256SUMS has SHA-256 [0-9a-f]{64}, not the 0{64} given with --release-sha256: the release was altered or damaged; nothing was installed/);
+  });
+
+  it("refuses an images tarball without its .sha256 beside it, or that does not match it", async () => {
+    const tar = debian.file("root/images-other.tar");
+    await fs.writeFile(tar, "not really images");
+    const args = ["--images-tar", "/root/images-other.tar"];
+    expect(await installFromCopy("release-img1", async () => undefined, args)).toMatch(/--images-tar \/root\/images-other\.tar has no \/root\/images-other\.tar\.sha256 beside it .* it is not loaded/);
+    await fs.writeFile(`${tar}.sha256`, `${"1".repeat(64)}  images-other.tar\n`);
+    expect(await installFromCopy("release-img2", async () => undefined, args)).toMatch(/\/root\/images-other\.tar has SHA-256 [0-9a-f]{64}, not 1{64} from .*: a damaged or altered tarball; nothing was installed/);
+  });
+});
+
 describe("install-agent.sh on a host without Node.js 20", () => {
   it("refuses, naming the way out, before installing anything", async () => {
-    const { code, output } = await debian.run([...INSTALLER, "--url", worker.url, "--token", token, "--node-id", NODE_ID]);
+    const { code, output } = await debian.run([...INSTALLER, "--url", worker.url, "--node-id", NODE_ID], { GCFAAS_AGENT_TOKEN: token });
     expect(code, output).toBe(1);
     expect(output).toMatch(/needs Node\.js >= 20; this host has none and its apt sources offer 18\. Re-run with --nodesource/);
     expect(existsSync(debian.file("usr/sbin/dockerd"))).toBe(false);
@@ -98,10 +165,12 @@ describe("install-agent.sh on a clean Debian 12", () => {
 
   beforeAll(async () => {
     await fs.copyFile(process.execPath, debian.file("usr/local/bin/node"));
-    const installed = await debian.run([...INSTALLER, "--url", worker.url, "--node-id", NODE_ID, "--langs", "py", "--state-dir", path.join(debian.shared, "state")], {
-      GCFAAS_AGENT_TOKEN: token,
-      GCFAAS_IMAGE_TAG: IMAGE_TAG,
-    });
+    // The token on standard input: neither the command line nor the environment holds it.
+    const installed = await debian.run(
+      [...INSTALLER, "--url", worker.url, "--token-file", "-", "--node-id", NODE_ID, "--langs", "py", "--state-dir", path.join(debian.shared, "state")],
+      { GCFAAS_IMAGE_TAG: IMAGE_TAG },
+      `${token}\n`,
+    );
     output = installed.output;
     expect(installed.code, output).toBe(0);
   }, 600_000);
@@ -122,13 +191,16 @@ describe("install-agent.sh on a clean Debian 12", () => {
     expect(stdout.trim()).toMatch(/^[0-9a-f]{16}$/);
   });
 
-  it("writes /etc/gcfaas/agent.env readable by root alone", async () => {
-    const stat = await fs.stat(debian.file("etc/gcfaas/agent.env"));
-    expect(stat.mode & 0o777).toBe(0o600);
-    expect(stat.uid).toBe(0);
+  it("writes the token to /etc/gcfaas/agent-token and the settings to agent.env, both readable by root alone", async () => {
+    for (const file of ["etc/gcfaas/agent.env", "etc/gcfaas/agent-token"]) {
+      const stat = await fs.stat(debian.file(file));
+      expect(stat.mode & 0o777, file).toBe(0o600);
+      expect(stat.uid, file).toBe(0);
+    }
+    expect(await readRoot("etc/gcfaas/agent-token")).toBe(`${token}\n`);
     expect(parseEnvFile(await readRoot("etc/gcfaas/agent.env"))).toEqual({
       GCFAAS_URL: worker.url,
-      GCFAAS_AGENT_TOKEN: token,
+      GCFAAS_AGENT_TOKEN_FILE: "/etc/gcfaas/agent-token",
       GCFAAS_NODE_ID: NODE_ID,
       GCFAAS_LANGS: "py",
       GCFAAS_STATE_DIR: path.join(debian.shared, "state"),
@@ -147,6 +219,8 @@ describe("install-agent.sh on a clean Debian 12", () => {
       KillMode: "mixed",
     });
     expect(Number(unit.TimeoutStopSec)).toBeGreaterThanOrEqual(600);
+    expect(unit).toMatchObject({ NoNewPrivileges: "yes", RestrictSUIDSGID: "yes", LockPersonality: "yes", RestrictNamespaces: "yes", SystemCallArchitectures: "native" });
+    expect(unit.ExecStart).not.toMatch(/token|gca_/);
     expect(output).toMatch(/systemd does not run here/);
     expect(output).toMatch(/journalctl -u gcfaas-agent -f/);
   });
@@ -159,8 +233,22 @@ describe("install-agent.sh on a clean Debian 12", () => {
     expect(again.code, again.output).toBe(0);
     expect(again.output).not.toMatch(/installing|registered runsc|building runtime images/);
     expect(again.output).toMatch(/loading runtime images from \/root\/release-with-images\/images\.tar/);
-    expect(parseEnvFile(await readRoot("etc/gcfaas/agent.env"))).toMatchObject({ GCFAAS_URL: worker.url, GCFAAS_AGENT_TOKEN: token, GCFAAS_SLOTS: "3", GCFAAS_METRICS: `127.0.0.1:${metricsPort}` });
+    expect(parseEnvFile(await readRoot("etc/gcfaas/agent.env"))).toMatchObject({ GCFAAS_URL: worker.url, GCFAAS_AGENT_TOKEN_FILE: "/etc/gcfaas/agent-token", GCFAAS_SLOTS: "3", GCFAAS_METRICS: `127.0.0.1:${metricsPort}` });
+    expect(await readRoot("etc/gcfaas/agent-token")).toBe(`${token}\n`);
     expect((await fs.stat(debian.file("etc/gcfaas/agent.env"))).mode & 0o777).toBe(0o600);
+  });
+
+  it("moves the token of an older install's env file into the token file", async () => {
+    const envFile = debian.file("etc/gcfaas/agent.env");
+    const older = (await fs.readFile(envFile, "utf8")).replace(/^GCFAAS_AGENT_TOKEN_FILE=.*$/m, `GCFAAS_AGENT_TOKEN=${token}`);
+    await fs.writeFile(envFile, older);
+    await fs.rm(debian.file("etc/gcfaas/agent-token"));
+    const again = await debian.run(["/bin/bash", "/root/release-with-images/install-agent.sh"], { GCFAAS_IMAGE_TAG: IMAGE_TAG });
+    expect(again.code, again.output).toBe(0);
+    expect(await readRoot("etc/gcfaas/agent-token")).toBe(`${token}\n`);
+    const env = parseEnvFile(await readRoot("etc/gcfaas/agent.env"));
+    expect(env.GCFAAS_AGENT_TOKEN_FILE).toBe("/etc/gcfaas/agent-token");
+    expect(env.GCFAAS_AGENT_TOKEN).toBeUndefined();
   });
 
   it("gives an agent that, started as the unit starts it, connects, runs a task and serves its metrics", async () => {
@@ -177,6 +265,8 @@ describe("install-agent.sh on a clean Debian 12", () => {
       agent!.on("exit", (code) => reject(new Error(`the agent exited (${code}):\n${agentLog}`)));
     });
     await connected;
+    expect(commandLine(agent.pid!)).not.toContain(token);
+    expect(descendants(agent.pid!).map(commandLine).join("\n")).not.toContain(token);
 
     const { id, res } = await invoke(user, functionId, { json: { n: 1 } });
     expect(res.status, agentLog).toBe(200);
@@ -196,10 +286,78 @@ describe("install-agent.sh on a clean Debian 12", () => {
     expect(agentLog).toMatch(/drained and stopped/);
   });
 
+  describe("the unit under systemd (the root booted with systemd-nspawn)", () => {
+    // Arrangements of the test: systemd is added to the root (minbase has none), Docker's own units
+    // are masked there since the host's engine answers through the bound socket, the host's loop
+    // devices are bound in, and the unit is enabled by hand (the installer enables it only where
+    // systemd runs).
+    beforeAll(async () => {
+      const added = await debian.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "systemd", "systemd-sysv"]);
+      expect(added.code, added.output).toBe(0);
+      const units = await debian.run(["sh", "-c", "systemctl mask docker.service docker.socket containerd.service && systemctl enable gcfaas-agent.service"]);
+      expect(units.code, units.output).toBe(0);
+    }, 600_000);
+
+    it("passes systemd-analyze verify", async () => {
+      const verified = await debian.run(["systemd-analyze", "verify", "/etc/systemd/system/gcfaas-agent.service"]);
+      expect(verified.code, verified.output).toBe(0);
+      expect(verified.output).not.toMatch(/gcfaas-agent\.service:.*(Unknown|ignoring|invalid)/i);
+    });
+
+    it("starts the agent under its hardening, where it connects and runs a task, its token on no command line", async () => {
+      // The agent checks at start that it can loop-mount a build space; nspawn's /dev has no loop devices.
+      const loops = (await fs.readdir("/dev")).filter((d) => /^loop(\d+|-control)$/.test(d)).map((d) => `/dev/${d}`);
+      const booted = await bootWithSystemd(debian.root, [debian.shared, ...loops]);
+      let console = "";
+      booted.stdout!.on("data", (d) => (console += d));
+      booted.stderr!.on("data", (d) => (console += d));
+      const halted = new Promise<number | null>((resolve) => booted.once("exit", resolve));
+      try {
+        const admin = api(worker.url, ADMIN_TOKEN);
+        let node: { connected: boolean } | undefined;
+        for (let i = 0; i < 240 && !node?.connected; i++) {
+          await new Promise((r) => setTimeout(r, 500));
+          node = (await admin.json<{ id: string; connected: boolean }[]>("GET", "/v1/admin/nodes", 200)).find((n) => n.id === NODE_ID);
+        }
+        expect(node?.connected, console).toBe(true);
+
+        const { id, res } = await invoke(user, functionId, { json: { n: 2 } });
+        expect(res.status, console).toBe(200);
+        expect(JSON.parse(res.body)).toEqual({ ran: "in the debian root", got: { n: 2 } });
+        expect(await user.json("GET", `/v1/task/${id}`, 200)).toMatchObject({ node: NODE_ID, runtime: "runsc" });
+
+        // The agent as systemd started it, against the container's systemd (which nspawn already
+        // filters): no new privileges, and the unit's seccomp filters on top; no token in argv.
+        const inside = descendants(booted.pid!);
+        const pid = inside.find((p) => commandLine(p).includes("/opt/gcfaas-agent/gcfaas-agent.mjs"));
+        const init = inside.find((p) => commandLine(p) === "/usr/lib/systemd/systemd" || commandLine(p) === "/sbin/init");
+        expect(pid, console).toBeDefined();
+        expect(init, inside.map(commandLine).join("\n")).toBeDefined();
+        const field = (status: string, name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)$`, "m").exec(status)?.[1]);
+        const agentStatus = await fs.readFile(`/proc/${pid}/status`, "utf8");
+        const initStatus = await fs.readFile(`/proc/${init}/status`, "utf8");
+        expect(field(agentStatus, "NoNewPrivs")).toBe(1);
+        expect(field(initStatus, "NoNewPrivs")).toBe(0);
+        expect(field(agentStatus, "Seccomp")).toBe(2);
+        expect(field(agentStatus, "Seccomp_filters")).toBeGreaterThan(field(initStatus, "Seccomp_filters"));
+        // CAP_SYS_PTRACE (19) and CAP_SYS_BOOT (22) are out of the agent's bounding set.
+        const bounding = (status: string) => BigInt(`0x${/^CapBnd:\s+([0-9a-f]+)$/m.exec(status)![1]}`);
+        for (const cap of [19n, 22n]) {
+          expect(bounding(initStatus) & (1n << cap)).not.toBe(0n);
+          expect(bounding(agentStatus) & (1n << cap)).toBe(0n);
+        }
+        expect(commandLine(pid!)).not.toContain(token);
+      } finally {
+        booted.kill("SIGTERM");
+      }
+      expect(await halted, console).toBe(0);
+    }, 300_000);
+  });
+
   it("--uninstall removes the unit, the env file, the agent and its state, and keeps the images", async () => {
     const removed = await debian.run([...INSTALLER, "--uninstall"]);
     expect(removed.code, removed.output).toBe(0);
-    for (const p of ["etc/systemd/system/gcfaas-agent.service", "etc/gcfaas/agent.env", "etc/gcfaas", "opt/gcfaas-agent"]) expect(existsSync(debian.file(p)), p).toBe(false);
+    for (const p of ["etc/systemd/system/gcfaas-agent.service", "etc/gcfaas/agent.env", "etc/gcfaas/agent-token", "etc/gcfaas", "opt/gcfaas-agent"]) expect(existsSync(debian.file(p)), p).toBe(false);
     expect(existsSync(path.join(debian.shared, "state"))).toBe(false);
     expect(removed.output).toMatch(/runtime images stay/);
     await expect(run("docker", ["image", "inspect", `gcfaas/python:${IMAGE_TAG}`])).resolves.toBeDefined();

@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { commandLine, descendants } from "../support/process-tree.js";
 import { zipSources } from "../support/zip.js";
 import { api, freePort, ROOT } from "./harness.js";
 import { deploy, invoke } from "./deploy.js";
@@ -12,7 +13,7 @@ let port: number;
 const started: ChildProcess[] = [];
 
 /** Runs the README's start command and waits for its banner; returns the URL and token it printed. */
-async function start(): Promise<{ child: ChildProcess; url: string; token: string }> {
+async function start(): Promise<{ child: ChildProcess; url: string; token: string; adminToken: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts/start.ts")], {
     cwd: ROOT,
     env: { ...process.env, GCFAAS_PORT: String(port), GCFAAS_STATE_DIR: stateDir },
@@ -33,7 +34,7 @@ async function start(): Promise<{ child: ChildProcess; url: string; token: strin
     child.stderr!.on("data", onData);
     child.once("exit", (code) => reject(new Error(`start exited with ${code}:\n${out}`)));
   });
-  return { child, url: /URL\s+(\S+)/.exec(banner)![1]!, token: /token\s+(gc_\S+)/.exec(banner)![1]! };
+  return { child, url: /URL\s+(\S+)/.exec(banner)![1]!, token: /token\s+(gc_\S+)/.exec(banner)![1]!, adminToken: /admin token\s+(\S+)/.exec(banner)![1]! };
 }
 
 async function stop(child: ChildProcess): Promise<number | null> {
@@ -57,6 +58,14 @@ describe("the start command (scripts/start.sh → scripts/start.ts)", () => {
     const { functionId, build } = await deploy(user, "py", await zipSources({ "handler.py": "def handle(e, c):\n    return {'up': True}\n" }), "startcheck");
     expect(build.status).toBe("SUCCESS");
     expect(JSON.parse((await invoke(user, functionId)).res.body)).toEqual({ up: true });
+
+    // Command lines are readable by every user of the host (ps): no token on any of them.
+    const lines = descendants(first.child.pid!).map(commandLine).filter(Boolean);
+    expect(lines.some((l) => l.includes("agent/main.ts"))).toBe(true);
+    for (const line of lines) {
+      expect(line).not.toContain(first.adminToken);
+      expect(line).not.toMatch(/gca_[0-9a-f]{64}/);
+    }
 
     expect(await stop(first.child)).toBe(0);
     await expect(fetch(`${first.url}/healthz`)).rejects.toThrow();
