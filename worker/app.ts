@@ -17,6 +17,7 @@ import { publicRoutes } from "./routes/public.js";
 import { buildRoutes } from "./routes/builds.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { functionRoutes } from "./routes/functions.js";
+import { functionConfigRoutes } from "./routes/function-config.js";
 import { invoiceRoutes } from "./routes/invoices.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { tagRoutes } from "./routes/tags.js";
@@ -50,6 +51,7 @@ export function createApp() {
   const v1 = new Hono<AppEnv>();
   v1.use(requireAccount);
   v1.route("/function", functionRoutes);
+  v1.route("/function", functionConfigRoutes);
   v1.route("/tag", tagRoutes);
   v1.route("/trigger", triggerRoutes);
   v1.route("/scheduled", scheduledRoutes);

@@ -15,6 +15,7 @@ export const ERROR_STATUS = {
   quota_exhausted: 402,
   no_successful_build: 409,
   conflict: 409,
+  name_taken: 409,
   expired: 410,
   length_required: 411,
   payload_too_large: 413,

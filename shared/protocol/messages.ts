@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { taskInput as taskInputSchema } from "../schemas/task.js";
 import { storageChange, storageGiven } from "../schemas/storage.js";
+import { taskConfig } from "../schemas/function-config.js";
 
 /**
  * The agent ↔ dispatcher wire protocol: JSON text frames over one WebSocket, each a member of a
@@ -146,6 +147,11 @@ export const taskAssign = z.object({
   storagePath: z.string().optional(),
   /** The function's storage when the task was assigned (the request's GC-Storage header). */
   storage: storageGiven.optional(),
+  /**
+   * The function's environment variables and secrets, added as the frame is sent (never stored by
+   * the dispatcher); absent when it has none. The agent holds them in memory for this call only.
+   */
+  config: taskConfig.optional(),
 });
 
 export const taskCancel = z.object({ type: z.literal("task.cancel"), taskId: id });

@@ -12,16 +12,18 @@ export const abandonedReason = (w: WorkRow) =>
   `given up after ${w.attempts} attempts: each time, the agent running it disconnected before reporting an outcome`;
 
 /** The outcome the dispatcher records for an abandoned task: 500, with the reason in its body and log. */
-export function abandonedReport(w: WorkRow): TaskDone {
-  const reason = abandonedReason(w);
+export const abandonedReport = (w: WorkRow): TaskDone => dispatcherFailure(w.id, "agent_lost", `the task was ${abandonedReason(w)}`);
+
+/** A task the dispatcher ends itself: 500, the message in its body and log. */
+export function dispatcherFailure(taskId: string, code: string, message: string): TaskDone {
   return {
     type: "task.done",
-    taskId: w.id,
+    taskId,
     status: 500,
     headers: { "content-type": "application/json" },
-    body: btoa(JSON.stringify({ error: { code: "agent_lost", message: `the task was ${reason}` } })),
+    body: btoa(JSON.stringify({ error: { code, message } })),
     bodyUploaded: false,
-    log: [`[dispatcher] the task was ${reason}`],
+    log: [`[dispatcher] ${message}`],
     logUploaded: false,
     durationMs: 0,
   };

@@ -64,3 +64,4 @@ export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id:
 export const enqueueBuild = (env: Bindings, b: BuildRow) => dispatcherFor(env, b.functionId).enqueue([buildWork(b)]);
 export const setPaused = (env: Bindings, functionId: string, paused: boolean) => dispatcherFor(env, functionId).setPaused(functionId, paused);
 export const cancelFunction = (env: Bindings, functionId: string) => dispatcherFor(env, functionId).cancelFunction(functionId);
+export const configChanged = (env: Bindings, functionId: string) => dispatcherFor(env, functionId).configChanged(functionId);

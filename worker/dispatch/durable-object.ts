@@ -13,7 +13,7 @@ import { Waiters } from "./waiters.js";
 import { keepFinishedMs, RecentlyFinished } from "./recently-finished.js";
 import { retentionMs } from "../services/retention.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
-import { abandonedReason, abandonedReport } from "./attempts.js";
+import { abandonedReason, abandonedReport, dispatcherFailure } from "./attempts.js";
 import type { TaskRow } from "../services/tasks.js";
 import { DispatcherStorage, withStorage } from "../storage/dispatcher-store.js";
 import { agentPaths } from "./work.js";
@@ -21,6 +21,9 @@ import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from 
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, shardOfConnect, type Access } from "./nodes.js";
 import { slotShare } from "../../shared/protocol/slot-shares.js";
 import type { z } from "zod";
+import type { TaskConfig } from "../../shared/schemas/function-config.js";
+import { TaskConfigs, withConfig } from "../function-config/task-configs.js";
+import { taskConfigOf } from "../function-config/service.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -51,6 +54,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly storage: DispatcherStorage;
   private readonly commits: GroupCommit;
   private readonly builds: BuildReports;
+  private readonly configs: TaskConfigs;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -68,6 +72,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       void this.scheduleAlarm();
     });
     this.builds = new BuildReports(this.db, this.queue);
+    this.configs = new TaskConfigs((functionId) => taskConfigOf(this.db, env.SECRETS_KEY, functionId));
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
       onError: async (e) => {
@@ -106,6 +111,11 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.storage.clear(functionId);
   }
 
+  /** The function's variables or secrets changed: tasks assigned from now on carry the new ones. */
+  async configChanged(functionId: string): Promise<void> {
+    this.configs.changed(functionId);
+  }
+
   async setPaused(functionId: string, paused: boolean): Promise<void> {
     this.queue.setPaused(functionId, paused);
     if (!paused) await this.pump();
@@ -114,6 +124,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The function was deleted: drop its queued work and stop what runs. */
   async cancelFunction(functionId: string): Promise<void> {
     this.storage.clear(functionId);
+    this.configs.changed(functionId);
     for (const w of this.queue.removeFunction(functionId)) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
@@ -393,14 +404,56 @@ export class Dispatcher extends DurableObject<Bindings> {
       if (--free === 0) break; // the rest of the queue waits; no need to read it
     }
     const now = Date.now();
+    const unconfigured: { w: WorkRow; a: AgentState; payload: string }[] = [];
     for (const { w, a } of assigned) {
       const queued = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
-      // The payload is the frame, serialized once when queued; a task gets its function's storage as it is now.
-      const payload = queued !== undefined && w.kind === "task" ? withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)) : queued;
-      if (payload !== undefined) for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
+      if (queued === undefined) continue;
+      if (w.kind !== "task") {
+        this.sendToAgent(connected, a, queued);
+        continue;
+      }
+      // The payload is the frame, serialized once when queued; a task gets its function's storage
+      // and configuration as they are now, the configuration only in this frame, never stored.
+      const payload = withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage));
+      const config = this.configs.cached(w.function_id);
+      if (config) this.sendConfigured(connected, w, a, payload, config);
+      else unconfigured.push({ w, a, payload });
     }
     if (assigned.length) await this.scheduleAlarm();
     for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
+    if (unconfigured.length) await this.configureAndSend(unconfigured, now);
+  }
+
+  /** Reads (from D1) the configurations memory lacks, then sends what is still assigned as it was. */
+  private async configureAndSend(pending: { w: WorkRow; a: AgentState; payload: string }[], at: number): Promise<void> {
+    const loaded = new Map<string, Promise<TaskConfig | Error>>();
+    for (const { w } of pending) if (!loaded.has(w.function_id)) loaded.set(w.function_id, this.configs.fetch(w.function_id).catch((e: Error) => e));
+    for (const { w, a, payload } of pending) {
+      const config = await loaded.get(w.function_id)!;
+      const now = this.queue.get(w.id);
+      // Requeued, reassigned or cancelled while D1 answered: whoever holds it now sends it.
+      if (now?.node !== a.nodeId || now.assigned_at !== at) continue;
+      if (config instanceof Error) {
+        log("error", "reading a function's configuration failed; the task fails", { taskId: w.id, error: config.message });
+        this.failUnconfigured(w, "its configuration could not be read");
+      } else this.sendConfigured(this.connected(), w, a, payload, config);
+    }
+  }
+
+  private sendConfigured(connected: { ws: WebSocket; state: AgentState }[], w: WorkRow, a: AgentState, payload: string, config: TaskConfig): void {
+    const frame = withConfig(payload, config);
+    if (frame === undefined) this.failUnconfigured(w, "its configuration does not fit the assignment frame");
+    else this.sendToAgent(connected, a, frame);
+  }
+
+  /** Rather than run the function without the variables it expects, the task fails with the reason. */
+  private failUnconfigured(w: WorkRow, reason: string): void {
+    this.accept(w, dispatcherFailure(w.id, "config_unavailable", `the task did not run: ${reason}`), Date.now(), 0);
+    void this.commits.run();
+  }
+
+  private sendToAgent(connected: { ws: WebSocket; state: AgentState }[], a: AgentState, frame: string): void {
+    for (const c of connected) if (c.state.nodeId === a.nodeId) this.sendRaw(c.ws, frame);
   }
 
   /** Closes a socket the dispatcher no longer serves; its node's work goes back unless another socket holds the node. */

@@ -1,0 +1,60 @@
+import type { TaskConfig } from "../../shared/schemas/function-config.js";
+import { FRAME_BUDGET_BYTES } from "../../shared/protocol/messages.js";
+
+/** Functions whose configuration a dispatcher keeps opened in memory, the least recently used dropped first. */
+const MAX_CACHED = 256;
+
+/**
+ * A dispatcher's memory of its functions' configurations, secrets opened: never written to the
+ * object's storage, so an eviction or a restart forgets them and the next assignment reads D1
+ * again. The API tells the dispatcher of every change (`changed`) before it answers, so a task
+ * assigned after the answer carries the new configuration.
+ */
+export class TaskConfigs {
+  private readonly entries = new Map<string, TaskConfig>();
+  /** Bumped by every change: a load that began before one must not store what it read. */
+  private changes = 0;
+
+  constructor(private readonly load: (functionId: string) => Promise<TaskConfig>) {}
+
+  cached(functionId: string): TaskConfig | undefined {
+    const c = this.entries.get(functionId);
+    if (c) {
+      this.entries.delete(functionId);
+      this.entries.set(functionId, c);
+    }
+    return c;
+  }
+
+  async fetch(functionId: string): Promise<TaskConfig> {
+    const before = this.changes;
+    const c = await this.load(functionId);
+    if (this.changes === before) {
+      this.entries.set(functionId, c);
+      if (this.entries.size > MAX_CACHED) this.entries.delete(this.entries.keys().next().value!);
+    }
+    return c;
+  }
+
+  changed(functionId: string): void {
+    this.changes += 1;
+    this.entries.delete(functionId);
+  }
+}
+
+const isEmpty = (c: TaskConfig) => Object.keys(c.env).length === 0 && Object.keys(c.secrets).length === 0;
+const encoder = new TextEncoder();
+
+/**
+ * A task.assign frame (serialized when queued) with the configuration spliced in, as it goes out.
+ * When the frame would pass the protocol's budget, the input goes by its URL instead of inline;
+ * undefined when even that does not fit (the API's limits keep this from happening).
+ */
+export function withConfig(frame: string, config: TaskConfig): string | undefined {
+  if (isEmpty(config) || !frame.endsWith("}")) return frame;
+  const out = `${frame.slice(0, -1)},"config":${JSON.stringify(config)}}`;
+  // UTF-8 takes at most 3 bytes a UTF-16 unit: short frames need no count.
+  if (out.length * 3 <= FRAME_BUDGET_BYTES || encoder.encode(out).byteLength <= FRAME_BUDGET_BYTES) return out;
+  const smaller = JSON.stringify({ ...JSON.parse(out), input: null });
+  return encoder.encode(smaller).byteLength <= FRAME_BUDGET_BYTES ? smaller : undefined;
+}
