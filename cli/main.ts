@@ -18,6 +18,8 @@ import { task, tasks } from "./commands/tasks.js";
 import { triggers } from "./commands/triggers.js";
 import { schedules } from "./commands/schedules.js";
 import { nodes } from "./commands/nodes.js";
+import { env } from "./commands/env.js";
+import { secret } from "./commands/secret.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -33,6 +35,8 @@ export const COMMANDS: Command[] = [
   get,
   edit,
   capabilities,
+  env,
+  secret,
   pause,
   del,
   tasks,

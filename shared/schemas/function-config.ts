@@ -36,6 +36,9 @@ function checkName(name: string): string | undefined {
   return undefined;
 }
 
+/** GET /v1/function/<id>/env, and the shape of the PUT body (which `envSet` validates). */
+export const envVars = z.record(configName, z.string());
+
 /** PUT /v1/function/<id>/env: the whole set of variables. */
 export const envSet = z
   .unknown()
