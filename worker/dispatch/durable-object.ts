@@ -21,8 +21,8 @@ import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from 
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, shardOfConnect, type Access } from "./nodes.js";
 import { slotShare } from "../../shared/protocol/slot-shares.js";
 import type { z } from "zod";
-import type { TaskConfig } from "../../shared/schemas/function-config.js";
-import { TaskConfigs, withConfig } from "../function-config/task-configs.js";
+import { TaskConfigs } from "../function-config/task-configs.js";
+import { ConfiguredAssignments } from "./configured-assignments.js";
 import { taskConfigOf } from "../function-config/service.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
@@ -54,7 +54,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly storage: DispatcherStorage;
   private readonly commits: GroupCommit;
   private readonly builds: BuildReports;
-  private readonly configs: TaskConfigs;
+  private readonly assignments: ConfiguredAssignments;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -72,7 +72,21 @@ export class Dispatcher extends DurableObject<Bindings> {
       void this.scheduleAlarm();
     });
     this.builds = new BuildReports(this.db, this.queue);
-    this.configs = new TaskConfigs((functionId) => taskConfigOf(this.db, env.SECRETS_KEY, functionId));
+    this.assignments = new ConfiguredAssignments(new TaskConfigs((functionId) => taskConfigOf(this.db, env.SECRETS_KEY, functionId)), {
+      stillAssigned: (taskId, nodeId, at) => {
+        const w = this.queue.get(taskId);
+        return w?.node === nodeId && w.assigned_at === at;
+      },
+      send: (nodeId, frame) => {
+        for (const ws of this.sockets(nodeId)) this.sendRaw(ws, frame);
+      },
+      // Rather than run the function without the variables it expects, the task fails with the reason.
+      fail: (w, reason) => {
+        log("error", "a task's configuration could not go with it; the task fails", { taskId: w.id, reason });
+        this.accept(w, dispatcherFailure(w.id, "config_unavailable", `the task did not run: ${reason}`), Date.now(), 0);
+        void this.commits.run();
+      },
+    });
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
       onError: async (e) => {
@@ -113,7 +127,7 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** The function's variables or secrets changed: tasks assigned from now on carry the new ones. */
   async configChanged(functionId: string): Promise<void> {
-    this.configs.changed(functionId);
+    this.assignments.configs.changed(functionId);
   }
 
   async setPaused(functionId: string, paused: boolean): Promise<void> {
@@ -124,7 +138,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The function was deleted: drop its queued work and stop what runs. */
   async cancelFunction(functionId: string): Promise<void> {
     this.storage.clear(functionId);
-    this.configs.changed(functionId);
+    this.assignments.configs.changed(functionId);
     for (const w of this.queue.removeFunction(functionId)) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
@@ -404,56 +418,20 @@ export class Dispatcher extends DurableObject<Bindings> {
       if (--free === 0) break; // the rest of the queue waits; no need to read it
     }
     const now = Date.now();
-    const unconfigured: { w: WorkRow; a: AgentState; payload: string }[] = [];
     for (const { w, a } of assigned) {
       const queued = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
       if (queued === undefined) continue;
-      if (w.kind !== "task") {
-        this.sendToAgent(connected, a, queued);
-        continue;
-      }
       // The payload is the frame, serialized once when queued; a task gets its function's storage
       // and configuration as they are now, the configuration only in this frame, never stored.
-      const payload = withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage));
-      const config = this.configs.cached(w.function_id);
-      if (config) this.sendConfigured(connected, w, a, payload, config);
-      else unconfigured.push({ w, a, payload });
+      const deliver = (frame: string) => {
+        for (const c of connected) if (c.state === a) this.sendRaw(c.ws, frame);
+      };
+      if (w.kind === "task") this.assignments.send(w, a.nodeId, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver);
+      else deliver(queued);
     }
     if (assigned.length) await this.scheduleAlarm();
     for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
-    if (unconfigured.length) await this.configureAndSend(unconfigured, now);
-  }
-
-  /** Reads (from D1) the configurations memory lacks, then sends what is still assigned as it was. */
-  private async configureAndSend(pending: { w: WorkRow; a: AgentState; payload: string }[], at: number): Promise<void> {
-    const loaded = new Map<string, Promise<TaskConfig | Error>>();
-    for (const { w } of pending) if (!loaded.has(w.function_id)) loaded.set(w.function_id, this.configs.fetch(w.function_id).catch((e: Error) => e));
-    for (const { w, a, payload } of pending) {
-      const config = await loaded.get(w.function_id)!;
-      const now = this.queue.get(w.id);
-      // Requeued, reassigned or cancelled while D1 answered: whoever holds it now sends it.
-      if (now?.node !== a.nodeId || now.assigned_at !== at) continue;
-      if (config instanceof Error) {
-        log("error", "reading a function's configuration failed; the task fails", { taskId: w.id, error: config.message });
-        this.failUnconfigured(w, "its configuration could not be read");
-      } else this.sendConfigured(this.connected(), w, a, payload, config);
-    }
-  }
-
-  private sendConfigured(connected: { ws: WebSocket; state: AgentState }[], w: WorkRow, a: AgentState, payload: string, config: TaskConfig): void {
-    const frame = withConfig(payload, config);
-    if (frame === undefined) this.failUnconfigured(w, "its configuration does not fit the assignment frame");
-    else this.sendToAgent(connected, a, frame);
-  }
-
-  /** Rather than run the function without the variables it expects, the task fails with the reason. */
-  private failUnconfigured(w: WorkRow, reason: string): void {
-    this.accept(w, dispatcherFailure(w.id, "config_unavailable", `the task did not run: ${reason}`), Date.now(), 0);
-    void this.commits.run();
-  }
-
-  private sendToAgent(connected: { ws: WebSocket; state: AgentState }[], a: AgentState, frame: string): void {
-    for (const c of connected) if (c.state.nodeId === a.nodeId) this.sendRaw(c.ws, frame);
+    await this.assignments.flush(now);
   }
 
   /** Closes a socket the dispatcher no longer serves; its node's work goes back unless another socket holds the node. */
