@@ -5,6 +5,7 @@ import { FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { FRAME_BUDGET_BYTES } from "../../shared/protocol/messages.js";
 import { MAX_CONFIG_FRAME_BYTES, MAX_SECRET_BYTES } from "../../shared/schemas/function-config.js";
+import { withConfig } from "../../worker/function-config/task-configs.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
@@ -196,7 +197,7 @@ describe("secrets at rest", () => {
     // A ciphertext copied onto another function's row does not open there: its task fails rather than run with it.
     const sealed = rows.results.find((r) => r.function_id === fn)!.value as string;
     await env.DB.prepare("update function_config set value = ? where function_id = ?").bind(sealed, fn2).run();
-    const { taskConfigOf } = await import("../../worker/function-config/service.js");
+    const { taskConfigOf } = await import("../../worker/function-config/task-configs.js");
     await expect(taskConfigOf((await import("../../worker/db/client.js")).openDb(env.DB), env.SECRETS_KEY, fn2)).rejects.toThrow();
     expect((await taskConfigOf((await import("../../worker/db/client.js")).openDb(env.DB), env.SECRETS_KEY, fn)).secrets).toEqual({ KEY: SECRET });
   });
@@ -278,6 +279,33 @@ describe("configuration in task assignments", () => {
     expect(assign.taskId).toBe(id);
     expect(Object.keys(assign.config!.secrets).length).toBeGreaterThan(5);
     expect(assign.input).not.toBeNull();
+  });
+});
+
+describe("a task whose configuration cannot go with it", () => {
+  it("fails with config_unavailable instead of running without its secrets", async () => {
+    const agent = await FakeAgent.connect("config-4", { slots: 1 });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await expectNoContent(putSecret(token, fn, "API_KEY", "sealed-then-broken"));
+    // A value that does not open under SECRETS_KEY (a rotated key, a tampered row).
+    await env.DB.prepare("update function_config set value = 'v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' where function_id = ?").bind(fn).run();
+    await shardStub(env, 0).configChanged(fn);
+    const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} });
+    const res = await call(`/v1/task/${id}/result?wait=10`, { token });
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("config_unavailable");
+    expect(await agent.none("task.assign")).toBe(true);
+  });
+
+  it("sends the input by URL when input, storage and configuration together would pass the frame budget", () => {
+    const frame = JSON.stringify({ type: "task.assign", taskId: "t1", input: { body: "x".repeat(120 * 1024) }, inputPath: "/v1/agent/tasks/t1/input" });
+    const config = { env: {}, secrets: { BIG: "y".repeat(150 * 1024) } };
+    const out = withConfig(frame, config)!;
+    expect(new TextEncoder().encode(out).byteLength).toBeLessThanOrEqual(FRAME_BUDGET_BYTES);
+    expect(JSON.parse(out)).toMatchObject({ input: null, inputPath: "/v1/agent/tasks/t1/input", config });
+    expect(withConfig(frame, { env: {}, secrets: { HUGE: "z".repeat(FRAME_BUDGET_BYTES) } })).toBeUndefined();
+    expect(withConfig(frame, { env: {}, secrets: {} })).toBe(frame);
   });
 });
 

@@ -21,9 +21,8 @@ import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from 
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, shardOfConnect, type Access } from "./nodes.js";
 import { slotShare } from "../../shared/protocol/slot-shares.js";
 import type { z } from "zod";
-import { TaskConfigs } from "../function-config/task-configs.js";
+import { TaskConfigs, taskConfigOf } from "../function-config/task-configs.js";
 import { ConfiguredAssignments } from "./configured-assignments.js";
-import { taskConfigOf } from "../function-config/service.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;

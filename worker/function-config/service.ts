@@ -4,8 +4,8 @@ import { functionConfig } from "../db/schema.js";
 import { ApiError, notFound, validationFailed } from "../errors.js";
 import { getOwnFunction } from "../services/functions.js";
 import { iso } from "../lib/time.js";
-import { entryFrameBytes, MAX_CONFIG_FRAME_BYTES, MAX_SECRETS, type EnvVars, type TaskConfig } from "../../shared/schemas/function-config.js";
-import { openSecret, sealSecret } from "./secret-box.js";
+import { entryFrameBytes, MAX_CONFIG_FRAME_BYTES, MAX_SECRETS, type EnvVars } from "../../shared/schemas/function-config.js";
+import { sealSecret } from "./secret-box.js";
 
 /**
  * A function's environment variables and secrets in D1 (one table, one row a name: a variable and a
@@ -86,18 +86,4 @@ export async function deleteSecret(db: Db, accountId: string, functionId: string
   await getOwnFunction(db, accountId, functionId);
   const done = await db.delete(functionConfig).where(and(ofKind(functionId, "secret"), eq(functionConfig.name, name)));
   if (done.meta.changes === 0) throw notFound("secret");
-}
-
-/**
- * What a task of the function is given: its variables, and its secrets opened. Only the
- * dispatcher calls this, as it sends an assignment; the result lives in memory only.
- */
-export async function taskConfigOf(db: Db, key: string | undefined, functionId: string): Promise<TaskConfig> {
-  const rows = await db.select().from(functionConfig).where(eq(functionConfig.functionId, functionId));
-  const config: TaskConfig = { env: {}, secrets: {} };
-  for (const r of rows) {
-    if (r.kind === "env") config.env[r.name] = r.value;
-    else config.secrets[r.name] = await openSecret(key, functionId, r.name, r.value);
-  }
-  return config;
 }

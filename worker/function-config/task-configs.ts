@@ -1,5 +1,9 @@
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { functionConfig } from "../db/schema.js";
 import type { TaskConfig } from "../../shared/schemas/function-config.js";
 import { FRAME_BUDGET_BYTES } from "../../shared/protocol/messages.js";
+import { openSecret } from "./secret-box.js";
 
 /** Functions whose configuration a dispatcher keeps opened in memory, the least recently used dropped first. */
 const MAX_CACHED = 256;
@@ -57,4 +61,18 @@ export function withConfig(frame: string, config: TaskConfig): string | undefine
   if (out.length * 3 <= FRAME_BUDGET_BYTES || encoder.encode(out).byteLength <= FRAME_BUDGET_BYTES) return out;
   const smaller = JSON.stringify({ ...JSON.parse(out), input: null });
   return encoder.encode(smaller).byteLength <= FRAME_BUDGET_BYTES ? smaller : undefined;
+}
+
+/**
+ * What a task of the function is given: its variables, and its secrets opened. Only the
+ * dispatcher calls this, as it sends an assignment; the result lives in memory only.
+ */
+export async function taskConfigOf(db: Db, key: string | undefined, functionId: string): Promise<TaskConfig> {
+  const rows = await db.select().from(functionConfig).where(eq(functionConfig.functionId, functionId));
+  const config: TaskConfig = { env: {}, secrets: {} };
+  for (const r of rows) {
+    if (r.kind === "env") config.env[r.name] = r.value;
+    else config.secrets[r.name] = await openSecret(key, functionId, r.name, r.value);
+  }
+  return config;
 }
