@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newFunction } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newEndpoint, newFunction } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { FRAME_BUDGET_BYTES } from "../../shared/protocol/messages.js";
@@ -262,6 +262,23 @@ describe("configuration in task assignments", () => {
     const assign = await runOne(agent, other.token, plain);
     expect(assign.config).toBeUndefined();
     expect(JSON.stringify(assign)).not.toContain(SECRET);
+  });
+
+  it("goes with tasks from public endpoints and schedules alike", async () => {
+    const agent = await FakeAgent.connect("config-5", { slots: 1 });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await expectNoContent(putEnv(token, fn, { MODE: "public" }));
+    await expectNoContent(putSecret(token, fn, "API_KEY", SECRET));
+    const ep = await newEndpoint(token, fn);
+    const viaGc = await callJson<{ id: string }>(`/gc/${ep}`, 201, { method: "POST" });
+    const first = await agent.next("task.assign");
+    expect([first.taskId, first.config]).toEqual([viaGc.id, { env: { MODE: "public" }, secrets: { API_KEY: SECRET } }]);
+    agent.done(first.taskId, "ok");
+    const { id: schedule } = await callJson<{ id: string }>("/v1/scheduled", 201, { token, json: { functionId: fn, cron: "0 0 1 1 *", timezone: "UTC" } });
+    const tried = await callJson<{ id: string }>(`/v1/scheduled/${schedule}/try`, 201, { token, method: "POST" });
+    const second = await agent.next("task.assign");
+    expect([second.taskId, second.config?.secrets]).toEqual([tried.id, { API_KEY: SECRET }]);
   });
 
   it("keeps the frame within the protocol's budget with the largest configuration and a large inline input", async () => {
