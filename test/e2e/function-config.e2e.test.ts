@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { LABEL_MANAGED } from "../../agent/docker/client.js";
 import { zipItems } from "../support/zip.js";
-import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, type Api } from "./harness.js";
+import { ADMIN_TOKEN, AgentProcess, api, freePort, LocalWorker, type Api } from "./harness.js";
 import { deploy } from "./deploy.js";
 
 /**
@@ -50,6 +50,7 @@ let agent: AgentProcess;
 let owner: Api;
 let stranger: Api;
 let logDir: string;
+let metricsUrl: string;
 
 beforeAll(async () => {
   await ensureOfflineImages(["py", "js"]);
@@ -58,7 +59,9 @@ beforeAll(async () => {
   const admin = api(worker.url, ADMIN_TOKEN);
   owner = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "owner" } })).token);
   stranger = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "stranger" } })).token);
-  agent = await AgentProcess.start(worker, await worker.agentToken("config-agent"), "config-agent", ["--slots", "4", "--pool-size", "1", "--pool-langs", "py,js"], path.join(logDir, "agent.log"));
+  const metricsAt = `127.0.0.1:${await freePort()}`;
+  metricsUrl = `http://${metricsAt}/metrics`;
+  agent = await AgentProcess.start(worker, await worker.agentToken("config-agent"), "config-agent", ["--slots", "4", "--pool-size", "1", "--pool-langs", "py,js", "--metrics", metricsAt], path.join(logDir, "agent.log"));
 }, 1_800_000);
 
 afterAll(async () => {
@@ -119,5 +122,8 @@ describe("variables and secrets through the service", () => {
     expect(await filesHolding(worker.stateDir, SECRET)).toEqual([]);
     expect(await filesHolding(logDir, SECRET)).toEqual([]);
     expect(agent.log).not.toContain(SECRET);
+    const metrics = await fetch(metricsUrl);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).not.toContain(SECRET);
   }, 1_200_000);
 });

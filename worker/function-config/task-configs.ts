@@ -5,8 +5,11 @@ import type { TaskConfig } from "../../shared/schemas/function-config.js";
 import { FRAME_BUDGET_BYTES } from "../../shared/protocol/messages.js";
 import { openSecret } from "./secret-box.js";
 
-/** Functions whose configuration a dispatcher keeps opened in memory, the least recently used dropped first. */
-const MAX_CACHED = 256;
+/**
+ * How much opened configuration a dispatcher keeps in memory (characters of JSON, about bytes),
+ * the least recently used function's dropped first: at most 64 of the largest, thousands of the usual.
+ */
+const MAX_CACHED_CHARS = 8 * 1024 * 1024;
 
 /**
  * A dispatcher's memory of its functions' configurations, secrets opened: never written to the
@@ -15,34 +18,45 @@ const MAX_CACHED = 256;
  * assigned after the answer carries the new configuration.
  */
 export class TaskConfigs {
-  private readonly entries = new Map<string, TaskConfig>();
+  private readonly entries = new Map<string, { config: TaskConfig; chars: number }>();
+  private chars = 0;
   /** Bumped by every change: a load that began before one must not store what it read. */
   private changes = 0;
 
   constructor(private readonly load: (functionId: string) => Promise<TaskConfig>) {}
 
   cached(functionId: string): TaskConfig | undefined {
-    const c = this.entries.get(functionId);
-    if (c) {
+    const e = this.entries.get(functionId);
+    if (e) {
       this.entries.delete(functionId);
-      this.entries.set(functionId, c);
+      this.entries.set(functionId, e);
     }
-    return c;
+    return e?.config;
   }
 
   async fetch(functionId: string): Promise<TaskConfig> {
     const before = this.changes;
     const c = await this.load(functionId);
     if (this.changes === before) {
-      this.entries.set(functionId, c);
-      if (this.entries.size > MAX_CACHED) this.entries.delete(this.entries.keys().next().value!);
+      this.forget(functionId);
+      const chars = JSON.stringify(c).length;
+      this.entries.set(functionId, { config: c, chars });
+      this.chars += chars;
+      while (this.chars > MAX_CACHED_CHARS) this.forget(this.entries.keys().next().value!);
     }
     return c;
   }
 
   changed(functionId: string): void {
     this.changes += 1;
+    this.forget(functionId);
+  }
+
+  private forget(functionId: string): void {
+    const e = this.entries.get(functionId);
+    if (!e) return;
     this.entries.delete(functionId);
+    this.chars -= e.chars;
   }
 }
 
