@@ -54,6 +54,12 @@ export const hello = z.object({
    * before shares): `slots` is the node's whole count, and the shard takes its share itself.
    */
   slotsShared: z.literal(true).optional(),
+  /**
+   * True: the agent hands a task's `config` (variables and secrets) to the function. Absent (agents
+   * from before configuration): such an agent would drop it unseen, so a task that has one fails
+   * there instead of running without it.
+   */
+  configs: z.literal(true).optional(),
   /** Builds the node runs at once (each counts in `slots` too); absent: no limit but `slots`. */
   builds: z.int().min(1).max(1024).optional(),
   /** Work the agent is still running from before a reconnect: it keeps it and reports it. */

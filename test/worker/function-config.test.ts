@@ -315,6 +315,21 @@ describe("a task whose configuration cannot go with it", () => {
     expect(await agent.none("task.assign")).toBe(true);
   });
 
+  it("fails on a node whose agent predates configuration, rather than run without it there", async () => {
+    const agent = await FakeAgent.connect("config-old", { slots: 1, beforeConfigs: true });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const plain = await deployedFunction(token, { name: "plain" });
+    await expectNoContent(putSecret(token, fn, "API_KEY", "needs-a-new-agent"));
+    const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} });
+    const res = await call(`/v1/task/${id}/result?wait=10`, { token });
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("too old");
+    expect(await agent.none("task.assign")).toBe(true);
+    // A function without configuration runs there as before.
+    expect((await runOne(agent, token, plain)).config).toBeUndefined();
+  });
+
   it("sends the input by URL when input, storage and configuration together would pass the frame budget", () => {
     const frame = JSON.stringify({ type: "task.assign", taskId: "t1", input: { body: "x".repeat(120 * 1024) }, inputPath: "/v1/agent/tasks/t1/input" });
     const config = { env: {}, secrets: { BIG: "y".repeat(150 * 1024) } };

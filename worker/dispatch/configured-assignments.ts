@@ -2,9 +2,15 @@ import { TaskConfigs, withConfig } from "../function-config/task-configs.js";
 import type { TaskConfig } from "../../shared/schemas/function-config.js";
 import type { WorkRow } from "./queue.js";
 
+/** The agent a task goes to, as far as sending its configuration goes. */
+interface Recipient {
+  nodeId: string;
+  configs?: boolean;
+}
+
 interface Pending {
   w: WorkRow;
-  nodeId: string;
+  to: Recipient;
   payload: string;
 }
 
@@ -30,10 +36,10 @@ export class ConfiguredAssignments {
   ) {}
 
   /** Sends now (through `deliver`, the pump's socket) when the configuration is in memory; otherwise keeps it for `flush`. */
-  send(w: WorkRow, nodeId: string, payload: string, deliver: (frame: string) => void): void {
+  send(w: WorkRow, to: Recipient, payload: string, deliver: (frame: string) => void): void {
     const config = this.configs.cached(w.function_id);
-    if (config) this.sendWith(w, payload, config, deliver);
-    else this.pending.push({ w, nodeId, payload });
+    if (config) this.sendWith(w, to, payload, config, deliver);
+    else this.pending.push({ w, to, payload });
   }
 
   async flush(at: number): Promise<void> {
@@ -41,18 +47,20 @@ export class ConfiguredAssignments {
     if (pending.length === 0) return;
     const loaded = new Map<string, Promise<TaskConfig | Error>>();
     for (const { w } of pending) if (!loaded.has(w.function_id)) loaded.set(w.function_id, this.configs.fetch(w.function_id).catch((e: Error) => e));
-    for (const { w, nodeId, payload } of pending) {
+    for (const { w, to, payload } of pending) {
       const config = await loaded.get(w.function_id)!;
       // Requeued, reassigned or cancelled while D1 answered: whoever holds it now sends it.
-      if (!this.host.stillAssigned(w.id, nodeId, at)) continue;
+      if (!this.host.stillAssigned(w.id, to.nodeId, at)) continue;
       if (config instanceof Error) this.host.fail(w, "its configuration could not be read");
-      else this.sendWith(w, payload, config, (frame) => this.host.send(nodeId, frame));
+      else this.sendWith(w, to, payload, config, (frame) => this.host.send(to.nodeId, frame));
     }
   }
 
-  private sendWith(w: WorkRow, payload: string, config: TaskConfig, deliver: (frame: string) => void): void {
+  private sendWith(w: WorkRow, to: Recipient, payload: string, config: TaskConfig, deliver: (frame: string) => void): void {
     const frame = withConfig(payload, config);
     if (frame === undefined) this.host.fail(w, "its configuration does not fit the assignment frame");
+    // An agent from before configuration would run the function without it, unseen.
+    else if (frame !== payload && !to.configs) this.host.fail(w, `node ${to.nodeId} runs an agent too old for environment variables and secrets; upgrade it`);
     else deliver(frame);
   }
 }

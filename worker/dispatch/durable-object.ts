@@ -326,7 +326,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const place = (!att.hello && att.place) || { shard: 0, shards: 1 };
     const slots = h.slotsShared ? h.slots : slotShare(h.slots, place.shards, place.shard);
     const state: AgentState = {
-      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds,
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds, configs: h.configs === true,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
     const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };
@@ -425,7 +425,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       const deliver = (frame: string) => {
         for (const c of connected) if (c.state === a) this.sendRaw(c.ws, frame);
       };
-      if (w.kind === "task") this.assignments.send(w, a.nodeId, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver);
+      if (w.kind === "task") this.assignments.send(w, a, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver);
       else deliver(queued);
     }
     if (assigned.length) await this.scheduleAlarm();
