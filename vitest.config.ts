@@ -17,6 +17,8 @@ export default defineConfig(async () => {
                 bindings: {
                   TEST_MIGRATIONS: migrations,
                   ADMIN_TOKEN: "test-admin-token",
+                  // Function secrets are sealed under it (worker/function-config/secret-box.ts).
+                  SECRETS_KEY: "test-secrets-key-0123456789abcdef",
                   BILLING_WEBHOOK_SECRET: "whsec_test",
                   PLANS: JSON.stringify([
                     { id: "DEVELOPER", description: "DEVELOPER (100000 invocations)", price: 10, currency: "usd", invocations: 100000 },

@@ -115,6 +115,7 @@ export class Agent {
       // hand this node more than its slots.
       slots: this.draining ? 0 : slotShare(this.config.slots, this.shards, shard),
       slotsShared: true,
+      configs: true,
       builds: this.config.maxBuilds,
       running: running.slice(0, 1024),
       warm: this.warm(),

@@ -20,6 +20,8 @@ import { schedules } from "./commands/schedules.js";
 import { nodes } from "./commands/nodes.js";
 import { release, rollback } from "./commands/release.js";
 import { accounts } from "./commands/accounts.js";
+import { env } from "./commands/env.js";
+import { secret } from "./commands/secret.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -35,6 +37,8 @@ export const COMMANDS: Command[] = [
   get,
   edit,
   capabilities,
+  env,
+  secret,
   pause,
   del,
   tasks,

@@ -18,6 +18,7 @@ import { publicRoutes } from "./routes/public.js";
 import { buildRoutes } from "./routes/builds.js";
 import { endpointRoutes } from "./routes/endpoints.js";
 import { functionRoutes } from "./routes/functions.js";
+import { functionConfigRoutes } from "./routes/function-config.js";
 import { invoiceRoutes } from "./routes/invoices.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { tagRoutes } from "./routes/tags.js";
@@ -54,6 +55,7 @@ export function createApp() {
   v1.use(requireAccount);
   v1.route("/function", functionRoutes);
   v1.route("/function", releaseRoutes);
+  v1.route("/function", functionConfigRoutes);
   v1.route("/tag", tagRoutes);
   v1.route("/trigger", triggerRoutes);
   v1.route("/scheduled", scheduledRoutes);

@@ -28,6 +28,11 @@ export interface Bindings {
   TASK_RETENTION_DAYS?: string;
   /** Shared secret of the payment provider's signed webhook. */
   BILLING_WEBHOOK_SECRET?: string;
+  /**
+   * Key material for function secrets at rest (worker/function-config/secret-box.ts): a Worker
+   * secret (`wrangler secret put SECRETS_KEY`), `.dev.vars` locally. Without it secrets cannot be set or run.
+   */
+  SECRETS_KEY?: string;
   /** Operator secret for /v1/admin routes (a Worker secret; `.dev.vars` locally). */
   ADMIN_TOKEN?: string;
   /** "1" counts what requests cost, for bench/cost.ts (worker/diagnostics/cost-counters.ts); never set in production. */

@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   build_not_ready: 409,
   no_previous_build: 409,
   conflict: 409,
+  name_taken: 409,
   expired: 410,
   length_required: 411,
   payload_too_large: 413,

@@ -164,10 +164,10 @@ export class FunctionContainer {
   }
 
   /** Sends one request; never throws. */
-  async exchange(request: FunctionRequest, maxResponseBytes: number): Promise<Exchange> {
+  async exchange(request: FunctionRequest, maxResponseBytes: number, env?: Record<string, string>): Promise<Exchange> {
     const invocationId = randomBytes(12).toString("hex");
     try {
-      const response = await this.channel.exchange(request, invocationId, maxResponseBytes);
+      const response = await this.channel.exchange(request, invocationId, maxResponseBytes, env);
       return { kind: "response", response, log: await this.log.take(invocationId, MARKER_GRACE_MS) };
     } catch (err) {
       await this.waitExit(2000);

@@ -13,6 +13,7 @@ import { ContainerExitedEarly, FunctionContainer, StartTimeout, type Exchange } 
 import { MAX_CALL_LOG_BYTES, type CallLog, type LogBounds } from "./invocation-log.js";
 import { ResponseTooLargeError } from "./shim-client.js";
 import type { ContainerInfo, InvokeRequest, InvokeResult, RunnerOptions } from "./types.js";
+import { configFingerprint } from "./config-fingerprint.js";
 
 type Settings = Required<Omit<RunnerOptions, "docker" | "images" | "pool">>;
 
@@ -99,12 +100,15 @@ export class Runner {
     if (!(caps.timeout > 0)) throw new Error(`timeout must be a positive number of seconds, got ${caps.timeout}`);
     const deadline = started + caps.timeout * 1000;
     const limits = this.limitsFor(caps);
-    const key = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
+    const base = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
+    // A container keeps the configuration it first served (a handler may read it once, at load):
+    // a call with another one never reuses it.
+    const key = `${base}|${configFingerprint(call.env)}`;
     let pooled = false;
     const finish = (r: Outcome): InvokeResult => ({ ...r, durationMs: Date.now() - started, runtime: limits.runtime ?? "runc", pooled });
 
     if (call.signal?.aborted) return finish(cancelledResult(NO_LOG, "cold", ""));
-    let slot = this.takeIdle(key);
+    let slot = this.takeIdle(key, base);
     const kind: "cold" | "warm" = slot ? "warm" : "cold";
     if (!slot) {
       // A pooled container already holds its place under the node's cap: it moves to `starting`.
@@ -157,7 +161,7 @@ export class Runner {
       if (call.signal?.aborted) onAbort();
       else call.signal?.addEventListener("abort", onAbort, { once: true });
     });
-    const outcome = await Promise.race([container.exchange(call.request, this.settings.maxResponseBytes), timedOut, cancelled]);
+    const outcome = await Promise.race([container.exchange(call.request, this.settings.maxResponseBytes, call.env), timedOut, cancelled]);
     clearTimeout(timer);
     call.signal?.removeEventListener("abort", onAbort!);
 
@@ -247,10 +251,10 @@ export class Runner {
     return this.slots.size + this.starting + (this.pool?.count() ?? 0);
   }
 
-  private takeIdle(key: string): Slot | undefined {
+  private takeIdle(key: string, base: string): Slot | undefined {
     for (const slot of this.slots) {
-      if (slot.container.hasExited && !slot.container.busy) {
-        // Died while idle (e.g. a background thread crashed it): never hand it out.
+      // Died while idle (e.g. a background thread crashed it), or holds a configuration since changed: never hand it out.
+      if (!slot.container.busy && (slot.container.hasExited || (slot.key !== key && slot.key.startsWith(`${base}|`)))) {
         void this.discard(slot);
         continue;
       }

@@ -74,9 +74,9 @@ export class ShimChannel {
   }
 
   /** One call over the shim's next connection. */
-  async exchange(request: FunctionRequest, invocationId: string, maxBytes: number): Promise<ShimResponse> {
+  async exchange(request: FunctionRequest, invocationId: string, maxBytes: number, env?: Record<string, string>): Promise<ShimResponse> {
     const socket = await this.next();
-    return exchangeOver(socket, request, invocationId, maxBytes);
+    return exchangeOver(socket, request, invocationId, maxBytes, env);
   }
 
   /** Stops listening, drops every connection and fails whoever waits for one. */

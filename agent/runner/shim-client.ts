@@ -12,6 +12,12 @@ export class ResponseTooLargeError extends Error {}
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "content-length", "host", "te", "trailer", "proxy-connection"]);
 export const INVOCATION_HEADER = "x-gcfaas-invocation";
+/**
+ * The call's environment variables and secrets, base64 of a JSON object, set by the runner on every
+ * call (a caller's header of this name never reaches the shim); each shim sets them in its
+ * process environment before the handler runs and takes the header off the event.
+ */
+export const ENV_HEADER = "x-gcfaas-env";
 
 export function requestTarget(request: FunctionRequest): string {
   const params = new URLSearchParams();
@@ -27,17 +33,18 @@ export function requestTarget(request: FunctionRequest): string {
  * One HTTP/1.1 exchange with a shim over a connection it opened to the runner's channel (see
  * shim-channel.ts), used for this call only: a fresh connection cannot inherit a half-read response.
  */
-export function exchangeOver(socket: net.Socket, request: FunctionRequest, invocationId: string, maxBytes: number): Promise<ShimResponse> {
+export function exchangeOver(socket: net.Socket, request: FunctionRequest, invocationId: string, maxBytes: number, env: Record<string, string> = {}): Promise<ShimResponse> {
   const body = typeof request.body === "string" ? Buffer.from(request.body, "utf8") : request.body;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(request.headers)) {
     const lower = name.toLowerCase();
-    if (!HOP_BY_HOP.has(lower) && lower !== INVOCATION_HEADER) headers[lower] = value;
+    if (!HOP_BY_HOP.has(lower) && lower !== INVOCATION_HEADER && lower !== ENV_HEADER) headers[lower] = value;
   }
   headers["host"] = request.headers["host"] ?? request.headers["Host"] ?? "localhost";
   headers["content-length"] = String(body.length);
   headers["connection"] = "close";
   headers[INVOCATION_HEADER] = invocationId;
+  headers[ENV_HEADER] = Buffer.from(JSON.stringify(env)).toString("base64");
   return new Promise((resolve, reject) => {
     const req = http.request(
       // maxHeaderSize: a response may set GC-Storage, up to 1 MiB base64-encoded in one header.

@@ -31,6 +31,12 @@ export interface InvokeRequest {
   artifactPath: string;
   capabilities: Capabilities;
   request: FunctionRequest;
+  /**
+   * The function's environment variables and secrets for this call. They reach the shim with the
+   * call (never the container's environment, never the disk), and a container only ever serves one
+   * configuration: a call with another one gets another container.
+   */
+  env?: Record<string, string>;
   /** Aborting stops the call at once: its container is killed and the call answers 410. */
   signal?: AbortSignal;
 }

@@ -6,6 +6,7 @@ import { log } from "../log.js";
 import { fitTaskDone } from "../control/frame-budget.js";
 import { INLINE_STORAGE_CHARS, STORAGE_HEADER, type StorageChange } from "../../shared/schemas/storage.js";
 import { takeStorage } from "./storage-header.js";
+import { maskSecrets } from "./mask-secrets.js";
 
 type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
 
@@ -26,11 +27,15 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
       artifactPath: artifact.file,
       capabilities: msg.capabilities,
       request: { method: input.method, query: input.query, headers, body: input.bodyEncoding === "base64" ? Buffer.from(input.body ?? "", "base64") : (input.body ?? "") },
+      // Held in memory for this call only: never the container's environment, never the disk.
+      ...(msg.config ? { env: { ...msg.config.env, ...msg.config.secrets } } : {}),
       signal,
     });
   } finally {
     await artifact.release();
   }
+  // A function that prints a secret does not publish it in its task log.
+  if (msg.config) result.log = maskSecrets(result.log, Object.values(msg.config.secrets));
   const status = result.status >= 100 && result.status <= 599 ? result.status : 502;
   const storage = await storageReport(agent, msg, result.headers, result.log);
   const { logPath } = msg;

@@ -18,6 +18,7 @@
  * GCFAAS_DISPATCH_SHARDS overrides wrangler.toml's DISPATCH_SHARDS (bench/fleet.ts compares counts);
  * GCFAAS_COST_COUNTERS=1 turns on the Worker's cost counters (bench/cost.ts);
  * GCFAAS_INSPECTOR_PORT opens workerd's inspector there (bench/cost.ts --profile samples it).
+ * SECRETS_KEY (function secrets at rest) is drawn once and kept in `<state dir>/secrets-key`.
  *
  * Usage: GCFAAS_ADMIN_TOKEN=… node --import tsx scripts/lib/serve-worker.ts <port> <state dir> [info|warn]
  * The admin token comes from the environment, never the command line, which every user of the
@@ -28,6 +29,7 @@ import path from "node:path";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { startFrontDoor, trustedProxiesFrom } from "./client-address-proxy.js";
+import { localSecretsKey } from "./local-secrets-key.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const [port, stateDir, logLevel = "warn"] = process.argv.slice(2);
@@ -69,7 +71,7 @@ const mf = new Miniflare({
   modules: true,
   scriptPath: path.join(outdir, "index.js"),
   modulesRoot: outdir,
-  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken, ...shardsOverride(process.env.GCFAAS_DISPATCH_SHARDS), ...(process.env.GCFAAS_COST_COUNTERS === "1" ? { COST_COUNTERS: "1" } : {}) },
+  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken, SECRETS_KEY: await localSecretsKey(stateDir), ...shardsOverride(process.env.GCFAAS_DISPATCH_SHARDS), ...(process.env.GCFAAS_COST_COUNTERS === "1" ? { COST_COUNTERS: "1" } : {}) },
   host: "127.0.0.1",
   port: 0,
   defaultPersistRoot: path.join(stateDir, "v3"),

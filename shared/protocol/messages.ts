@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { taskInput as taskInputSchema } from "../schemas/task.js";
 import { storageChange, storageGiven } from "../schemas/storage.js";
+import { taskConfig } from "../schemas/function-config.js";
 
 /**
  * The agent ↔ dispatcher wire protocol: JSON text frames over one WebSocket, each a member of a
@@ -56,6 +57,12 @@ export const hello = z.object({
    * before shares): `slots` is the node's whole count, and the shard takes its share itself.
    */
   slotsShared: z.literal(true).optional(),
+  /**
+   * True: the agent hands a task's `config` (variables and secrets) to the function. Absent (agents
+   * from before configuration): such an agent would drop it unseen, so a task that has one fails
+   * there instead of running without it.
+   */
+  configs: z.literal(true).optional(),
   /** Builds the node runs at once (each counts in `slots` too); absent: no limit but `slots`. */
   builds: z.int().min(1).max(1024).optional(),
   /** Work the agent is still running from before a reconnect: it keeps it and reports it. */
@@ -156,6 +163,11 @@ export const taskAssign = z.object({
   storagePath: z.string().optional(),
   /** The function's storage when the task was assigned (the request's GC-Storage header). */
   storage: storageGiven.optional(),
+  /**
+   * The function's environment variables and secrets, added as the frame is sent (never stored by
+   * the dispatcher); absent when it has none. The agent holds them in memory for this call only.
+   */
+  config: taskConfig.optional(),
 });
 
 export const taskCancel = z.object({ type: z.literal("task.cancel"), taskId: id });

@@ -16,6 +16,8 @@ interface HelloOptions {
   runtime?: string;
   /** An agent from before slot shares: its hello offers every shard the node's whole slot count. */
   beforeShares?: boolean;
+  /** An agent from before function configuration: its hello does not say `configs`. */
+  beforeConfigs?: boolean;
 }
 
 /** Which shard to connect to, and through which fetch (a Worker with more shards than the test pool's). */
@@ -78,6 +80,7 @@ export class FakeAgent {
       type: "hello", version: PROTOCOL_VERSION, nodeId: this.nodeId, cpus: 2, memMiB: 4096, privileged: opts.privileged ?? false,
       langs: opts.langs ?? ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
       ...(opts.beforeShares ? {} : { slotsShared: true as const }),
+      ...(opts.beforeConfigs ? {} : { configs: true as const }),
       ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
       ...(opts.builds === undefined ? {} : { builds: opts.builds }),
     });

@@ -331,3 +331,22 @@ export const functionStorage = sqliteTable("function_storage", {
   setAt: integer("set_at").notNull(),
   taskId: text("task_id").notNull(),
 });
+
+/**
+ * A function's environment variables and secrets (worker/function-config/): one row a name, so a
+ * variable and a secret can never share one. A variable's value is stored as is; a secret's is
+ * AES-GCM ciphertext under the SECRETS_KEY Worker secret (secret-box.ts), never the value.
+ */
+export const functionConfig = sqliteTable(
+  "function_config",
+  {
+    functionId: text("function_id").notNull().references(() => functions.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    kind: text("kind", { enum: ["env", "secret"] }).notNull(),
+    value: text("value").notNull(),
+    /** Bytes the entry takes in a task's assignment frame (its name and value as JSON): bounds the frame. */
+    size: integer("size").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.functionId, t.name] })],
+);

@@ -12,6 +12,8 @@ export interface AgentState {
   slots: number;
   /** Builds the node runs at once; undefined: only `slots` limits them. */
   builds?: number;
+  /** Whether the agent hands a task's configuration to the function (hello `configs`). */
+  configs?: boolean;
   /** Function ids with a warm container on the agent (capped: an attachment holds 16 KiB). */
   warm: string[];
   draining: boolean;

@@ -70,3 +70,4 @@ export async function sweepUnreachable(env: Bindings): Promise<number> {
   const ended = await Promise.all(allShards(env).map((s) => s.sweepUnreachable()));
   return ended.reduce((a, b) => a + b, 0);
 }
+export const configChanged = (env: Bindings, functionId: string) => dispatcherFor(env, functionId).configChanged(functionId);

@@ -15,6 +15,7 @@ import { keepFinishedMs, RecentlyFinished } from "./recently-finished.js";
 import { retentionMs } from "../services/retention.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import { abandonedReason, abandonedReport } from "./attempts.js";
+import { verdictReport } from "./verdicts.js";
 import type { TaskRow } from "../services/tasks.js";
 import { DispatcherStorage, withStorage } from "../storage/dispatcher-store.js";
 import { agentPaths } from "./work.js";
@@ -23,6 +24,8 @@ import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, hol
 import { slotShare } from "../../shared/protocol/slot-shares.js";
 import { Refusals } from "./refusals.js";
 import type { z } from "zod";
+import { TaskConfigs, taskConfigOf } from "../function-config/task-configs.js";
+import { ConfiguredAssignments } from "./configured-assignments.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -54,6 +57,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly commits: GroupCommit;
   private readonly builds: BuildReports;
   private readonly refusals: Refusals;
+  private readonly assignments: ConfiguredAssignments;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -82,6 +86,21 @@ export class Dispatcher extends DurableObject<Bindings> {
       end: (w, report) => {
         if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
         this.accept(w, report, Date.now(), 0);
+      },
+    });
+    this.assignments = new ConfiguredAssignments(new TaskConfigs((functionId) => taskConfigOf(this.db, env.SECRETS_KEY, functionId)), {
+      stillAssigned: (taskId, nodeId, at) => {
+        const w = this.queue.get(taskId);
+        return w?.node === nodeId && w.assigned_at === at;
+      },
+      send: (nodeId, frame) => {
+        for (const ws of this.sockets(nodeId)) this.sendRaw(ws, frame);
+      },
+      // Rather than run the function without the variables it expects, the task fails with the reason.
+      fail: (w, reason) => {
+        log("error", "a task's configuration could not go with it; the task fails", { taskId: w.id, reason });
+        this.accept(w, verdictReport(w.id, 500, "config_unavailable", `the task did not run: ${reason}`), Date.now(), 0);
+        void this.commits.run();
       },
     });
     this.commits = new GroupCommit({
@@ -140,6 +159,11 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.storage.clear(functionId);
   }
 
+  /** The function's variables or secrets changed: tasks assigned from now on carry the new ones. */
+  async configChanged(functionId: string): Promise<void> {
+    this.assignments.configs.changed(functionId);
+  }
+
   async setPaused(functionId: string, paused: boolean): Promise<void> {
     this.queue.setPaused(functionId, paused);
     if (!paused) await this.pump();
@@ -148,6 +172,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The function was deleted: drop its queued work and stop what runs. */
   async cancelFunction(functionId: string): Promise<void> {
     this.storage.clear(functionId);
+    this.assignments.configs.changed(functionId);
     for (const w of this.queue.removeFunction(functionId)) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
@@ -337,7 +362,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const place = (!att.hello && att.place) || { shard: 0, shards: 1 };
     const slots = h.slotsShared ? h.slots : slotShare(h.slots, place.shards, place.shard);
     const state: AgentState = {
-      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds,
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds, configs: h.configs === true,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
     this.refusals.saw(h.nodeId, h);
@@ -431,12 +456,18 @@ export class Dispatcher extends DurableObject<Bindings> {
     const now = Date.now();
     for (const { w, a } of assigned) {
       const queued = this.queue.assign(w.id, a.nodeId, now, now + w.timeout_s * 1000 + TASK_GRACE_MS);
-      // The payload is the frame, serialized once when queued; a task gets its function's storage as it is now.
-      const payload = queued !== undefined && w.kind === "task" ? withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)) : queued;
-      if (payload !== undefined) for (const c of connected) if (c.state === a) this.sendRaw(c.ws, payload);
+      if (queued === undefined) continue;
+      // The payload is the frame, serialized once when queued; a task gets its function's storage
+      // and configuration as they are now, the configuration only in this frame, never stored.
+      const deliver = (frame: string) => {
+        for (const c of connected) if (c.state === a) this.sendRaw(c.ws, frame);
+      };
+      if (w.kind === "task") this.assignments.send(w, a, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver);
+      else deliver(queued);
     }
     if (assigned.length) await this.scheduleAlarm();
     for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
+    await this.assignments.flush(now);
   }
 
   /** Closes a socket the dispatcher no longer serves; its node's work goes back unless another socket holds the node. */

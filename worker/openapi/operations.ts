@@ -10,6 +10,7 @@ import * as admin from "../../shared/schemas/admin.js";
 import * as out from "../../shared/schemas/responses.js";
 import * as storage from "../../shared/schemas/storage.js";
 import * as release from "../../shared/schemas/release.js";
+import * as config from "../../shared/schemas/function-config.js";
 
 type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
 
@@ -53,6 +54,11 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/function/:id/release", summary: "Which build the function's tasks run: pinned or the newest successful one, and any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "buildId is the build that runs now (null before any successful build)." }, errors: [401, 404] },
   { method: "put", path: "/v1/function/:id/release", summary: "Pin a build ({buildId: null} follows the newest again), optionally with a canary taking weight % of new tasks", group: "releases", auth: "account", body: json(release.releaseSet), ok: noContent, errors: [400, 401, 404, 409, 415] },
   { method: "post", path: "/v1/function/:id/rollback", summary: "Pin the successful build before the one that runs now, dropping any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "The new release." }, errors: [401, 404, 409] },
+  { method: "get", path: "/v1/function/:id/env", summary: "Read the function's environment variables", group: "configuration", auth: "account", ok: { status: 200, schema: config.envVars, description: "{NAME: value, …}; {} when none." }, errors: [401, 404] },
+  { method: "put", path: "/v1/function/:id/env", summary: "Replace every environment variable (names [A-Za-z_][A-Za-z0-9_]{0,127}, not GC_ or GCFAAS_; at most 64 and 32 KiB); 409 name_taken when a secret has the name", group: "configuration", auth: "account", body: json(config.envVars), ok: noContent, errors: [400, 401, 404, 409, 415] },
+  { method: "get", path: "/v1/function/:id/secrets", summary: "List the function's secrets: names and times, never values", group: "configuration", auth: "account", ok: { status: 200, schema: config.secretList, description: "[{name, updatedAt}], newest first." }, errors: [401, 404] },
+  { method: "put", path: "/v1/function/:id/secrets/:name", summary: "Create or replace a secret (value at most 16 KiB; at most 32 a function); 409 name_taken when a variable has the name", group: "configuration", auth: "account", body: json(config.secretSet), ok: noContent, errors: [400, 401, 404, 409, 415] },
+  { method: "delete", path: "/v1/function/:id/secrets/:name", summary: "Delete a secret", group: "configuration", auth: "account", ok: noContent, errors: [401, 404] },
 
   { method: "post", path: "/v1/tag", summary: "Create a tag", group: "tags", auth: "account", body: json(tag.tagCreate), ok: created("tag"), errors: [400, 401, 415] },
   { method: "get", path: "/v1/tag/list", summary: "List tags", group: "tags", auth: "account", ok: { status: 200, schema: out.tagList, description: "Newest first." }, errors: [401] },

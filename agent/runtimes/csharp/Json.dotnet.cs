@@ -8,6 +8,20 @@ namespace Gcfaas.Shim
             return System.Text.Json.JsonSerializer.Serialize(value);
         }
 
+        /// <summary>A JSON object of strings (the runner's configuration header); empty when it is not one.</summary>
+        public static System.Collections.Generic.Dictionary<string, string> ParseStrings(string text)
+        {
+            try
+            {
+                return System.Text.Json.JsonSerializer.Deserialize<System.Collections.Generic.Dictionary<string, string>>(text)
+                    ?? new System.Collections.Generic.Dictionary<string, string>();
+            }
+            catch (System.Exception)
+            {
+                return new System.Collections.Generic.Dictionary<string, string>();
+            }
+        }
+
         public static string Quote(string text)
         {
             return Serialize(text ?? "");

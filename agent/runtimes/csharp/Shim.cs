@@ -1,7 +1,12 @@
 // gcfaas C# shim: creates Function.FunctionHandler once and serves one request at a time over
 // connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
 // connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
+// Configuration: every call carries X-Gcfaas-Env, base64 of a JSON object of the function's
+// environment variables and secrets, set with Environment.SetEnvironmentVariable before the handler
+// runs (and taken off the request). The handler is created at the first call, after they are set,
+// so its constructor sees them; a container serves one configuration for its life.
 using System;
+using System.Collections;
 using System.Collections.Generic;
 using System.IO;
 using System.Net.Sockets;
@@ -14,13 +19,20 @@ namespace Gcfaas.Shim
     public static class Program
     {
         const string InvocationHeader = "x-gcfaas-invocation";
+        const string EnvHeader = "x-gcfaas-env";
 
-        public static void Main()
+        static bool loaded;
+        static object handler;
+        static MethodInfo handle;
+        static string loadError;
+        // The environment the process started with: a name the configuration no longer sets goes back to it.
+        static readonly IDictionary baselineEnv = Environment.GetEnvironmentVariables();
+        static List<string> appliedEnv = new List<string>();
+
+        static void EnsureLoaded()
         {
-            var path = Environment.GetEnvironmentVariable("GCFAAS_SOCKET") ?? "/run/gcfaas/agent.sock";
-            object handler = null;
-            MethodInfo handle = null;
-            string loadError = null;
+            if (loaded) return;
+            loaded = true;
             try
             {
                 var type = Type.GetType("Function.FunctionHandler", true);
@@ -32,6 +44,27 @@ namespace Gcfaas.Shim
             {
                 loadError = (e.InnerException ?? e).ToString();
             }
+        }
+
+        /// <summary>Sets the call's configuration, undoing names an earlier call set and this one does not.</summary>
+        static void ApplyEnv(string encoded)
+        {
+            Dictionary<string, string> config;
+            try { config = Json.ParseStrings(Encoding.UTF8.GetString(Convert.FromBase64String(encoded ?? ""))); }
+            catch (FormatException) { config = new Dictionary<string, string>(); }
+            foreach (var name in appliedEnv)
+                if (!config.ContainsKey(name)) Environment.SetEnvironmentVariable(name, baselineEnv.Contains(name) ? (string)baselineEnv[name] : null);
+            appliedEnv = new List<string>();
+            foreach (var pair in config)
+            {
+                Environment.SetEnvironmentVariable(pair.Key, pair.Value);
+                appliedEnv.Add(pair.Key);
+            }
+        }
+
+        public static void Main()
+        {
+            var path = Environment.GetEnvironmentVariable("GCFAAS_SOCKET") ?? "/run/gcfaas/agent.sock";
             var runner = new UnixDomainSocketEndPoint(path);
             while (true)
             {
@@ -44,22 +77,24 @@ namespace Gcfaas.Shim
                         Environment.Exit(1);
                     }
                     // A broken exchange costs only that call.
-                    try { Serve(client, handler, handle, loadError); }
+                    try { Serve(client); }
                     catch (Exception e) { Console.Error.WriteLine("shim: " + e.GetType().Name); }
                 }
             }
         }
 
-        static void Serve(Socket client, object handler, MethodInfo handle, string loadError)
+        static void Serve(Socket client)
         {
             using (var stream = new NetworkStream(client))
             {
-                string invocation;
+                string invocation, env;
                 // Buffered: the request is read a byte at a time up to each line end (headers may carry
                 // a GC-Storage value of a megabyte or more).
-                var request = ReadRequest(new BufferedStream(stream, 65536), out invocation);
+                var request = ReadRequest(new BufferedStream(stream, 65536), out invocation, out env);
                 if (request == null) return;
-                var response = Run(handler, handle, loadError, request);
+                ApplyEnv(env);
+                EnsureLoaded();
+                var response = Run(request);
                 var marker = "\u001eGCFAAS_END:" + invocation + "\u001e\n";
                 Console.Out.Write(marker);
                 Console.Out.Flush();
@@ -83,7 +118,7 @@ namespace Gcfaas.Shim
             }
         }
 
-        static Response Run(object handler, MethodInfo handle, string loadError, Request request)
+        static Response Run(Request request)
         {
             if (loadError != null)
             {
@@ -139,9 +174,10 @@ namespace Gcfaas.Shim
             return response;
         }
 
-        static Request ReadRequest(Stream stream, out string invocation)
+        static Request ReadRequest(Stream stream, out string invocation, out string env)
         {
             invocation = "";
+            env = "";
             var requestLine = ReadLine(stream);
             if (string.IsNullOrEmpty(requestLine)) return null;
             var parts = requestLine.Split(new[] { ' ' }, 3);
@@ -167,6 +203,7 @@ namespace Gcfaas.Shim
                 var value = line.Substring(colon + 1).Trim();
                 if (name == "content-length") int.TryParse(value, out length);
                 if (name == InvocationHeader) { invocation = value; continue; }
+                if (name == EnvHeader) { env = value; continue; }
                 request.Headers[name] = request.Headers.ContainsKey(name) ? request.Headers[name] + ", " + value : value;
             }
             var body = new byte[length];

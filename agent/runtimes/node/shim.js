@@ -2,7 +2,11 @@
 // connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
 // connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
 // Pool mode (GCFAAS_POOL=1): the container starts with an empty /function; its first request is the
-// init (a body of GCFAAS_NAME=value lines), after which the handler loads and calls are served.
+// init (a body of GCFAAS_NAME=value lines), after which calls are served.
+// Configuration: every call carries X-Gcfaas-Env, base64 of a JSON object of the function's
+// environment variables and secrets, set in process.env before the handler runs (and taken off
+// the event). The handler loads at the first call, after they are set: a module that reads
+// process.env when it loads sees them, and a container serves one configuration for its life.
 "use strict";
 const http = require("node:http");
 const net = require("node:net");
@@ -12,9 +16,38 @@ const path = require("node:path");
 const FUNCTION_DIR = process.env.GCFAAS_FUNCTION_DIR || "/function";
 const SOCKET_PATH = process.env.GCFAAS_SOCKET || "/run/gcfaas/agent.sock";
 const INVOCATION_HEADER = "x-gcfaas-invocation";
+const ENV_HEADER = "x-gcfaas-env";
 
 let handle = null;
 let loadError = null;
+let loaded = false;
+// The environment the container started with: a name the configuration no longer sets goes back to it.
+const baselineEnv = { ...process.env };
+let appliedEnv = [];
+
+/** Sets the call's configuration in process.env, undoing names an earlier call set and this one does not. */
+function applyEnv(encoded) {
+  let config = {};
+  try {
+    const parsed = encoded ? JSON.parse(Buffer.from(encoded, "base64").toString("utf8")) : {};
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) config = parsed;
+  } catch {
+    config = {};
+  }
+  for (const name of appliedEnv) {
+    if (Object.hasOwn(config, name)) continue;
+    if (Object.hasOwn(baselineEnv, name)) process.env[name] = baselineEnv[name];
+    else delete process.env[name];
+  }
+  for (const [name, value] of Object.entries(config)) process.env[name] = String(value);
+  appliedEnv = Object.keys(config);
+}
+
+function ensureLoaded() {
+  if (loaded) return;
+  loaded = true;
+  loadHandler();
+}
 let awaitingInit = process.env.GCFAAS_POOL === "1";
 
 function loadHandler() {
@@ -35,7 +68,6 @@ function takeInit(body) {
     if (at > 0 && line.startsWith("GCFAAS_")) process.env[line.slice(0, at)] = line.slice(at + 1);
   }
   awaitingInit = false;
-  loadHandler();
 }
 
 function parseQuery(search) {
@@ -117,6 +149,9 @@ const server = http.createServer({ requestTimeout: 0, headersTimeout: 0, maxHead
     const headers = { ...req.headers };
     const invocation = String(headers[INVOCATION_HEADER] || "");
     delete headers[INVOCATION_HEADER];
+    applyEnv(String(headers[ENV_HEADER] || ""));
+    delete headers[ENV_HEADER];
+    ensureLoaded();
     // The exact bytes the caller sent (files, images, anything); `body` is them as text.
     const rawBody = Buffer.concat(chunks);
     const text = rawBody.toString("utf8");
@@ -178,5 +213,4 @@ function connect() {
     process.exit(1);
   });
 }
-if (!awaitingInit) loadHandler();
 connect();

@@ -8,10 +8,16 @@ stdout and to stderr, so the runner can cut the container's output into per-invo
 
 Pool mode (GCFAAS_POOL=1): the container starts before any function is chosen, with an empty
 /function. Its first connection carries the init request (POST /.gcfaas/init, a body of
-GCFAAS_NAME=value lines): the shim takes those variables, loads the handler the runner has just put
-in /function, answers 204 and then serves calls as above.
+GCFAAS_NAME=value lines): the shim takes those variables, answers 204 and then serves calls as
+above, loading the handler the runner has just put in /function at the first.
+
+Configuration: every call carries X-Gcfaas-Env, base64 of a JSON object of the function's
+environment variables and secrets. The shim sets them in os.environ before the handler runs (and
+takes the header off the event). The handler loads at the first call, after they are set, so a
+module that reads os.environ at import sees them; a container serves one configuration for life.
 """
 import asyncio
+import base64
 import importlib
 import inspect
 import json
@@ -25,6 +31,7 @@ import urllib.parse
 FUNCTION_DIR = os.environ.get("GCFAAS_FUNCTION_DIR", "/function")
 SOCKET_PATH = os.environ.get("GCFAAS_SOCKET", "/run/gcfaas/agent.sock")
 INVOCATION_HEADER = "x-gcfaas-invocation"
+ENV_HEADER = "x-gcfaas-env"
 MARKER = "\x1eGCFAAS_END:{}\x1e\n"
 # GC-Storage values (up to 1 MiB) arrive base64-encoded in one header line.
 MAX_HEADER_LINE = 4 * 1024 * 1024
@@ -78,7 +85,36 @@ def load_handler():
         return None, traceback.format_exc()
 
 
-HANDLE, LOAD_ERROR = None, "the handler is not loaded"
+HANDLE, LOAD_ERROR, LOADED = None, "the handler is not loaded", False
+# The environment the container started with: a name the configuration no longer sets goes back to it.
+BASELINE_ENV = dict(os.environ)
+APPLIED_ENV = set()
+
+
+def apply_env(encoded):
+    """Sets the call's configuration in os.environ, undoing names an earlier call set and this one does not."""
+    global APPLIED_ENV
+    try:
+        config = json.loads(base64.b64decode(encoded)) if encoded else {}
+    except ValueError:
+        config = {}
+    if not isinstance(config, dict):
+        config = {}
+    for name in APPLIED_ENV - set(config):
+        if name in BASELINE_ENV:
+            os.environ[name] = BASELINE_ENV[name]
+        else:
+            os.environ.pop(name, None)
+    for name, value in config.items():
+        os.environ[name] = str(value)
+    APPLIED_ENV = set(config)
+
+
+def ensure_loaded():
+    global HANDLE, LOAD_ERROR, LOADED
+    if not LOADED:
+        HANDLE, LOAD_ERROR = load_handler()
+        LOADED = True
 
 
 def parse_query(raw):
@@ -166,6 +202,8 @@ class Handler(socketserver.StreamRequestHandler):
             return
         method, target, headers, raw_body = parsed
         invocation = headers.pop(INVOCATION_HEADER, "")
+        apply_env(headers.pop(ENV_HEADER, ""))
+        ensure_loaded()
         path, _, raw_query = target.partition("?")
         event = Event(method, path, parse_query(raw_query), headers, raw_body)
         status, out_headers, body = run_handler(event, Context(invocation))
@@ -192,14 +230,13 @@ def take_init():
             name, _, value = line.partition("=")
             if name.startswith("GCFAAS_"):
                 os.environ[name] = value
-        loaded = load_handler()
+        # The handler loads at the first call, once its configuration is in os.environ.
         conn.sendall(INIT_ANSWER)
-        return loaded
 
 
 def main():
-    global HANDLE, LOAD_ERROR
-    HANDLE, LOAD_ERROR = take_init() if os.environ.get("GCFAAS_POOL") == "1" else load_handler()
+    if os.environ.get("GCFAAS_POOL") == "1":
+        take_init()
     # Connecting is cheap, and the next connection is open before the next call comes: no delay.
     while True:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:

@@ -2,7 +2,12 @@
 # connections it opens to the runner's unix socket in GCFAAS_SOCKET (the runner listens, the shim
 # connects out, one connection per call). Protocol shared by all shims: see docs/runtimes.md.
 # Pool mode (GCFAAS_POOL=1): the container starts with an empty /function; its first exchange is the
-# init (a body of GCFAAS_NAME=value lines), after which the handler loads and calls are served.
+# init (a body of GCFAAS_NAME=value lines), after which calls are served.
+# Configuration: every call carries X-Gcfaas-Env, base64 of a JSON object of the function's
+# environment variables and secrets, set in ENV before the handler runs (and taken off the event).
+# The handler loads at the first call, after they are set: code that reads ENV when handler.rb
+# loads sees them, and a container serves one configuration for its life.
+require "base64"
 require "json"
 require "socket"
 require "uri"
@@ -15,6 +20,31 @@ SOCKET_PATH = ENV.fetch("GCFAAS_SOCKET", "/run/gcfaas/agent.sock")
 # GC-Storage values (up to 1 MiB) arrive base64-encoded in one header line.
 MAX_HEADER_LINE = 4 * 1024 * 1024
 INVOCATION_HEADER = "x-gcfaas-invocation"
+ENV_HEADER = "x-gcfaas-env"
+# The environment the container started with: a name the configuration no longer sets goes back to it.
+BASELINE_ENV = ENV.to_h.freeze
+$applied_env = []
+$loaded = false
+
+# Sets the call's configuration in ENV, undoing names an earlier call set and this one does not.
+def apply_env(encoded)
+  config = begin
+    parsed = encoded.to_s.empty? ? {} : JSON.parse(Base64.decode64(encoded))
+    parsed.is_a?(Hash) ? parsed : {}
+  rescue JSON::ParserError
+    {}
+  end
+  ($applied_env - config.keys).each { |name| BASELINE_ENV.key?(name) ? ENV[name] = BASELINE_ENV[name] : ENV.delete(name) }
+  config.each { |name, value| ENV[name] = value.to_s }
+  $applied_env = config.keys
+end
+
+def ensure_loaded
+  return if $loaded
+
+  $loaded = true
+  $handler_receiver, $load_error = load_handler
+end
 STATUS_TEXT = { 200 => "OK", 500 => "Internal Server Error" }.freeze
 
 # What the handler receives as `event`.
@@ -139,6 +169,8 @@ def serve(client)
 
   method, target, headers, body = parsed
   invocation = headers.delete(INVOCATION_HEADER).to_s
+  apply_env(headers.delete(ENV_HEADER))
+  ensure_loaded
   path, raw_query = target.split("?", 2)
   event = Event.new(method, path, parse_query(raw_query.to_s), headers, body)
   context = Context.new(
@@ -169,14 +201,13 @@ def take_init
     name, value = line.chomp.split("=", 2)
     ENV[name] = value.to_s if name.start_with?("GCFAAS_")
   end
-  loaded = load_handler
+  # The handler loads at the first call, once its configuration is in ENV.
   client.write(INIT_ANSWER)
-  loaded
 ensure
   client&.close
 end
 
-$handler_receiver, $load_error = ENV["GCFAAS_POOL"] == "1" ? take_init : load_handler
+take_init if ENV["GCFAAS_POOL"] == "1"
 
 # A runner that cannot be reached ends the shim (UNIXSocket.new raises); a broken exchange costs
 # only that call.

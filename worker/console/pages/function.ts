@@ -7,6 +7,7 @@ import { tagPicker, type TagItem } from "./functions.js";
 import { resultPanel, type InvokeOutcome } from "./invoke-result.js";
 import { releaseButton, releaseRole, releaseSection } from "./release.js";
 import type { Release } from "../../../shared/schemas/release.js";
+import { configSection, registerFunctionConfig } from "./function-config.js";
 
 interface FnDetail {
   id: string;
@@ -41,12 +42,14 @@ interface Problems {
   capabilities?: ApiError;
   invoke?: ApiError;
   endpoint?: ApiError;
+  config?: ApiError;
 }
 
 async function renderFunction(c: ConsoleContext, id: string, o: { problems?: Problems; outcome?: InvokeOutcome; status?: number } = {}) {
   const { fn, tags, builds, tasks, endpoints, release } = await loadFunction(c, id);
   const p = o.problems ?? {};
   const caps = fn.capabilities;
+  const config = await configSection(c, fn.id, p.config);
   const body = html`<p><a href="/console">← Functions</a></p>
 <h1>${fn.name} <span class="hint">(${fn.lang}${fn.paused ? ", paused" : ""})</span></h1>
 ${notice(c.req.query("done"))}
@@ -97,6 +100,8 @@ ${errorBox(p.capabilities)}
 <p class="hint">Network latency of the function: ${caps.networkLatency} ms (read-only).</p>
 <p><button type="submit">Save capabilities</button></p></form></section>
 
+${config}
+
 <section class="card" aria-labelledby="ep-h"><h2 id="ep-h">Public endpoints</h2>
 ${errorBox(p.endpoint)}
 ${endpoints.results.length ? html`<ul>${endpoints.results.map((e) => html`<li><a href="/console/endpoints/${e.id}"><code>/gc/${e.id}</code></a> ${e.description}</li>`)}</ul>` : html`<p class="hint">None yet.</p>`}
@@ -142,6 +147,7 @@ const num = (v: string) => (v.trim() === "" ? undefined : Number(v));
 export function registerFunction(app: ConsoleApp) {
   app.get("/functions/:id", (c) => renderFunction(c, c.req.param("id")));
   app.get("/functions/:id/delete", (c) => renderDelete(c, c.req.param("id")));
+  registerFunctionConfig(app, (c, id, problem, status) => renderFunction(c, id, { problems: { config: problem }, status }));
 
   app.post("/functions/:id/edit", async (c) => {
     const id = c.req.param("id");

@@ -1,0 +1,66 @@
+import { TaskConfigs, withConfig } from "../function-config/task-configs.js";
+import type { TaskConfig } from "../../shared/schemas/function-config.js";
+import type { WorkRow } from "./queue.js";
+
+/** The agent a task goes to, as far as sending its configuration goes. */
+interface Recipient {
+  nodeId: string;
+  configs?: boolean;
+}
+
+interface Pending {
+  w: WorkRow;
+  to: Recipient;
+  payload: string;
+}
+
+/** What the dispatcher lends: whether work is still assigned as it was, sending, failing. */
+export interface AssignmentHost {
+  stillAssigned(taskId: string, nodeId: string, at: number): boolean;
+  send(nodeId: string, frame: string): void;
+  fail(w: WorkRow, reason: string): void;
+}
+
+/**
+ * Task assignments leaving with their function's configuration (variables and secrets), added to
+ * the frame as it is sent and never stored. A configuration in memory goes at once; the others are
+ * read from D1 (secrets opened) after the pump's synchronous step, and sent only if the task is
+ * still assigned to the same node as then.
+ */
+export class ConfiguredAssignments {
+  private pending: Pending[] = [];
+
+  constructor(
+    readonly configs: TaskConfigs,
+    private readonly host: AssignmentHost,
+  ) {}
+
+  /** Sends now (through `deliver`, the pump's socket) when the configuration is in memory; otherwise keeps it for `flush`. */
+  send(w: WorkRow, to: Recipient, payload: string, deliver: (frame: string) => void): void {
+    const config = this.configs.cached(w.function_id);
+    if (config) this.sendWith(w, to, payload, config, deliver);
+    else this.pending.push({ w, to, payload });
+  }
+
+  async flush(at: number): Promise<void> {
+    const pending = this.pending.splice(0);
+    if (pending.length === 0) return;
+    const loaded = new Map<string, Promise<TaskConfig | Error>>();
+    for (const { w } of pending) if (!loaded.has(w.function_id)) loaded.set(w.function_id, this.configs.fetch(w.function_id).catch((e: Error) => e));
+    for (const { w, to, payload } of pending) {
+      const config = await loaded.get(w.function_id)!;
+      // Requeued, reassigned or cancelled while D1 answered: whoever holds it now sends it.
+      if (!this.host.stillAssigned(w.id, to.nodeId, at)) continue;
+      if (config instanceof Error) this.host.fail(w, "its configuration could not be read");
+      else this.sendWith(w, to, payload, config, (frame) => this.host.send(to.nodeId, frame));
+    }
+  }
+
+  private sendWith(w: WorkRow, to: Recipient, payload: string, config: TaskConfig, deliver: (frame: string) => void): void {
+    const frame = withConfig(payload, config);
+    if (frame === undefined) this.host.fail(w, "its configuration does not fit the assignment frame");
+    // An agent from before configuration would run the function without it, unseen.
+    else if (frame !== payload && !to.configs) this.host.fail(w, `node ${to.nodeId} runs an agent too old for environment variables and secrets; upgrade it`);
+    else deliver(frame);
+  }
+}
