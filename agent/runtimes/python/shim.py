@@ -20,6 +20,7 @@ import asyncio
 import base64
 import importlib
 import inspect
+import io
 import json
 import os
 import socket
@@ -37,6 +38,23 @@ MARKER = "\x1eGCFAAS_END:{}\x1e\n"
 MAX_HEADER_LINE = 4 * 1024 * 1024
 
 INIT_ANSWER = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def whole_writes(stream):
+    """The stream again, over a buffered writer that writes every byte it is given.
+
+    Under PYTHONUNBUFFERED the text stream writes straight to the raw file, and a raw write may
+    take only part of the bytes. gVisor does that when the pipe to the runner is full (runc never
+    does), and the text layer ignores the rest: a function printing a lot lost part of its output.
+    A BufferedWriter retries until all is written. Line buffering keeps lines timely; the end
+    marker's flush sends any unfinished last line.
+    """
+    raw = io.FileIO(stream.fileno(), "w", closefd=False)
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding, errors=stream.errors, line_buffering=True)
+
+
+sys.stdout = whole_writes(sys.stdout)
+sys.stderr = whole_writes(sys.stderr)
 
 
 class Event:
