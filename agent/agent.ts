@@ -71,6 +71,7 @@ export class Agent {
       const conn = new DispatcherConnection(this.control.wsUrl(s), this.control.authHeader, {
         hello: () => this.hello(s),
         heartbeat: () => this.heartbeat(s),
+        draining: () => this.draining,
         onMessage: (msg, c) => this.onMessage(msg, c),
       }, s);
       this.connections.push(conn);

@@ -8,6 +8,8 @@ export interface ConnectionHooks {
   /** The hello frame, built fresh for every (re)connect. */
   hello(): AgentMessage;
   heartbeat(): AgentMessage;
+  /** True once the agent drains: takes nothing new. */
+  draining(): boolean;
   onMessage(msg: DispatcherMessage, conn: DispatcherConnection): void;
 }
 
@@ -123,5 +125,8 @@ export class DispatcherConnection {
     for (const m of this.outbox.pending()) this.write(JSON.stringify(m));
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = setInterval(() => this.sendHeartbeat(), heartbeatMs);
+    // A drain that began after the hello went out reached no heartbeat (the socket was not ready):
+    // say it now, or the shard would go on assigning work until the next beat, a minute away.
+    if (this.hooks.draining()) this.sendHeartbeat();
   }
 }

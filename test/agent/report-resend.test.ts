@@ -73,6 +73,7 @@ function connect(dispatcher: Dispatcher) {
   const conn: DispatcherConnection = new DispatcherConnection(dispatcher.url, {}, {
     hello: () => ({ type: "hello", version: PROTOCOL_VERSION, nodeId: "n1", cpus: 1, memMiB: 512, privileged: false, langs: ["py"], slots: 1, running: conn.outbox.finishing(), warm: [] }),
     heartbeat: () => ({ type: "heartbeat", free: 1, warm: [], draining: false }),
+    draining: () => false,
     onMessage: () => undefined,
   }, 0);
   conn.start();

@@ -8,7 +8,8 @@ import { WebSocketServer } from "ws";
 import { Agent } from "../../agent/agent.js";
 import { loadConfig, type AgentConfig } from "../../agent/config.js";
 import type { Runner } from "../../agent/runner/index.js";
-import { agentMessage, type AgentMessage } from "../../shared/protocol/messages.js";
+import { agentMessage, PROTOCOL_VERSION, type AgentMessage } from "../../shared/protocol/messages.js";
+import { DispatcherConnection } from "../../agent/control/connection.js";
 
 async function eventually<T>(check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -24,7 +25,7 @@ async function eventually<T>(check: () => T | undefined, timeoutMs = 10_000): Pr
  * A control plane of `shards` dispatchers that records what the agent says on each connection:
  * the agent's own connection and hello code, no Worker, no Docker.
  */
-async function controlPlane(shards: number) {
+async function controlPlane(shards: number, welcomeAfter: Promise<void> = Promise.resolve()) {
   const said: AgentMessage[][] = Array.from({ length: shards }, () => []);
   const wss = new WebSocketServer({ noServer: true });
   const server = http.createServer((req, res) => {
@@ -37,7 +38,13 @@ async function controlPlane(shards: number) {
       ws.on("message", (data) => {
         const m = agentMessage.parse(JSON.parse(String(data)));
         said[shard]!.push(m);
-        if (m.type === "hello") ws.send(JSON.stringify({ type: "welcome", heartbeatMs: 60_000, shard: String(shard) }));
+        if (m.type === "hello") {
+          void welcomeAfter.then(() => {
+            ws.send(JSON.stringify({ type: "welcome", heartbeatMs: 60_000, shard: String(shard) }));
+            // The agent answers in order: its pong shows it has taken the welcome.
+            ws.send(JSON.stringify({ type: "ping", t: 1 }));
+          });
+        }
       });
     });
   });
@@ -71,6 +78,9 @@ describe("an agent's hello to each dispatcher shard", () => {
             return got.every(Boolean) ? got.map((m) => m!) : undefined;
           });
         expect((await first("hello")).map((h) => h.slots)).toEqual(expected);
+        // Drained only once every shard has welcomed it: a drain before a welcome is told by the
+        // heartbeat that follows the welcome (the test below), and this one is about the share.
+        await first("pong");
         // Nothing runs: each shard's heartbeat counts its whole share free, never the node's slots.
         await agent.drain();
         expect((await first("heartbeat")).map((b) => [b.free, b.draining])).toEqual(expected.map((n) => [n, true]));
@@ -80,4 +90,29 @@ describe("an agent's hello to each dispatcher shard", () => {
       }
     });
   }
+
+
+  it("tells a shard whose welcome came after the drain began that it drains, without waiting for the next beat", async () => {
+    let welcome!: () => void;
+    const cp = await controlPlane(1, new Promise<void>((r) => (welcome = r)));
+    let draining = false;
+    const conn = new DispatcherConnection(`${cp.url.replace("http", "ws")}/v1/agent/connect?shard=0`, {}, {
+      hello: () => ({ type: "hello", version: PROTOCOL_VERSION, nodeId: "split-node", cpus: 1, memMiB: 512, privileged: false, langs: ["py"], slots: 4, running: [], warm: [] }),
+      heartbeat: () => ({ type: "heartbeat", free: 4, warm: [], draining }),
+      draining: () => draining,
+      onMessage: () => undefined,
+    }, 0);
+    conn.start();
+    try {
+      await eventually(() => cp.said[0]!.find((m) => m.type === "hello"));
+      draining = true;
+      conn.sendHeartbeat(); // what a drain does: the socket is not ready yet, so nothing goes
+      welcome();
+      // The next beat is a minute away: this one follows the welcome.
+      expect(await eventually(() => cp.said[0]!.find((m) => m.type === "heartbeat"))).toMatchObject({ draining: true });
+    } finally {
+      await conn.stop();
+      cp.close();
+    }
+  });
 });
