@@ -40,12 +40,3 @@ export async function bootWithSystemd(root: string, binds: string[]): Promise<Ch
   return spawn(await nspawnBinary(), args, { stdio: ["ignore", "pipe", "pipe"] });
 }
 
-/**
- * The Docker Engine's mount namespace as a file: the root's PID 1 (its systemd) is not in it, so the
- * test binds this into the root and points GCFAAS_ENGINE_MOUNT_NS at it, as /proc/1/ns/mnt is on a host.
- */
-export async function engineMountNamespace(): Promise<string> {
-  const pid = (await fs.readFile("/var/run/docker.pid", "utf8").catch(async () => (await run("pidof", ["dockerd"])).stdout)).trim().split(/\s+/)[0];
-  if (!pid || !/^\d+$/.test(pid)) throw new Error("the Docker Engine's process (dockerd) was not found");
-  return `/proc/${pid}/ns/mnt`;
-}
