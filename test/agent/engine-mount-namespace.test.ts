@@ -8,14 +8,17 @@ import { engineMountNamespace } from "../support/engine-namespace.js";
 import { removeTempDirs, tempDir } from "./helpers/functions.js";
 
 const run = promisify(execFile);
-const HELPER = path.join(import.meta.dirname, "helpers/build-in-namespace.ts");
+const HELPER = path.join(import.meta.dirname, "helpers/agent-in-namespace.ts");
 
-/** Runs a build in a fresh mount namespace (as the sandboxed unit's agent), with `engineNs` or without. */
+/** Runs a step of the agent's builder in a fresh mount namespace (as the sandboxed unit's agent), with `engineNs` or without. */
+async function inOwnNamespace<T>(step: string, dir: string, engineNs?: string): Promise<T> {
+  const argv = ["--mount", "--propagation", "private", process.execPath, "--import", "tsx", HELPER, step, dir, ...(engineNs ? [engineNs] : [])];
+  return JSON.parse((await run("unshare", argv, { maxBuffer: 16 * 1024 * 1024 })).stdout) as T;
+}
+
 async function buildInOwnNamespace(engineNs?: string) {
   const workDir = path.join(await tempDir("own-ns"), "work");
-  const argv = ["--mount", "--propagation", "private", process.execPath, "--import", "tsx", HELPER, workDir, ...(engineNs ? [engineNs] : [])];
-  const { stdout } = await run("unshare", argv, { maxBuffer: 16 * 1024 * 1024 });
-  const built = JSON.parse(stdout) as { result: { ok: boolean; reason?: string; artifactPath?: string }; log: string[] };
+  const built = await inOwnNamespace<{ result: { ok: boolean; reason?: string; artifactPath?: string }; log: string[] }>("build", workDir, engineNs);
   return { ...built, workDir };
 }
 
@@ -46,5 +49,17 @@ describe("a build by an agent in a mount namespace other than the Docker Engine'
     const built = await buildInOwnNamespace();
     const artifact = built.result.ok ? (await run("tar", ["--list", "--file", built.result.artifactPath!])).stdout : "";
     expect(artifact, built.log.join("\n")).not.toMatch(/handler\.py/);
+  }, 300_000);
+
+  it("with --engine-mount-ns, unmounts from the engine's namespace the space an agent killed mid-build left", async () => {
+    const engineNs = await engineMountNamespace();
+    const work = path.join(await tempDir("own-ns-leftover"), "work");
+    const folder = path.join(work, "build-b1", "build");
+    await fs.mkdir(folder, { recursive: true });
+    // The agent's namespace dies with it; the engine's mount stays.
+    const { root } = await inOwnNamespace<{ root: string }>("leave-space", folder, engineNs);
+    expect(await mountsUnder(work)).toEqual([root]);
+    expect(await inOwnNamespace("remove-leftovers", work, engineNs)).toEqual({ removed: 1 });
+    expect(await mountsUnder(work)).toEqual([]);
   }, 300_000);
 });

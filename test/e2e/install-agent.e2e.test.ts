@@ -78,6 +78,9 @@ describe("install-agent.sh settings", () => {
       ["--url", "http://127.0.0.1:1;touch /tmp/ran", /--url must be the control plane's http\(s\) URL/],
       ["--node-id", "a b", /--node-id must be 1-64 of/],
       ["--slots", "2000", /--slots must be a number from 1 to 1024/],
+      // The unit's ProtectHome and PrivateTmp would hide such a folder from the agent.
+      ["--state-dir", "/tmp/gcfaas", /--state-dir cannot be under \/home, \/root, \/run\/user, \/tmp or \/var\/tmp/],
+      ["--state-dir", "/home/ops/gcfaas", /--state-dir cannot be under/],
     ] as const) {
       const args = { "--url": worker.url, "--node-id": NODE_ID, "--slots": "2", [flag]: value };
       const { code, output } = await debian.run([...INSTALLER, ...Object.entries(args).flat()], { GCFAAS_AGENT_TOKEN: token });
@@ -222,7 +225,8 @@ describe("install-agent.sh on a clean Debian 12", () => {
       KillMode: "mixed",
     });
     expect(Number(unit.TimeoutStopSec)).toBeGreaterThanOrEqual(600);
-    expect(unit).toMatchObject({ NoNewPrivileges: "yes", RestrictSUIDSGID: "yes", LockPersonality: "yes", RestrictNamespaces: "yes", SystemCallArchitectures: "native" });
+    expect(unit).toMatchObject({ NoNewPrivileges: "yes", RestrictSUIDSGID: "yes", LockPersonality: "yes", RestrictNamespaces: "mnt", SystemCallArchitectures: "native" });
+    expect(unit).toMatchObject({ ProtectSystem: "strict", ReadWritePaths: path.join(debian.shared, "state"), ProtectHome: "yes", PrivateTmp: "yes", ProtectKernelTunables: "yes" });
     expect(unit.ExecStart).not.toMatch(/token|gca_/);
     expect(output).toMatch(/systemd does not run here/);
     expect(output).toMatch(/journalctl -u gcfaas-agent -f/);
@@ -293,16 +297,17 @@ describe("install-agent.sh on a clean Debian 12", () => {
     // Arrangements of the test: systemd is added to the root (minbase has none), Docker's own units
     // are masked there since the host's engine answers through the bound socket, the host's loop
     // devices are bound in, and the unit is enabled by hand (the installer enables it only where
-    // systemd runs). The root's systemd is not the engine's: the engine's mount namespace is bound
-    // in at ENGINE_NS and the env file points the agent at it (on a host the unit's /proc/1/ns/mnt).
-    const ENGINE_NS = "/run/gcfaas-engine-mnt";
+    // systemd runs). The root's PID 1 is its own systemd, not in the engine's mount namespace as a
+    // host's is: this machine's /proc is bound in at HOST_PROC and the env file points the agent at
+    // dockerd's namespace there (on a host the unit's /proc/1/ns/mnt). nspawn cannot bind the
+    // namespace file itself (the kernel refuses to propagate such a mount: EINVAL).
+    const HOST_PROC = "/run/host-proc";
     beforeAll(async () => {
       const added = await debian.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "systemd", "systemd-sysv"]);
       expect(added.code, added.output).toBe(0);
       const units = await debian.run(["sh", "-c", "systemctl mask docker.service docker.socket containerd.service && systemctl enable gcfaas-agent.service"]);
       expect(units.code, units.output).toBe(0);
-      // The root's PID 1 is its own systemd, not in the engine's mount namespace as a host's is.
-      await fs.appendFile(debian.file("etc/gcfaas/agent.env"), `GCFAAS_ENGINE_MOUNT_NS=${ENGINE_NS}\n`);
+      await fs.appendFile(debian.file("etc/gcfaas/agent.env"), `GCFAAS_ENGINE_MOUNT_NS=${await engineMountNamespace(HOST_PROC)}\n`);
     }, 600_000);
 
     it("passes systemd-analyze verify", async () => {
@@ -316,7 +321,7 @@ describe("install-agent.sh on a clean Debian 12", () => {
       const loops = (await fs.readdir("/dev")).filter((d) => /^loop(\d+|-control)$/.test(d)).map((d) => `/dev/${d}`);
       await fs.mkdir(debian.file("home/neighbour"), { recursive: true });
       await fs.writeFile(debian.file("home/neighbour/secret"), "not the agent's\n");
-      const booted = await bootWithSystemd(debian.root, [debian.shared, ...loops, `${await engineMountNamespace()}:${ENGINE_NS}`]);
+      const booted = await bootWithSystemd(debian.root, [debian.shared, ...loops, `/proc:${HOST_PROC}`]);
       let console = "";
       booted.stdout!.on("data", (d) => (console += d));
       booted.stderr!.on("data", (d) => (console += d));
