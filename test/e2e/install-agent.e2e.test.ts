@@ -299,8 +299,8 @@ describe("install-agent.sh on a clean Debian 12", () => {
     // devices are bound in, and the unit is enabled by hand (the installer enables it only where
     // systemd runs). The root's PID 1 is its own systemd, not in the engine's mount namespace as a
     // host's is: this machine's /proc is bound in at HOST_PROC and the env file points the agent at
-    // dockerd's namespace there (on a host the unit's /proc/1/ns/mnt). nspawn cannot bind the
-    // namespace file itself (the kernel refuses to propagate such a mount: EINVAL).
+    // dockerd's namespace there (on a host the unit's /proc/1/ns/mnt). nspawn's bind of the
+    // namespace file itself fails with EINVAL.
     const HOST_PROC = "/run/host-proc";
     beforeAll(async () => {
       const added = await debian.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "systemd", "systemd-sysv"]);
@@ -343,7 +343,7 @@ describe("install-agent.sh on a clean Debian 12", () => {
         // A build, the one thing that mounts: its space is mounted where the engine binds it from,
         // so the build step sees the source the agent unpacked (an empty folder would fail it).
         const zip = await zipSources({ "handler.py": "import helper\ndef handle(event, context):\n    return {'built': helper.WHERE}\n", "helper.py": "WHERE = 'under the unit'\n" });
-        const built = await deploy(user, "py", zip, "built-under-unit");
+        const built = await deploy(user, "py", zip, "builtunderunit");
         expect(built.build.status, `${built.build.log.join("\n")}\n${console}`).toBe("SUCCESS");
         const call = await invoke(user, built.functionId, {});
         expect(call.res.status, console).toBe(200);
