@@ -14,6 +14,7 @@ import { runTask } from "./work/run-task.js";
 import { ArtifactStore } from "./work/artifact-store.js";
 import { BuildSlots } from "./work/build-slots.js";
 import { checkBuildSpaces, removeLeftoverBuildSpaces } from "./builder/build-space.js";
+import { useEngineMountNamespace } from "./builder/host-mount.js";
 import { FUNCTION_UID } from "./runtimes/languages.js";
 import { AgentMetrics } from "./metrics/agent-metrics.js";
 import { AGENT_VERSION } from "./version.js";
@@ -60,6 +61,7 @@ export class Agent {
 
   async start(): Promise<void> {
     const work = path.join(this.config.stateDir, "work");
+    await useEngineMountNamespace(this.config.engineMountNs);
     const left = await removeLeftoverBuildSpaces(work);
     if (left) log("warn", "unmounted build spaces a previous agent process left", { count: left });
     await checkBuildSpaces(work, FUNCTION_UID);

@@ -34,6 +34,8 @@ const schema = z.object({
   buildImages: z.boolean(),
   maxBuilds: z.coerce.number().int().min(1).max(64),
   buildDiskMiB: z.coerce.number().int().min(64),
+  /** The Docker Engine's mount namespace (a file such as /proc/1/ns/mnt), when the agent's may differ. */
+  engineMountNs: z.string().startsWith("/", "must be an absolute path, e.g. /proc/1/ns/mnt").optional(),
   buildMemoryMiB: z.coerce.number().int().min(128),
   buildPids: z.coerce.number().int().min(64),
   // The control plane takes artifacts of at most 512 MiB.
@@ -69,6 +71,7 @@ const FLAGS = {
   "no-build-images": { type: "boolean", env: "GCFAAS_NO_BUILD_IMAGES" },
   "max-builds": { type: "string", env: "GCFAAS_MAX_BUILDS" },
   "build-disk": { type: "string", env: "GCFAAS_BUILD_DISK_MIB" },
+  "engine-mount-ns": { type: "string", env: "GCFAAS_ENGINE_MOUNT_NS" },
   "build-memory": { type: "string", env: "GCFAAS_BUILD_MEMORY_MIB" },
   "build-pids": { type: "string", env: "GCFAAS_BUILD_PIDS" },
   "max-artifact": { type: "string", env: "GCFAAS_MAX_ARTIFACT_MIB" },
@@ -100,6 +103,8 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --no-build-images      do not build missing runtime images    (GCFAAS_NO_BUILD_IMAGES=1)
   --max-builds N         builds at once on this host [2]        (GCFAAS_MAX_BUILDS)
   --build-disk MIB       a build's writable space [4096]        (GCFAAS_BUILD_DISK_MIB)
+  --engine-mount-ns FILE the Docker Engine's mount namespace, where build spaces are
+                         mounted too, e.g. /proc/1/ns/mnt [the agent's] (GCFAAS_ENGINE_MOUNT_NS)
   --build-memory MIB     a build's memory [2048]                (GCFAAS_BUILD_MEMORY_MIB)
   --build-pids N         a build's processes and threads [1024] (GCFAAS_BUILD_PIDS)
   --max-artifact MIB     largest artifact a build makes [256]   (GCFAAS_MAX_ARTIFACT_MIB)
@@ -153,6 +158,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     buildImages: !get("no-build-images"),
     maxBuilds: get("max-builds") ?? "2",
     buildDiskMiB: get("build-disk") ?? String(DEFAULT_BUILD_LIMITS.diskMiB),
+    engineMountNs: get("engine-mount-ns") || undefined,
     buildMemoryMiB: get("build-memory") ?? String(DEFAULT_BUILD_LIMITS.memoryMiB),
     buildPids: get("build-pids") ?? String(DEFAULT_BUILD_LIMITS.pids),
     maxArtifactMiB: get("max-artifact") ?? String(DEFAULT_BUILD_LIMITS.maxArtifactMiB),

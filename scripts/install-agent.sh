@@ -139,6 +139,9 @@ fi
 [[ "$node_id" =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "--node-id must be 1-64 of A-Z a-z 0-9 . _ -"
 [ -z "$slots" ] || { [[ "$slots" =~ ^[1-9][0-9]{0,3}$ ]] && [ "$slots" -le 1024 ]; } || die "--slots must be a number from 1 to 1024"
 [[ "$state_dir" =~ ^/[A-Za-z0-9._/-]+$ ]] || die "--state-dir must be an absolute path"
+case "$state_dir/" in
+  /home/* | /root/* | /run/user/* | /tmp/* | /var/tmp/*) die "--state-dir cannot be under /home, /root, /run/user, /tmp or /var/tmp: the unit's ProtectHome and PrivateTmp hide them from the agent" ;;
+esac
 image_langs=("${ALL_LANGS[@]}")
 if [ -n "$langs" ]; then
   IFS=, read -r -a image_langs <<<"$langs"
@@ -198,6 +201,9 @@ command -v docker >/dev/null 2>&1 || need+=(docker.io)
 command -v runsc >/dev/null 2>&1 || need+=(runsc)
 # Each build gets a loop-mounted ext4 space of its own.
 command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
+# ...attached with losetup and mounted in the engine's namespace too with nsenter (see the unit).
+command -v losetup >/dev/null 2>&1 || need+=(mount)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 [ "$build_images" -eq 1 ] && [ -z "$images_tar" ] && ! command -v mmdebstrap >/dev/null 2>&1 && need+=(mmdebstrap)
 [ "$(node_major)" -ge 20 ] || need+=(nodejs)
 if [ ${#need[@]} -gt 0 ]; then
@@ -326,21 +332,36 @@ RestartSec=5
 # writes setuid files, which RestrictSUIDSGID below refuses. A line in the env file overrides this.
 Environment=GCFAAS_NO_BUILD_IMAGES=1
 # Hardening. The agent runs as root (it drives Docker and loop-mounts each build's space), so what
-# it may do is narrowed here. Not set on purpose: ProtectSystem, ProtectHome, PrivateTmp,
-# ReadWritePaths, ProtectKernelTunables/Modules/Logs, ProtectControlGroups, PrivateDevices and
-# the like put the service in a mount namespace of its own, and a build space mounted there is
-# invisible to the Docker Engine, which would bind the empty folder beneath it instead: builds
-# would write onto the host's disk past their limit. docs/security.md has the details.
+# it may do is narrowed here. The file system settings give the service a mount namespace of its
+# own, where a build space mounted only there would be invisible to the Docker Engine (dockerd would
+# bind the empty folder beneath into the build container): GCFAAS_ENGINE_MOUNT_NS has the agent
+# mount each space in PID 1's namespace as well (nsenter), which needs setns (RestrictNamespaces=mnt)
+# and CAP_SYS_PTRACE to open /proc/1/ns/mnt; the ptrace system call itself stays filtered (@debug).
+# Not set: PrivateDevices (it hides the loop devices builds need; DeviceAllow narrows /dev instead).
+# docs/security.md has the details.
+Environment=GCFAAS_ENGINE_MOUNT_NS=/proc/1/ns/mnt
+ProtectSystem=strict
+ReadWritePaths=$state_dir
+ProtectHome=yes
+PrivateTmp=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+DeviceAllow=block-loop rw
+DeviceAllow=/dev/loop-control rw
 NoNewPrivileges=yes
 RestrictSUIDSGID=yes
 LockPersonality=yes
 RestrictRealtime=yes
-RestrictNamespaces=yes
+RestrictNamespaces=mnt
 SystemCallArchitectures=native
 SystemCallFilter=~@clock @cpu-emulation @debug @module @obsolete @raw-io @reboot @swap
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
 # Capabilities the agent never uses (it keeps CAP_SYS_ADMIN for its loop mounts).
-CapabilityBoundingSet=~CAP_SYS_MODULE CAP_SYS_RAWIO CAP_SYS_BOOT CAP_SYS_TIME CAP_SYS_PTRACE CAP_SYSLOG CAP_WAKE_ALARM CAP_AUDIT_CONTROL CAP_AUDIT_READ CAP_AUDIT_WRITE CAP_MAC_ADMIN CAP_MAC_OVERRIDE CAP_BPF CAP_PERFMON CAP_LINUX_IMMUTABLE CAP_SYS_PACCT CAP_SYS_TTY_CONFIG CAP_BLOCK_SUSPEND CAP_LEASE
+CapabilityBoundingSet=~CAP_SYS_MODULE CAP_SYS_RAWIO CAP_SYS_BOOT CAP_SYS_TIME CAP_SYSLOG CAP_WAKE_ALARM CAP_AUDIT_CONTROL CAP_AUDIT_READ CAP_AUDIT_WRITE CAP_MAC_ADMIN CAP_MAC_OVERRIDE CAP_BPF CAP_PERFMON CAP_LINUX_IMMUTABLE CAP_SYS_PACCT CAP_SYS_TTY_CONFIG CAP_BLOCK_SUSPEND CAP_LEASE
 
 [Install]
 WantedBy=multi-user.target

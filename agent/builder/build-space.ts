@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
+import { mountLoop, mountPointsUnder, unmountEverywhere } from "./host-mount.js";
 
 const run = promisify(execFile);
 
@@ -38,8 +39,7 @@ export class BuildSpace {
       // No journal and no reserved blocks: a build's space lives minutes, and all of it is the build's.
       await run("mkfs.ext4", ["-q", "-F", "-m", "0", "-O", "^has_journal", "-E", `root_owner=${uid}:${uid},nodiscard`, image]);
       await fs.mkdir(space.root, { mode: 0o700 });
-      // -o loop frees the loop device by itself at unmount (autoclear).
-      await run("mount", ["-t", "ext4", "-o", "loop,nosuid,nodev,noatime", image, space.root]);
+      await mountLoop(image, space.root, "nosuid,nodev,noatime");
     } catch (err) {
       await space.dispose().catch(() => undefined);
       throw new Error(`build space could not be made (the agent needs root, mkfs.ext4 and loop devices): ${errorText(err)}`);
@@ -57,31 +57,10 @@ export class BuildSpace {
 
   /** Unmounts and deletes the space with everything in it. Safe to call twice. */
   async dispose(): Promise<void> {
-    await unmount(this.root);
+    await unmountEverywhere(this.root);
     await fs.rm(path.join(this.dir, IMAGE), { force: true });
     await fs.rm(this.root, { recursive: true, force: true });
   }
-}
-
-async function unmount(at: string): Promise<void> {
-  if (!(await mountedAt(at))) return;
-  try {
-    await run("umount", [at]);
-  } catch {
-    // Something still holds a file open (a container's process being torn down): detach now,
-    // the kernel frees the filesystem when the last user lets go.
-    await run("umount", ["--lazy", at]);
-  }
-}
-
-async function mountedAt(at: string): Promise<boolean> {
-  return (await mountPoints()).includes(path.resolve(at));
-}
-
-async function mountPoints(): Promise<string[]> {
-  const table = await fs.readFile("/proc/self/mounts", "utf8");
-  // Spaces and other odd characters in mount points are written as octal escapes.
-  return table.split("\n").map((l) => l.split(" ")[1]).filter((p): p is string => !!p).map((p) => p.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
 }
 
 /**
@@ -103,9 +82,8 @@ export async function checkBuildSpaces(dir: string, uid: number): Promise<void> 
  * until then neither their folders nor their disk room could be reclaimed.
  */
 export async function removeLeftoverBuildSpaces(dir: string): Promise<number> {
-  const prefix = path.resolve(dir) + path.sep;
-  const left = (await mountPoints()).filter((p) => p.startsWith(prefix) && path.basename(p) === MOUNT);
-  for (const at of left) await unmount(at);
+  const left = (await mountPointsUnder(dir)).filter((p) => path.basename(p) === MOUNT);
+  for (const at of left) await unmountEverywhere(at);
   return left.length;
 }
 

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { ROOT } from "./harness.js";
 
@@ -47,7 +46,9 @@ export class DebianRoot {
       if (made.code !== 0) throw new Error(`mmdebstrap failed:\n${made.output}`);
       await fs.rename(partial, TARBALL);
     }
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-install-"));
+    // Not under /tmp: the installer refuses a state folder there (the unit's PrivateTmp would hide it).
+    await fs.mkdir(path.join(ROOT, ".state/install-agent"), { recursive: true });
+    const dir = await fs.mkdtemp(path.join(ROOT, ".state/install-agent/root-"));
     const root = path.join(dir, "root");
     const shared = path.join(dir, "shared");
     await fs.mkdir(root);

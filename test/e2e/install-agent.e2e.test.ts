@@ -8,6 +8,7 @@ import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { DebianRoot, parseEnvFile, parseUnit } from "./debian-root.js";
 import { deploy, invoke } from "./deploy.js";
 import { bootWithSystemd } from "./nspawn.js";
+import { engineMountNamespace } from "../support/engine-namespace.js";
 import { ADMIN_TOKEN, AgentProcess, api, freePort, LocalWorker, ROOT, type Api } from "./harness.js";
 import { commandLine, descendants } from "../support/process-tree.js";
 import { zipSources } from "../support/zip.js";
@@ -27,6 +28,8 @@ const run = promisify(execFile);
 const IMAGE_TAG = `install-test-${process.pid}`;
 const NODE_ID = "debian-root-1";
 const INSTALLER = ["/bin/bash", "/root/release/install-agent.sh"];
+/** The unit's file system settings that give the agent a mount namespace of its own. */
+const UNIT_SANDBOX = ["ProtectSystem", "ReadWritePaths", "ProtectHome", "PrivateTmp", "ProtectKernelTunables", "ProtectKernelModules", "ProtectControlGroups", "ProtectClock", "ProtectHostname", "RestrictNamespaces"];
 
 let debian: DebianRoot;
 let worker: LocalWorker;
@@ -75,6 +78,9 @@ describe("install-agent.sh settings", () => {
       ["--url", "http://127.0.0.1:1;touch /tmp/ran", /--url must be the control plane's http\(s\) URL/],
       ["--node-id", "a b", /--node-id must be 1-64 of/],
       ["--slots", "2000", /--slots must be a number from 1 to 1024/],
+      // The unit's ProtectHome and PrivateTmp would hide such a folder from the agent.
+      ["--state-dir", "/tmp/gcfaas", /--state-dir cannot be under \/home, \/root, \/run\/user, \/tmp or \/var\/tmp/],
+      ["--state-dir", "/home/ops/gcfaas", /--state-dir cannot be under/],
     ] as const) {
       const args = { "--url": worker.url, "--node-id": NODE_ID, "--slots": "2", [flag]: value };
       const { code, output } = await debian.run([...INSTALLER, ...Object.entries(args).flat()], { GCFAAS_AGENT_TOKEN: token });
@@ -219,7 +225,8 @@ describe("install-agent.sh on a clean Debian 12", () => {
       KillMode: "mixed",
     });
     expect(Number(unit.TimeoutStopSec)).toBeGreaterThanOrEqual(600);
-    expect(unit).toMatchObject({ NoNewPrivileges: "yes", RestrictSUIDSGID: "yes", LockPersonality: "yes", RestrictNamespaces: "yes", SystemCallArchitectures: "native" });
+    expect(unit).toMatchObject({ NoNewPrivileges: "yes", RestrictSUIDSGID: "yes", LockPersonality: "yes", RestrictNamespaces: "mnt", SystemCallArchitectures: "native" });
+    expect(unit).toMatchObject({ ProtectSystem: "strict", ReadWritePaths: path.join(debian.shared, "state"), ProtectHome: "yes", PrivateTmp: "yes", ProtectKernelTunables: "yes" });
     expect(unit.ExecStart).not.toMatch(/token|gca_/);
     expect(output).toMatch(/systemd does not run here/);
     expect(output).toMatch(/journalctl -u gcfaas-agent -f/);
@@ -290,12 +297,17 @@ describe("install-agent.sh on a clean Debian 12", () => {
     // Arrangements of the test: systemd is added to the root (minbase has none), Docker's own units
     // are masked there since the host's engine answers through the bound socket, the host's loop
     // devices are bound in, and the unit is enabled by hand (the installer enables it only where
-    // systemd runs).
+    // systemd runs). The root's PID 1 is its own systemd, not in the engine's mount namespace as a
+    // host's is: this machine's /proc is bound in at HOST_PROC and the env file points the agent at
+    // dockerd's namespace there (on a host the unit's /proc/1/ns/mnt). nspawn's bind of the
+    // namespace file itself fails with EINVAL.
+    const HOST_PROC = "/run/host-proc";
     beforeAll(async () => {
       const added = await debian.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "systemd", "systemd-sysv"]);
       expect(added.code, added.output).toBe(0);
       const units = await debian.run(["sh", "-c", "systemctl mask docker.service docker.socket containerd.service && systemctl enable gcfaas-agent.service"]);
       expect(units.code, units.output).toBe(0);
+      await fs.appendFile(debian.file("etc/gcfaas/agent.env"), `GCFAAS_ENGINE_MOUNT_NS=${await engineMountNamespace(HOST_PROC)}\n`);
     }, 600_000);
 
     it("passes systemd-analyze verify", async () => {
@@ -304,10 +316,12 @@ describe("install-agent.sh on a clean Debian 12", () => {
       expect(verified.output).not.toMatch(/gcfaas-agent\.service:.*(Unknown|ignoring|invalid)/i);
     });
 
-    it("starts the agent under its hardening, where it connects and runs a task, its token on no command line", async () => {
+    it("starts the agent under its hardening, where it connects, builds a function and runs tasks, its token on no command line", async () => {
       // The agent checks at start that it can loop-mount a build space; nspawn's /dev has no loop devices.
       const loops = (await fs.readdir("/dev")).filter((d) => /^loop(\d+|-control)$/.test(d)).map((d) => `/dev/${d}`);
-      const booted = await bootWithSystemd(debian.root, [debian.shared, ...loops]);
+      await fs.mkdir(debian.file("home/neighbour"), { recursive: true });
+      await fs.writeFile(debian.file("home/neighbour/secret"), "not the agent's\n");
+      const booted = await bootWithSystemd(debian.root, [debian.shared, ...loops, `/proc:${HOST_PROC}`]);
       let console = "";
       booted.stdout!.on("data", (d) => (console += d));
       booted.stderr!.on("data", (d) => (console += d));
@@ -326,6 +340,16 @@ describe("install-agent.sh on a clean Debian 12", () => {
         expect(JSON.parse(res.body)).toEqual({ ran: "in the debian root", got: { n: 2 } });
         expect(await user.json("GET", `/v1/task/${id}`, 200)).toMatchObject({ node: NODE_ID, runtime: "runsc" });
 
+        // A build, the one thing that mounts: its space is mounted where the engine binds it from,
+        // so the build step sees the source the agent unpacked (an empty folder would fail it).
+        const zip = await zipSources({ "handler.py": "import helper\ndef handle(event, context):\n    return {'built': helper.WHERE}\n", "helper.py": "WHERE = 'under the unit'\n" });
+        const built = await deploy(user, "py", zip, "builtunderunit");
+        expect(built.build.status, `${built.build.log.join("\n")}\n${console}`).toBe("SUCCESS");
+        const call = await invoke(user, built.functionId, {});
+        expect(call.res.status, console).toBe(200);
+        expect(JSON.parse(call.res.body)).toEqual({ built: "under the unit" });
+        expect(await user.json("GET", `/v1/task/${call.id}`, 200)).toMatchObject({ node: NODE_ID });
+
         // The agent as systemd started it, against the container's systemd (which nspawn already
         // filters): no new privileges, and the unit's seccomp filters on top; no token in argv.
         const inside = descendants(booted.pid!);
@@ -340,13 +364,38 @@ describe("install-agent.sh on a clean Debian 12", () => {
         expect(field(initStatus, "NoNewPrivs")).toBe(0);
         expect(field(agentStatus, "Seccomp")).toBe(2);
         expect(field(agentStatus, "Seccomp_filters")).toBeGreaterThan(field(initStatus, "Seccomp_filters"));
-        // CAP_SYS_PTRACE (19) and CAP_SYS_BOOT (22) are out of the agent's bounding set.
+        // CAP_SYS_BOOT (22) and CAP_LEASE (28) are out of the agent's bounding set.
         const bounding = (status: string) => BigInt(`0x${/^CapBnd:\s+([0-9a-f]+)$/m.exec(status)![1]}`);
-        for (const cap of [19n, 22n]) {
+        for (const cap of [22n, 28n]) {
           expect(bounding(initStatus) & (1n << cap)).not.toBe(0n);
           expect(bounding(agentStatus) & (1n << cap)).toBe(0n);
         }
         expect(commandLine(pid!)).not.toContain(token);
+
+        // The file system settings, as systemd applied them, and what they leave a compromised agent.
+        const show = await run("nsenter", ["--target", String(init), "--mount", "--pid", "systemctl", "show", "gcfaas-agent.service", ...UNIT_SANDBOX.map((p) => `--property=${p}`)]);
+        expect(Object.fromEntries(show.stdout.trim().split("\n").map((l) => l.split(/=(.*)/s).slice(0, 2)))).toEqual({
+          ProtectSystem: "strict",
+          ReadWritePaths: path.join(debian.shared, "state"),
+          ProtectHome: "yes",
+          PrivateTmp: "yes",
+          ProtectKernelTunables: "yes",
+          ProtectKernelModules: "yes",
+          ProtectControlGroups: "yes",
+          ProtectClock: "yes",
+          ProtectHostname: "yes",
+          RestrictNamespaces: "mnt",
+        });
+        const asAgent = (script: string) => run("nsenter", ["--target", String(pid), "--mount", "sh", "-c", script]).then(() => "written", (e: { stderr: string }) => e.stderr.trim());
+        expect(await asAgent("echo x > /usr/local/bin/gcfaas-probe")).toMatch(/Read-only file system/);
+        expect(await asAgent("echo x > /etc/gcfaas/probe")).toMatch(/Read-only file system/);
+        expect(await asAgent("echo x > /proc/sys/kernel/hostname")).toMatch(/Read-only file system/);
+        expect(await asAgent("cat /home/neighbour/secret")).toMatch(/No such file or directory/);
+        expect(await asAgent(`echo x > ${path.join(debian.shared, "state", "probe")}`)).toBe("written");
+        expect(await asAgent("echo x > /tmp/gcfaas-probe")).toBe("written");
+        // The agent's /tmp is its own: the file is not in the root's.
+        await expect(run("nsenter", ["--target", String(init), "--mount", "cat", "/tmp/gcfaas-probe"])).rejects.toThrow(/No such file or directory/);
+        await fs.rm(path.join(debian.shared, "state", "probe"));
       } finally {
         booted.kill("SIGTERM");
       }

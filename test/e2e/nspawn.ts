@@ -39,3 +39,4 @@ export async function bootWithSystemd(root: string, binds: string[]): Promise<Ch
   const args = ["-q", "--register=no", "--keep-unit", "-D", root, "-b", "--console=pipe", "--bind=/var/run/docker.sock:/run/docker.sock", ...binds.map((b) => `--bind=${b}`)];
   return spawn(await nspawnBinary(), args, { stdio: ["ignore", "pipe", "pipe"] });
 }
+
