@@ -103,7 +103,12 @@ const createEndpoint: Command = {
     const res = await api.call<{ id: string }>("POST", `/v1/endpoint/${ref.id}`, { json: endpointBody(a, false) });
     ctx.out.result(res, () => {
       ctx.out.line(`created endpoint ${res.id} for function ${ref.id}`);
-      ctx.out.line(`call it: curl -X POST ${api.baseUrl}/gc/${res.id}`);
+      // With origins set the service refuses a call without an allowed Origin header, so the curl carries one.
+      const origins = a.list("origin");
+      ctx.out.line(`call it: curl -X POST${origins.length ? ` -H 'Origin: ${origins[0]}'` : ""} ${api.baseUrl}/gc/${res.id}`);
+      // Every other address is refused with ip_not_allowed: say so before the user tries.
+      const ips = a.list("ip");
+      if (ips.length) ctx.out.line(`note: this endpoint answers only callers from ${ips.join(", ")}; the curl above works only from there`);
     });
   },
 };

@@ -3,7 +3,7 @@ import { UsageError } from "../errors.js";
 import { fmtTime, yesNo } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
 import { pagedListCommand } from "../paged-list.js";
-import { parseQuery, readDataBytes } from "./invoke.js";
+import { parseQuery, readDataBytes } from "../task-input.js";
 import { fmtLocal, upcoming } from "../../shared/time/schedule-runs.js";
 
 export { upcoming };
