@@ -40,3 +40,20 @@ export async function functionIdFor(api: ApiClient, ref: string): Promise<string
     );
   throw new CliError("not_found", `no function has the id or name ${ref}`, [], 1, `list your functions with \`${cmd("list")}\``);
 }
+
+/**
+ * Labels function ids for tables: the name when it is the only function of that name, else
+ * `name (id)`; an id no function has any more stays as it is.
+ */
+export async function functionLabels(api: ApiClient): Promise<(id: string | null | undefined) => string> {
+  const all = await api.get<FunctionSummary[]>("/v1/function/list");
+  const byId = new Map(all.map((f) => [f.id, f]));
+  const count = new Map<string, number>();
+  for (const f of all) count.set(f.name, (count.get(f.name) ?? 0) + 1);
+  return (id) => {
+    if (!id) return "-";
+    const f = byId.get(id);
+    if (!f) return id;
+    return count.get(f.name) === 1 ? f.name : `${f.name} (${f.id})`;
+  };
+}

@@ -21,6 +21,7 @@ export const builds = pagedListCommand<BuildItem>({
   functionHelp: "only builds of this function",
   limitHelp: "builds per page (1 to 100, default 20)",
   example: "gcfaas builds --function ./hello",
+  functionColumns: { FUNCTION: (b) => b.functionId },
   columns: [
     { title: "ID", value: (b) => b.id },
     { title: "FUNCTION", value: (b) => b.functionId },

@@ -80,6 +80,7 @@ const listEndpoints = pagedListCommand<Endpoint>({
   functionHelp: "only endpoints of this function",
   limitHelp: "per page, 3 to 999 (default 20)",
   example: "gcfaas endpoints list",
+  functionColumns: { FUNCTION: (e) => e.functionId },
   columns: [
         { title: "ID", value: (e) => e.id },
         { title: "FUNCTION", value: (e) => e.functionId ?? "-" },

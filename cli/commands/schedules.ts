@@ -43,6 +43,7 @@ const listSchedules = pagedListCommand<Schedule>({
   functionHelp: "only schedules of this function",
   limitHelp: "per page, 3 to 999 (default 20)",
   example: "gcfaas schedules list --function 01jc9x2k7m",
+  functionColumns: { FUNCTION: (s) => s.functionId },
   columns: [
     { title: "ID", value: (s) => s.id },
     { title: "FUNCTION", value: (s) => s.functionId },

@@ -24,6 +24,7 @@ const listTriggers = pagedListCommand<Trigger>({
   functionHelp: "only triggers that fire after this function",
   limitHelp: "per page, 3 to 20 (default 20)",
   example: "gcfaas triggers list --function 01jc9x2k7m",
+  functionColumns: { FUNCTION: (t) => t.functionId, NEXT: (t) => t.nextId },
   columns: [
         { title: "ID", value: (t) => t.id },
         { title: "FUNCTION", value: (t) => t.functionId },

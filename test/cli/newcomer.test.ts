@@ -66,6 +66,18 @@ describe("names", () => {
     expect((await ok(["builds", "--function", "hellopy", "--json"])).json()).toMatchObject({ totalCount: 1 });
   });
 
+  it("tables of builds, endpoints, triggers and schedules show function names, not ids", async () => {
+    const id = await idOf("hello-py");
+    const builds = await ok(["builds"]);
+    expect(builds.stdout).toMatch(/^\w+\s+hellopy\s+SUCCESS\s/m);
+    expect(builds.stdout).not.toContain(id);
+    // Status 599 never comes: the trigger exists for its row only.
+    const trigger = (await ok(["triggers", "create", "--function", "hellopy", "--next", "hellopy", "--status", "599", "--json"])).json();
+    expect((await ok(["triggers", "list"])).stdout).toMatch(/^\w+\s+hellopy\s+\d+\s+hellopy\b/m);
+    expect((await ok(["triggers", "list", "--json"])).json().results[0]).toMatchObject({ functionId: id, nextId: id });
+    await ok(["triggers", "delete", trigger.id]);
+  });
+
   it("an unknown name is not_found with the command that lists functions", async () => {
     const r = await gc(["get", "nosuchname"]);
     expect(r.code, show(r)).toBe(1);
