@@ -206,7 +206,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
 function reportError(err: unknown, io: Io, json: boolean, usage: string): number {
   const e =
     err instanceof CliError ? err : new CliError("internal", err instanceof Error ? err.message : String(err), [], 1);
-  const lines = [`error: ${e.code}: ${e.message}`];
+  const lines = [`error: ${e.code}: ${runnable(e.message)}`];
   for (const d of e.details) lines.push(d.field ? `  - ${d.field}: ${d.message}` : `  - ${d.message}`);
   if (e instanceof UsageError) {
     if (usage && !e.message.includes("usage:")) lines.push(`usage: gcfaas ${usage}`);

@@ -26,8 +26,8 @@ export function pagedListCommand<T>(o: {
   return {
     name: o.name,
     summary: o.summary,
-    usage: `${o.usageName} [--function ID|DIR] [--page N] [--limit N]`,
-    help: [`--function ID|DIR   ${o.functionHelp}`, "--page N            page (default 1)", `--limit N           ${o.limitHelp}`],
+    usage: `${o.usageName} [--function ID|NAME|DIR] [--page N] [--limit N]`,
+    help: [`--function ID|NAME|DIR   ${o.functionHelp}`, "--page N            page (default 1)", `--limit N           ${o.limitHelp}`],
     examples: [o.example],
     options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
     args: [0, 0],

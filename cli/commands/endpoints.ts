@@ -93,15 +93,16 @@ const listEndpoints = pagedListCommand<Endpoint>({
 const createEndpoint: Command = {
   name: "create",
   summary: "expose a function at a public address (/gc/<endpoint-id>)",
-  usage: "endpoints create <function-id|dir> [--description TEXT] [--daily-limit N] [--origin URL ...] [--ip IPV4 ...] [--from HH:MM --to HH:MM [--timezone TZ]] [--tag TAG-ID ...]",
+  usage: "endpoints create <function-id|name|dir> [--description TEXT] [--daily-limit N] [--origin URL ...] [--ip IPV4 ...] [--from HH:MM --to HH:MM [--timezone TZ]] [--tag TAG-ID ...]",
   help: FIELD_HELP,
   examples: ["gcfaas endpoints create ./hello --daily-limit 1000 --origin https://example.com", "gcfaas endpoints create 01jc9x2k7m --from 09:00 --to 17:00 --timezone Europe/Paris"],
   options: FIELD_OPTIONS,
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "endpoints create");
+    const body = endpointBody(a, false);
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "endpoints create");
     const api = await ctx.api();
-    const res = await api.call<{ id: string }>("POST", `/v1/endpoint/${ref.id}`, { json: endpointBody(a, false) });
+    const res = await api.call<{ id: string }>("POST", `/v1/endpoint/${ref.id}`, { json: body });
     ctx.out.result(res, () => {
       ctx.out.line(`created endpoint ${res.id} for function ${ref.id}`);
       // With origins set the service refuses a call without an allowed Origin header, so the curl carries one.

@@ -1,6 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { defined, type Command } from "../command.js";
+import { runnable } from "../cli-name.js";
 import { confirm } from "../confirm.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime, yesNo } from "../output.js";
@@ -68,7 +69,7 @@ export const list: Command = {
           { title: "AGE", value: (f) => fmtAge(f.createdAt) },
           { title: "DESCRIPTION", value: (f) => f.description || "" },
         ],
-        "(no functions; create one with: gcfaas init hello --lang py && gcfaas deploy hello)",
+        runnable("(no functions; create one with: gcfaas init hello --lang py && gcfaas deploy hello)"),
       ),
     );
   },
@@ -117,13 +118,13 @@ export const edit: Command = {
   options: { name: { type: "string", short: "n" }, description: { type: "string" }, tag: { type: "string", multiple: true }, "no-tags": { type: "boolean" } },
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "edit");
     const body = defined({
       name: a.str("name"),
       description: a.str("description"),
       tag: a.flag("no-tags") ? [] : a.has("tag") ? a.list("tag") : undefined,
     });
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change: give --name, --description, --tag or --no-tags", "edit");
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "edit");
     const api = await ctx.api();
     await api.call("PATCH", `/v1/function/${ref.id}`, { json: body });
     const fn = await api.get<FunctionRecord>(`/v1/function/${ref.id}`);
@@ -149,8 +150,8 @@ export const capabilities: Command = {
   options: { timeout: { type: "string" }, cpu: { type: "string" }, memory: { type: "string" }, privileged: { type: "string" } },
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "capabilities");
     const body = defined({ timeout: a.num("timeout"), cpuCount: a.num("cpu"), memSize: a.num("memory"), privileged: a.bool("privileged") });
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "capabilities");
     const api = await ctx.api();
     if (Object.keys(body).length > 0) await api.call("POST", `/v1/function/${ref.id}/capabilities`, { json: body });
     const caps = await api.get<Capabilities>(`/v1/function/${ref.id}/capabilities`);

@@ -60,13 +60,14 @@ export const invoke: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const refArg = a.pos(0, "<function-id|name|dir>");
-    const ref = await resolveFunctionRef(ctx, refArg, "invoke");
+    // The command line is checked before any request: a usage error needs no service.
     const body = await taskBody(ctx, a);
     const query = parseQuery(a);
     const headers = parseHeaders(a);
     const maxWait = a.int("max-wait") ?? 300;
     if (maxWait < 1) throw new UsageError("--max-wait must be at least 1 second", "invoke");
     const deadline = Date.now() + maxWait * 1000;
+    const ref = await resolveFunctionRef(ctx, refArg, "invoke");
     const api = await ctx.api();
     const fn = await pausedState(api, ref.id);
     if (fn.paused && !a.flag("no-wait"))

@@ -1,10 +1,11 @@
+import { spawn } from "node:child_process";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../e2e/harness.js";
-import { runCli, show, type CliOptions } from "./run-cli.js";
+import { BIN, runCli, show, type CliOptions } from "./run-cli.js";
 
 // Issue #25's findings, as a newcomer meets them: one Worker, one agent serving Python (not
 // privileged), and the CLI run as a child process from folders other than the function's.
@@ -123,6 +124,36 @@ describe("delete", () => {
     await ok(["get", "doomed"]);
     expect((await ok(["delete", "doomed", "--yes", "--json"])).json()).toEqual({ id: expect.any(String), deleted: true });
     expect((await gc(["get", "doomed"])).code).toBe(1);
+  });
+});
+
+/** `gcfaas <args>` on a terminal (a pty from util-linux `script`), typing `input`. */
+function onTerminal(args: string[], input: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const line = [process.execPath, BIN, ...args].map((w) => `'${w}'`).join(" ");
+    const env = { PATH: process.env.PATH ?? "", HOME: tmp, GCFAAS_URL: worker.url, GCFAAS_TOKEN: token, GCFAAS_CONFIG: "/nonexistent/gcfaas.json" };
+    const child = spawn("script", ["-qec", line, "/dev/null"], { cwd: elsewhere, env, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, out }));
+    child.stdin.end(input);
+  });
+}
+
+describe("delete on a terminal", () => {
+  it("asks, and deletes only on yes", async () => {
+    await ok(["init", "asked", "--lang", "py"], { cwd: tmp });
+    await ok(["deploy", "asked", "--no-wait"], { cwd: tmp });
+    const id = await idOf("asked");
+    const no = await onTerminal(["delete", "asked"], "n\n");
+    expect(no.out).toContain(`delete function asked (${id}, py) with its builds, triggers and endpoints? [y/N]`);
+    expect(no.out).toContain("nothing deleted");
+    await ok(["get", id]);
+    const yes = await onTerminal(["delete", "asked"], "y\n");
+    expect(yes.out).toContain(`deleted function ${id}`);
+    expect((await gc(["get", id])).code).toBe(1);
   });
 });
 
