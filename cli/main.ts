@@ -103,8 +103,9 @@ function mainHelp(): string {
     "  --token TOKEN   access token (overrides $GCFAAS_TOKEN and the stored login)",
     "  -h, --help      show help",
     "",
-    "Start with: gcfaas login --url URL --token TOKEN; gcfaas init hello --lang py; gcfaas deploy hello; gcfaas invoke hello",
-    "Run `gcfaas <command> --help` for a command's options. Exit codes: 0 ok, 1 error, 2 usage error.",
+    runnable("Start with: gcfaas login --url URL --token TOKEN; gcfaas init hello --lang py; gcfaas deploy hello; gcfaas invoke hello"),
+    ...(cmd("") === "gcfaas " ? [] : ["Not on your PATH? `npm install -g .` in the repository puts gcfaas there (see docs/cli.md)."]),
+    runnable("Run `gcfaas <command> --help` for a command's options. Exit codes: 0 ok, 1 error, 2 usage error."),
   ].join("\n");
 }
 

@@ -34,11 +34,17 @@ describe("npm install -g", () => {
     const init = await run("gcfaas", ["init", "hello-py", "--lang", "py"], { cwd: elsewhere, env });
     expect(init.stdout).toContain("next: gcfaas deploy hello-py");
     await fs.access(path.join(elsewhere, "hello-py", "handler.py"));
+    const help = await run("gcfaas", ["--help"], { cwd: elsewhere, env });
+    expect(help.stdout).toContain("Start with: gcfaas login");
+    expect(help.stdout).not.toContain("npx gcfaas");
   });
 
   it("without gcfaas on the PATH, hints say npx gcfaas", async () => {
     const r = await runCli(["init", "other", "--lang", "py"], { cwd: elsewhere });
     expect(r.code, show(r)).toBe(0);
     expect(r.stdout).toContain("next: npx gcfaas deploy other");
+    const help = await runCli(["--help"], { cwd: elsewhere });
+    expect(help.stdout).toContain("Start with: npx gcfaas login");
+    expect(help.stdout).toContain("`npm install -g .` in the repository puts gcfaas there");
   });
 });
