@@ -5,7 +5,7 @@ import { cmd } from "./cli-name.js";
 import { CliError, UsageError } from "./errors.js";
 import { describeFunctions, functionsNamed, type FunctionSummary } from "./function-lookup.js";
 import { fmtTime } from "./output.js";
-import { parseLangCode, type LangCode } from "./langs.js";
+import { LANG_NAMES, parseLangCode, type LangCode } from "./langs.js";
 
 /** The file each runtime's build looks for at the top level of the zip. */
 const ENTRY_FILES: Partial<Record<LangCode, string>> = { py: "handler.py", js: "handler.js", rb: "handler.rb", rs: "Cargo.toml" };
@@ -30,6 +30,18 @@ export async function checkEntryAtTop(dir: string, dirArg: string, lang: LangCod
       throw new UsageError(`${entry} is not at the top level of ${dirArg}; found ${path.join(sub.name, entry)}: deploy that folder (\`${cmd(`deploy ${inner}`)}\`), whose contents become the zip`, "deploy");
     }
   }
+  // The build would fail on it: say so before a function is created and an upload made.
+  throw new UsageError(`${dirArg} has no ${entry}: a ${LANG_NAMES[lang]} function needs it at the top level of its folder (see docs/runtimes.md, or start from \`${cmd(`init <dir> --lang ${lang}`)}\`)`, "deploy");
+}
+
+/**
+ * A build that failed because its zip held a folder rather than that folder's contents (a zip
+ * made in the console's drop zone or by hand): the hint to zip the contents.
+ */
+export function topLevelHint(log: readonly string[]): string | undefined {
+  return log.some((l) => /at the top level of the zip/.test(l))
+    ? "the zip must hold the function folder's contents, not the folder: zip from inside it (cd hello && zip -r ../hello.zip .), or let `gcfaas deploy <folder>` zip it"
+    : undefined;
 }
 
 /**

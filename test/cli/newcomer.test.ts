@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
+import { zipItems } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../e2e/harness.js";
 import { BIN, runCli, show, type CliOptions } from "./run-cli.js";
 
@@ -248,6 +249,29 @@ describe("deploy", () => {
     const r = await gc(["deploy", "outer", "--lang", "py"], { cwd: tmp });
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr).toContain("found hello/handler.py: deploy that folder (`npx gcfaas deploy outer/hello`)");
+  });
+});
+
+describe("a zip of the folder instead of its contents", () => {
+  it("a folder without its handler is refused before anything is created", async () => {
+    const dir = path.join(tmp, "nohandler");
+    await fs.mkdir(dir);
+    await fs.writeFile(path.join(dir, "main.py"), "print('hi')\n");
+    const r = await gc(["deploy", "nohandler", "--lang", "py"], { cwd: tmp });
+    expect(r.code, show(r)).toBe(2);
+    expect(r.stderr).toContain("error: usage: nohandler has no handler.py: a Python function needs it at the top level of its folder");
+    expect((await ok(["list", "--json"])).json().map((f: { name: string }) => f.name)).not.toContain("nohandler");
+  });
+
+  it("a build of such a zip says to zip the folder's contents", async () => {
+    const owner = api(worker.url, token);
+    const { id: fn } = await owner.json("POST", "/v1/function", 201, { json: { name: "zipped", lang: "PY", type: "DOCKER" } });
+    const zip = await zipItems([{ name: "hello/handler.py", data: "def handle(event, context):\n    return {}\n" }]);
+    const { id: build } = await owner.json("POST", `/v1/build/${fn}?arch=amd64`, 201, { body: zip, headers: { "content-type": "application/octet-stream" } });
+    const r = await gc(["build", build, "--follow"]);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("handler.py not found at the top level of the zip");
+    expect(r.stderr).toContain("hint: the zip must hold the function folder's contents, not the folder: zip from inside it");
   });
 });
 
