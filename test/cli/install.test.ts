@@ -5,7 +5,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../e2e/harness.js";
-import { runCli, show } from "./run-cli.js";
+import { pathWithoutGcfaas, runCli, show } from "./run-cli.js";
 
 const run = promisify(execFile);
 
@@ -28,7 +28,8 @@ afterAll(async () => {
 describe("npm install -g", () => {
   it("puts a gcfaas on the PATH that runs from any folder and names itself gcfaas in its hints", async () => {
     const bin = path.join(prefix, "bin");
-    const env = { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ""}`, HOME: elsewhere };
+    // node itself last: its folder may hold a gcfaas of a global install, which bin/ comes before.
+    const env = { PATH: [bin, pathWithoutGcfaas(), path.dirname(process.execPath)].join(path.delimiter), HOME: elsewhere };
     const { stdout } = await run("gcfaas", ["--version"], { cwd: elsewhere, env });
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     const init = await run("gcfaas", ["init", "hello-py", "--lang", "py"], { cwd: elsewhere, env });

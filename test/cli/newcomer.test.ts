@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../e2e/harness.js";
-import { BIN, runCli, show, type CliOptions } from "./run-cli.js";
+import { BIN, pathWithoutGcfaas, runCli, show, type CliOptions } from "./run-cli.js";
 
 // Issue #25's findings, as a newcomer meets them: one Worker, one agent serving Python (not
 // privileged), and the CLI run as a child process from folders other than the function's.
@@ -132,7 +132,7 @@ describe("delete", () => {
 function onTerminal(args: string[], input: string): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const line = [process.execPath, BIN, ...args].map((w) => `'${w}'`).join(" ");
-    const env = { PATH: process.env.PATH ?? "", HOME: tmp, GCFAAS_URL: worker.url, GCFAAS_TOKEN: token, GCFAAS_CONFIG: "/nonexistent/gcfaas.json" };
+    const env = { PATH: pathWithoutGcfaas(), HOME: tmp, GCFAAS_URL: worker.url, GCFAAS_TOKEN: token, GCFAAS_CONFIG: "/nonexistent/gcfaas.json" };
     const child = spawn("script", ["-qec", line, "/dev/null"], { cwd: elsewhere, env, stdio: ["pipe", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
