@@ -16,10 +16,20 @@ async function pausedState(api: ApiClient, id: string): Promise<{ name: string; 
   return api.get<{ name: string; paused: boolean }>(`/v1/function/${id}`);
 }
 
-/** No successful build: name the function the user gave, so the hint's command can be pasted. */
-function withHint(err: ApiError, ref: string): ApiError {
+/**
+ * No successful build: name the function the user gave, so the hint's command can be pasted, and
+ * tell a build still under way (invoked right after `deploy --no-wait`) from one that failed.
+ */
+async function withHint(api: ApiClient, err: ApiError, ref: string, functionId: string): Promise<ApiError> {
   if (err.code !== "no_successful_build") return err;
-  const hint = `deploy it with \`${cmd("deploy <folder>")}\`; see why its last build failed with \`${cmd(`builds --function ${ref}`)}\``;
+  const latest = await api
+    .get<{ results: { id: string; status: string }[] }>("/v1/build/list", { functionId, limit: 1 })
+    .then((p) => p.results[0])
+    .catch(() => undefined);
+  const running = latest && (latest.status === "PENDING" || latest.status === "BUILDING");
+  const hint = running
+    ? `its build ${latest.id} is ${latest.status}; wait for it with \`${cmd(`build ${latest.id} --follow`)}\`, then invoke again`
+    : `deploy it with \`${cmd("deploy <folder>")}\`; see why its last build failed with \`${cmd(`builds --function ${ref}`)}\``;
   return new ApiError(err.status, err.code, `function ${ref} has no successful build yet`, err.details, hint);
 }
 
@@ -78,7 +88,7 @@ export const invoke: Command = {
     };
     if (a.flag("no-wait")) {
       const { res, text } = await create({});
-      if (!res.ok) throw withHint(errorFromResponse(res, text), refArg);
+      if (!res.ok) throw await withHint(api, errorFromResponse(res, text), refArg, ref.id);
       const { id } = JSON.parse(text) as { id: string };
       if (fn.paused) ctx.out.note(`function ${fn.name} is paused: task ${id} waits until \`${cmd(`resume ${refArg}`)}\``);
       ctx.out.result({ id }, () => ctx.out.line(id));
@@ -91,7 +101,7 @@ export const invoke: Command = {
       const id = res.headers.get("x-task-id") ?? "";
       return printResult(ctx, { id, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType), headers: headerList(res.headers) }, a.flag("include"));
     }
-    if (!res.ok) throw withHint(errorFromResponse(res, text), refArg);
+    if (!res.ok) throw await withHint(api, errorFromResponse(res, text), refArg, ref.id);
     const { id } = JSON.parse(text) as { id: string };
     ctx.out.note(`task ${id} created; waiting for its result`);
     return printResult(ctx, await waitResult(api, id, deadline, maxWait), a.flag("include"));

@@ -212,6 +212,18 @@ describe("invoke", () => {
     expect(r.stderr).not.toContain("/v1/");
   });
 
+  it("a function whose first build is still waiting says so, with the command to follow it", async () => {
+    // The agent serves Python only: a Node.js build waits for a node that serves Node.js.
+    await ok(["init", "waiting", "--lang", "js"], { cwd: tmp });
+    await ok(["deploy", "waiting", "--no-wait"], { cwd: tmp });
+    const build = (await ok(["builds", "--function", "waiting", "--json"])).json().results[0];
+    expect(build.status).toBe("PENDING");
+    const r = await gc(["invoke", "waiting"]);
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain("error: no_successful_build: function waiting has no successful build yet");
+    expect(r.stderr).toContain(`hint: its build ${build.id} is PENDING; wait for it with \`npx gcfaas build ${build.id} --follow\`, then invoke again`);
+  });
+
   it("a task no node can take is said at once (503, no_suitable_node)", async () => {
     await api(worker.url, ADMIN_TOKEN).json("PATCH", `/v1/admin/accounts/${accountId}`, 204, { json: { privileged: true } });
     await ok(["capabilities", "hellopy", "--privileged", "true"]);
