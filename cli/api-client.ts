@@ -1,3 +1,5 @@
+import { cmd } from "./cli-name.js";
+import { hintFor, withoutRoutes } from "./error-hints.js";
 import { ApiError, CliError, type ErrorDetail } from "./errors.js";
 
 export type QueryValue = string | number | boolean | undefined | null | readonly string[];
@@ -51,7 +53,7 @@ export class ApiClient {
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const why = cause?.code ?? cause?.message ?? (err as Error).message;
-      throw new CliError("connection_failed", `cannot reach ${this.baseUrl} (${why})`, [], 1, "is the service running? check the URL with `gcfaas config`");
+      throw new CliError("connection_failed", `cannot reach ${this.baseUrl} (${why})`, [], 1, `is the service running? check the URL with \`${cmd("config")}\``);
     }
   }
 
@@ -85,8 +87,7 @@ export function errorFromResponse(res: Response, text: string): ApiError {
             return typeof x?.message === "string" ? [{ field: typeof x.field === "string" ? x.field : "", message: x.message }] : [];
           })
         : [];
-      const hint = e.code === "unauthorized" ? "check the token with `gcfaas config`, or log in again" : undefined;
-      return new ApiError(res.status, e.code, typeof e.message === "string" ? e.message : res.statusText, details, hint);
+      return new ApiError(res.status, e.code, typeof e.message === "string" ? withoutRoutes(e.message) : res.statusText, details, hintFor(e.code));
     }
   } catch {
     /* not JSON */

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Writable } from "node:stream";
 import { ApiClient } from "./api-client.js";
+import { cmd, detectCliName, runnable } from "./cli-name.js";
 import { Args, type Command, type Context } from "./command.js";
 import { requireConnection, type Env } from "./config-store.js";
 import { CliError, UsageError } from "./errors.js";
@@ -9,7 +10,8 @@ import { Output } from "./output.js";
 import { deploy } from "./commands/deploy.js";
 import { endpoints } from "./commands/endpoints.js";
 import { builds, build } from "./commands/builds.js";
-import { capabilities, del, edit, get, list, pause } from "./commands/functions.js";
+import { capabilities, del, edit, get, list } from "./commands/functions.js";
+import { pause, resume } from "./commands/pause.js";
 import { init } from "./commands/init.js";
 import { invoke, logs, result } from "./commands/invoke.js";
 import { config, login, logout } from "./commands/login.js";
@@ -40,6 +42,7 @@ export const COMMANDS: Command[] = [
   env,
   secret,
   pause,
+  resume,
   del,
   tasks,
   task,
@@ -104,8 +107,9 @@ function mainHelp(): string {
     "  --token TOKEN   access token (overrides $GCFAAS_TOKEN and the stored login)",
     "  -h, --help      show help",
     "",
-    "Start with: gcfaas login --url URL --token TOKEN; gcfaas init hello --lang py; gcfaas deploy hello; gcfaas invoke hello",
-    "Run `gcfaas <command> --help` for a command's options. Exit codes: 0 ok, 1 error, 2 usage error.",
+    runnable("Start with: gcfaas login --url URL --token TOKEN; gcfaas init hello --lang py; gcfaas deploy hello; gcfaas invoke hello"),
+    ...(cmd("") === "gcfaas " ? [] : ["Not on your PATH? `npm install -g .` in the repository puts gcfaas there (see docs/cli.md)."]),
+    runnable("Run `gcfaas <command> --help` for a command's options. Exit codes: 0 ok, 1 error, 2 usage error."),
   ].join("\n");
 }
 
@@ -128,6 +132,7 @@ function findCommand(list: Command[], name: string): Command | undefined {
 /** Runs one command line; returns the exit code (0 ok, 1 error, 2 usage error). */
 export async function main(argv: string[], io: Io = defaultIo()): Promise<number> {
   const wantsJson = argv.includes("--json");
+  detectCliName(io.env);
   const write = (s: string) => io.stdout.write(`${s}\n`);
   let usageFor = "";
   try {
@@ -206,13 +211,13 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
 function reportError(err: unknown, io: Io, json: boolean, usage: string): number {
   const e =
     err instanceof CliError ? err : new CliError("internal", err instanceof Error ? err.message : String(err), [], 1);
-  const lines = [`error: ${e.code}: ${e.message}`];
+  const lines = [`error: ${e.code}: ${runnable(e.message)}`];
   for (const d of e.details) lines.push(d.field ? `  - ${d.field}: ${d.message}` : `  - ${d.message}`);
   if (e instanceof UsageError) {
     if (usage && !e.message.includes("usage:")) lines.push(`usage: gcfaas ${usage}`);
-    if (e.command) lines.push(`run \`gcfaas ${e.command} --help\` for details`);
+    if (e.command) lines.push(`run \`${cmd(`${e.command} --help`)}\` for details`);
   }
-  if (e.hint) lines.push(`hint: ${e.hint}`);
+  if (e.hint) lines.push(`hint: ${runnable(e.hint)}`);
   if (!(err instanceof CliError) && io.env.GCFAAS_DEBUG && err instanceof Error && err.stack) lines.push(err.stack);
   io.stderr.write(`${lines.join("\n")}\n`);
   if (json) {

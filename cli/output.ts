@@ -1,3 +1,4 @@
+import { runnable } from "./cli-name.js";
 import type { Writable } from "node:stream";
 
 export interface Column<T> {
@@ -33,7 +34,7 @@ export class Output {
 
   /** A note on stderr; kept out of `--json` runs unless `always`. */
   note(text: string, always = false): void {
-    if (!this.json || always) this.stderr.write(`${text}\n`);
+    if (!this.json || always) this.stderr.write(`${runnable(text)}\n`);
   }
 
   table<T>(rows: readonly T[], columns: readonly Column<T>[], empty = "(none)"): void {

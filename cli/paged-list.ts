@@ -1,5 +1,6 @@
 import type { Command } from "./command.js";
 import type { Column } from "./output.js";
+import { functionLabels } from "./function-lookup.js";
 import { resolveFunctionRef } from "./project.js";
 import type { Envelope } from "../shared/schemas/common.js";
 
@@ -19,12 +20,14 @@ export function pagedListCommand<T>(o: {
   limitHelp: string;
   example: string;
   columns: Column<T>[];
+  /** Columns holding function ids, shown as function names (`--json` keeps the ids). */
+  functionColumns?: Partial<Record<string, (row: T) => string | null | undefined>>;
 }): Command {
   return {
     name: o.name,
     summary: o.summary,
-    usage: `${o.usageName} [--function ID|DIR] [--page N] [--limit N]`,
-    help: [`--function ID|DIR   ${o.functionHelp}`, "--page N            page (default 1)", `--limit N           ${o.limitHelp}`],
+    usage: `${o.usageName} [--function ID|NAME|DIR] [--page N] [--limit N]`,
+    help: [`--function ID|NAME|DIR   ${o.functionHelp}`, "--page N            page (default 1)", `--limit N           ${o.limitHelp}`],
     examples: [o.example],
     options: { function: { type: "string", short: "f" }, page: { type: "string" }, limit: { type: "string", short: "n" } },
     args: [0, 0],
@@ -33,8 +36,13 @@ export function pagedListCommand<T>(o: {
       const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, o.usageName)).id;
       const current = a.int("page") ?? 1;
       const page = await (await ctx.api()).get<Envelope<T>>(o.path, { functionId, page: current, limit: a.int("limit") ?? 20 });
+      const label = o.functionColumns && !ctx.out.json && page.results.length ? await functionLabels(await ctx.api()) : undefined;
+      const columns = o.columns.map((c) => {
+        const id = o.functionColumns?.[c.title];
+        return label && id ? { title: c.title, value: (row: T) => label(id(row)) } : c;
+      });
       ctx.out.result(page, () => {
-        ctx.out.table(page.results, o.columns, `(no ${o.what})`);
+        ctx.out.table(page.results, columns, `(no ${o.what})`);
         if (page.pageCount > 1)
           ctx.out.note(`page ${current} of ${page.pageCount} (${page.totalCount} ${o.what}); more with --page ${Math.min(current + 1, page.pageCount)}`);
       });

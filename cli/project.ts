@@ -2,6 +2,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type { Context } from "./command.js";
 import { CliError, UsageError } from "./errors.js";
+import { functionIdFor } from "./function-lookup.js";
 import { LANG_CODES, type LangCode } from "./langs.js";
 
 /** The file `init` and `deploy` keep in a function folder; it is never uploaded. */
@@ -76,8 +77,8 @@ export interface FunctionRef {
 }
 
 /**
- * A function given on the command line: a function id, or a folder whose `.gcfaas.json` names one
- * (`gcfaas invoke .`). A folder without a deployed function is a usage error.
+ * A function given on the command line: a function id, a function name, or a folder whose
+ * `.gcfaas.json` names one (`gcfaas invoke .`). A folder without a deployed function is a usage error.
  */
 export async function resolveFunctionRef(ctx: Context, ref: string, command: string): Promise<FunctionRef> {
   const looksLikePath = ref === "." || ref === ".." || ref.includes("/") || ref.includes(path.sep);
@@ -89,5 +90,5 @@ export async function resolveFunctionRef(ctx: Context, ref: string, command: str
   } else if (looksLikePath) {
     throw new UsageError(`${ref} is not a folder`, command);
   }
-  return { id: ref };
+  return { id: await functionIdFor(await ctx.api(), ref) };
 }

@@ -4,6 +4,7 @@ import { errorFromResponse, type ApiClient } from "../api-client.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTime } from "../output.js";
 import { pagedListCommand } from "../paged-list.js";
+import { topLevelHint } from "../deploy-target.js";
 
 interface BuildItem {
   id: string;
@@ -21,6 +22,7 @@ export const builds = pagedListCommand<BuildItem>({
   functionHelp: "only builds of this function",
   limitHelp: "builds per page (1 to 100, default 20)",
   example: "gcfaas builds --function ./hello",
+  functionColumns: { FUNCTION: (b) => b.functionId },
   columns: [
     { title: "ID", value: (b) => b.id },
     { title: "FUNCTION", value: (b) => b.functionId },
@@ -67,6 +69,8 @@ export const build: Command = {
         if ((b.logLines ?? 0) > (b.log ?? []).length) ctx.out.note(`(the log's middle lines are cut here; all of it: gcfaas build ${id} --log)`);
       });
     }
+    const hint = b.status === "FAILED" ? topLevelHint(b.log ?? []) : undefined;
+    if (hint) ctx.out.note(`hint: ${hint}`);
     return a.flag("follow") && b.status === "FAILED" ? 1 : 0;
   },
 };

@@ -5,6 +5,10 @@ import { ApiError, CliError, UsageError } from "../errors.js";
 import { apiLang, LANG_CODES, LANG_NAMES, parseLangCode, type LangCode } from "../langs.js";
 import { detectLang, isDirectory, nameFromFolder, PROJECT_FILE, readProject, writeProject } from "../project.js";
 import { zipFolderContents } from "../zip.js";
+import { runnable } from "../cli-name.js";
+import { checkEntryAtTop, existingFunctionFor } from "../deploy-target.js";
+import { fmtTime } from "../output.js";
+import { functionIdFor } from "../function-lookup.js";
 
 const MAX_ZIP_BYTES = 50 * 1024 * 1024;
 
@@ -25,9 +29,14 @@ export const deploy: Command = {
     "--description TEXT   function description (printable ASCII, at most 80 characters)",
     "--no-wait            upload and return; do not follow the build",
     "--max-wait SECONDS   give up following after this long (default 900)",
+    "--new                create a new function even when one of this name exists already",
+    "--keep-failed        keep a function this deploy created when its first build fails",
     "",
-    `Without a function id a new function is created and its id saved in <dir>/${PROJECT_FILE}, so the`,
-    "next deploy of the folder updates the same function. The folder's contents are zipped (not the",
+    `Without a function id, the one function of the folder's name and language is updated; if there is`,
+    `none a new function is created. Its id is saved in <dir>/${PROJECT_FILE}, so the next deploy of the`,
+    "folder updates the same function. When the first build of a function created here fails, the",
+    "function is removed again (--keep-failed keeps it), so that no function without a build is left.",
+    " The folder's contents are zipped (not the",
     `folder itself; ${PROJECT_FILE} and .git are left out). Exits 1 when the build FAILED.`,
   ],
   examples: ["gcfaas deploy hello", "gcfaas deploy . --name greeter --lang py", "gcfaas deploy build/ --function 01jc9x2k7m"],
@@ -38,6 +47,8 @@ export const deploy: Command = {
     description: { type: "string" },
     "no-wait": { type: "boolean" },
     "max-wait": { type: "string" },
+    new: { type: "boolean" },
+    "keep-failed": { type: "boolean" },
   },
   args: [1, 1],
   async run(ctx, a) {
@@ -58,7 +69,8 @@ export const deploy: Command = {
     const api = await ctx.api();
     let fn: FunctionInfo;
     let created = false;
-    const functionId = a.str("function") ?? project.functionId;
+    const functionFlag = a.str("function");
+    const functionId = functionFlag !== undefined ? await functionIdFor(api, functionFlag) : project.functionId;
     if (functionId) {
       try {
         fn = await api.get<FunctionInfo>(`/v1/function/${functionId}`);
@@ -67,6 +79,7 @@ export const deploy: Command = {
           throw new ApiError(404, err.code, `the function ${functionId} remembered in ${path.join(dirArg, PROJECT_FILE)} no longer exists`, err.details, `remove functionId from ${PROJECT_FILE} to create a new function`);
         throw err;
       }
+      await checkEntryAtTop(dir, dirArg, parseLangCode(fn.lang));
       if (langFlag && langFlag !== fn.lang) ctx.out.note(`warning: function ${fn.id} is ${fn.lang}; --lang ${langFlag} is ignored (the language of a function cannot change)`);
       if ((name !== undefined && name !== fn.name) || description !== undefined) {
         await api.call("PATCH", `/v1/function/${fn.id}`, { json: defined({ name: name !== fn.name ? name : undefined, description }) });
@@ -75,11 +88,19 @@ export const deploy: Command = {
     } else {
       const lang: LangCode | undefined = langFlag ?? project.lang ?? (await detectLang(dir));
       if (!lang) throw new UsageError(`cannot tell the language of ${dirArg}; pass --lang (${LANG_CODES.join(", ")})`, "deploy");
+      await checkEntryAtTop(dir, dirArg, lang);
       const fnName = name ?? project.name ?? nameFromFolder(dir);
-      const { id } = await api.call<{ id: string }>("POST", "/v1/function", { json: defined({ name: fnName, description, lang: apiLang(lang), type: "DOCKER" }) });
-      fn = { id, name: fnName, lang };
-      created = true;
-      ctx.out.note(`created function ${fnName} (${id}, ${LANG_NAMES[lang]})`);
+      const existing = await existingFunctionFor(api, fnName, lang, a.flag("new"));
+      if (existing) {
+        fn = { id: existing.id, name: existing.name, lang };
+        ctx.out.note(`updating function ${fnName} (${existing.id}, created ${fmtTime(existing.createdAt)}), the one of this name; --new makes a second one`);
+        if (description !== undefined) await api.call("PATCH", `/v1/function/${fn.id}`, { json: { description } });
+      } else {
+        const { id } = await api.call<{ id: string }>("POST", "/v1/function", { json: defined({ name: fnName, description, lang: apiLang(lang), type: "DOCKER" }) });
+        fn = { id, name: fnName, lang };
+        created = true;
+        ctx.out.note(`created function ${fnName} (${id}, ${LANG_NAMES[lang]})`);
+      }
     }
     if (project.functionId !== fn.id || project.name !== fn.name || project.lang !== fn.lang) {
       await writeProject(dir, { ...project, functionId: fn.id, name: fn.name, lang: parseLangCode(fn.lang) });
@@ -90,15 +111,21 @@ export const deploy: Command = {
 
     if (a.flag("no-wait")) {
       const build = await api.get(`/v1/build/${buildId}`);
-      ctx.out.result(build, () => ctx.out.line(`build ${buildId} started; follow it with: gcfaas build ${buildId} --follow`));
+      ctx.out.result(build, () => ctx.out.line(runnable(`build ${buildId} started; follow it with: gcfaas build ${buildId} --follow`)));
       return 0;
     }
     const build = await followBuild(ctx, api, buildId, { maxWaitSeconds: maxWait });
     ctx.out.result(build, () => {
-      if (build.status === "SUCCESS") ctx.out.line(`deployed ${fn.name} (${fn.id})${created ? " (new function)" : ""}; run it with: gcfaas invoke ${dirArg}`);
+      if (build.status === "SUCCESS") ctx.out.line(runnable(`deployed ${fn.name} (${fn.id})${created ? " (new function)" : ""}; run it with: gcfaas invoke ${dirArg}`));
     });
     if (build.status !== "SUCCESS") {
-      ctx.out.stderr.write(`error: build_failed: build ${buildId} of function ${fn.id} FAILED${build.log.length ? `: ${build.log[build.log.length - 1]}` : ""}\n`);
+      ctx.out.stderr.write(`error: build_failed: build ${buildId} of function ${fn.name} (${fn.id}) FAILED${build.log.length ? `: ${build.log[build.log.length - 1]}` : ""}\n`);
+      if (created && !a.flag("keep-failed")) {
+        await api.call("DELETE", `/v1/function/${fn.id}`);
+        await writeProject(dir, { ...project, functionId: undefined, name: fn.name, lang: parseLangCode(fn.lang) });
+        ctx.out.stderr.write(`removed function ${fn.name} (${fn.id}) again: this deploy created it and it has no successful build (keep it with --keep-failed)\n`);
+      }
+      ctx.out.stderr.write(`hint: ${runnable(`fix the error above, then deploy again with \`gcfaas deploy ${dirArg}\`; the whole log: \`gcfaas build ${buildId} --log\``)}\n`);
       return 1;
     }
     return 0;

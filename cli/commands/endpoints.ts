@@ -80,6 +80,7 @@ const listEndpoints = pagedListCommand<Endpoint>({
   functionHelp: "only endpoints of this function",
   limitHelp: "per page, 3 to 999 (default 20)",
   example: "gcfaas endpoints list",
+  functionColumns: { FUNCTION: (e) => e.functionId },
   columns: [
         { title: "ID", value: (e) => e.id },
         { title: "FUNCTION", value: (e) => e.functionId ?? "-" },
@@ -92,18 +93,24 @@ const listEndpoints = pagedListCommand<Endpoint>({
 const createEndpoint: Command = {
   name: "create",
   summary: "expose a function at a public address (/gc/<endpoint-id>)",
-  usage: "endpoints create <function-id|dir> [--description TEXT] [--daily-limit N] [--origin URL ...] [--ip IPV4 ...] [--from HH:MM --to HH:MM [--timezone TZ]] [--tag TAG-ID ...]",
+  usage: "endpoints create <function-id|name|dir> [--description TEXT] [--daily-limit N] [--origin URL ...] [--ip IPV4 ...] [--from HH:MM --to HH:MM [--timezone TZ]] [--tag TAG-ID ...]",
   help: FIELD_HELP,
   examples: ["gcfaas endpoints create ./hello --daily-limit 1000 --origin https://example.com", "gcfaas endpoints create 01jc9x2k7m --from 09:00 --to 17:00 --timezone Europe/Paris"],
   options: FIELD_OPTIONS,
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "endpoints create");
+    const body = endpointBody(a, false);
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "endpoints create");
     const api = await ctx.api();
-    const res = await api.call<{ id: string }>("POST", `/v1/endpoint/${ref.id}`, { json: endpointBody(a, false) });
+    const res = await api.call<{ id: string }>("POST", `/v1/endpoint/${ref.id}`, { json: body });
     ctx.out.result(res, () => {
       ctx.out.line(`created endpoint ${res.id} for function ${ref.id}`);
-      ctx.out.line(`call it: curl -X POST ${api.baseUrl}/gc/${res.id}`);
+      // With origins set the service refuses a call without an allowed Origin header, so the curl carries one.
+      const origins = a.list("origin");
+      ctx.out.line(`call it: curl -X POST${origins.length ? ` -H 'Origin: ${origins[0]}'` : ""} ${api.baseUrl}/gc/${res.id}`);
+      // Every other address is refused with ip_not_allowed: say so before the user tries.
+      const ips = a.list("ip");
+      if (ips.length) ctx.out.line(`note: this endpoint answers only callers from ${ips.join(", ")}; the curl above works only from there`);
     });
   },
 };

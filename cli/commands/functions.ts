@@ -1,6 +1,8 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { defined, type Command } from "../command.js";
+import { runnable } from "../cli-name.js";
+import { confirm } from "../confirm.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime, yesNo } from "../output.js";
 import { PROJECT_FILE, readProject, resolveFunctionRef, writeProject } from "../project.js";
@@ -67,7 +69,7 @@ export const list: Command = {
           { title: "AGE", value: (f) => fmtAge(f.createdAt) },
           { title: "DESCRIPTION", value: (f) => f.description || "" },
         ],
-        "(no functions; create one with: gcfaas init hello --lang py && gcfaas deploy hello)",
+        runnable("(no functions; create one with: gcfaas init hello --lang py && gcfaas deploy hello)"),
       ),
     );
   },
@@ -76,11 +78,11 @@ export const list: Command = {
 export const get: Command = {
   name: "get",
   summary: "show a function: details, capabilities, metrics",
-  usage: "get <function-id|dir>",
+  usage: "get <function-id|name|dir>",
   examples: ["gcfaas get 01jc9x2k7m", "gcfaas get ./hello --json"],
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "get");
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "get");
     const fn = await (await ctx.api()).get<FunctionRecord>(`/v1/function/${ref.id}`);
     ctx.out.result(fn, () => {
       ctx.out.fields([
@@ -110,19 +112,19 @@ export const get: Command = {
 export const edit: Command = {
   name: "edit",
   summary: "rename a function, change its description or tags",
-  usage: "edit <function-id|dir> [--name NAME] [--description TEXT] [--tag TAG-ID ...] [--no-tags]",
+  usage: "edit <function-id|name|dir> [--name NAME] [--description TEXT] [--tag TAG-ID ...] [--no-tags]",
   help: ["--tag TAG-ID   replaces the function's tags (repeatable)", "--no-tags      removes every tag"],
   examples: ["gcfaas edit 01jc9x2k7m --name greeter --tag 01jc9w0q4t"],
   options: { name: { type: "string", short: "n" }, description: { type: "string" }, tag: { type: "string", multiple: true }, "no-tags": { type: "boolean" } },
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "edit");
     const body = defined({
       name: a.str("name"),
       description: a.str("description"),
       tag: a.flag("no-tags") ? [] : a.has("tag") ? a.list("tag") : undefined,
     });
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change: give --name, --description, --tag or --no-tags", "edit");
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "edit");
     const api = await ctx.api();
     await api.call("PATCH", `/v1/function/${ref.id}`, { json: body });
     const fn = await api.get<FunctionRecord>(`/v1/function/${ref.id}`);
@@ -137,7 +139,7 @@ export const edit: Command = {
 export const capabilities: Command = {
   name: "capabilities",
   summary: "show a function's capabilities, or set some and show the result",
-  usage: "capabilities <function-id|dir> [--timeout SECONDS] [--cpu N] [--memory MIB] [--privileged true|false]",
+  usage: "capabilities <function-id|name|dir> [--timeout SECONDS] [--cpu N] [--memory MIB] [--privileged true|false]",
   help: [
     "--timeout SECONDS       10 to 120",
     "--cpu N                 0 to 4, fractions allowed; 0 = the node's default",
@@ -148,8 +150,8 @@ export const capabilities: Command = {
   options: { timeout: { type: "string" }, cpu: { type: "string" }, memory: { type: "string" }, privileged: { type: "string" } },
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "capabilities");
     const body = defined({ timeout: a.num("timeout"), cpuCount: a.num("cpu"), memSize: a.num("memory"), privileged: a.bool("privileged") });
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "capabilities");
     const api = await ctx.api();
     if (Object.keys(body).length > 0) await api.call("POST", `/v1/function/${ref.id}/capabilities`, { json: body });
     const caps = await api.get<Capabilities>(`/v1/function/${ref.id}/capabilities`);
@@ -160,40 +162,31 @@ export const capabilities: Command = {
   },
 };
 
-export const pause: Command = {
-  name: "pause",
-  summary: "toggle a function between paused and running",
-  usage: "pause <function-id|dir>",
-  help: [
-    "While paused, new tasks are accepted and held until the function runs again; its public",
-    "endpoints answer 503. Run the command again to resume.",
-  ],
-  examples: ["gcfaas pause 01jc9x2k7m"],
-  args: [1, 1],
-  async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "pause");
-    const api = await ctx.api();
-    await api.call("POST", `/v1/function/${ref.id}/togglePause`);
-    const fn = await api.get<FunctionRecord>(`/v1/function/${ref.id}`);
-    ctx.out.result({ id: fn.id, paused: fn.paused }, () =>
-      ctx.out.line(fn.paused ? `function ${fn.name} (${fn.id}) is now paused; run \`gcfaas pause ${fn.id}\` again to resume` : `function ${fn.name} (${fn.id}) is running again`),
-    );
-  },
-};
-
 export const del: Command = {
   name: "delete",
   summary: "delete a function with its builds, triggers and endpoints",
-  usage: "delete <function-id|dir>",
+  usage: "delete <function-id|name|dir> [--yes]",
   help: [
-    "Pending tasks are cancelled; finished tasks stay readable.",
+    "--yes, -y   do not ask (needed when stdin is not a terminal, e.g. in scripts)",
+    "",
+    "Asks before deleting. Pending tasks are cancelled; finished tasks stay readable.",
     `Given a folder, also forgets the function id in its ${PROJECT_FILE}.`,
   ],
-  examples: ["gcfaas delete 01jc9x2k7m"],
+  examples: ["gcfaas delete hello", "gcfaas delete 01jc9x2k7m --yes"],
+  options: { yes: { type: "boolean", short: "y" } },
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "delete");
-    await (await ctx.api()).call("DELETE", `/v1/function/${ref.id}`);
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "delete");
+    const api = await ctx.api();
+    if (!a.flag("yes")) {
+      const fn = await api.get<FunctionRecord>(`/v1/function/${ref.id}`);
+      const ok = await confirm(ctx, `delete function ${fn.name} (${fn.id}, ${fn.lang}) with its builds, triggers and endpoints?`, "delete");
+      if (!ok) {
+        ctx.out.result({ id: ref.id, deleted: false }, () => ctx.out.line("nothing deleted"));
+        return 1;
+      }
+    }
+    await api.call("DELETE", `/v1/function/${ref.id}`);
     if (ref.dir) {
       const project = await readProject(ref.dir);
       if (project) {

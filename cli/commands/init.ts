@@ -1,6 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { Command } from "../command.js";
+import { cmd } from "../cli-name.js";
 import { UsageError } from "../errors.js";
 import { LANG_CODES, LANG_NAMES, parseLangCode } from "../langs.js";
 import { nameFromFolder, PROJECT_FILE, writeProject } from "../project.js";
@@ -12,7 +13,7 @@ export const init: Command = {
   usage: `init <dir> --lang ${LANG_CODES.join("|")} [--name NAME] [--force]`,
   help: [
     `--lang CODE    language: ${LANG_CODES.map((c) => `${c} (${LANG_NAMES[c]})`).join(", ")}`,
-    "--name NAME    function name used by the first deploy (default: the folder name, letters and digits only)",
+    "--name NAME    function name used by the first deploy (default: the folder name without what is not a letter or digit; init says which)",
     "--force        write into a folder that is not empty (template files are overwritten)",
     "",
     `Also writes ${PROJECT_FILE}, where deploy remembers the function id; it is never uploaded.`,
@@ -28,6 +29,8 @@ export const init: Command = {
     const dir = path.resolve(ctx.cwd, dirArg);
     const name = a.str("name") ?? nameFromFolder(dir);
     if (!/^[A-Za-z0-9]{1,64}$/.test(name)) throw new UsageError(`--name must be 1 to 64 letters or digits, got "${name}"`, "init");
+    // Function names are letters and digits only: a folder such as hello-py cannot be the name as is.
+    const renamed = !a.has("name") && name !== path.basename(dir) ? name : undefined;
     const existing = await fs.readdir(dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === "ENOENT") return [] as string[];
       if (err.code === "ENOTDIR") throw new UsageError(`${dirArg} exists and is not a folder`, "init");
@@ -39,7 +42,9 @@ export const init: Command = {
     ctx.out.result({ dir, lang, name, files: [...files, PROJECT_FILE] }, () => {
       ctx.out.line(`created a ${LANG_NAMES[lang]} function in ${dirArg}:`);
       for (const f of files) ctx.out.line(`  ${f}`);
-      ctx.out.line(`next: gcfaas deploy ${dirArg}`);
+      if (renamed) ctx.out.line(`the function will be named ${renamed}: names are 1 to 64 letters or digits, and "${path.basename(dir)}" is not one (choose another with --name)`);
+      else ctx.out.line(`the function will be named ${name}`);
+      ctx.out.line(`next: ${cmd(`deploy ${dirArg}`)}`);
     });
   },
 };

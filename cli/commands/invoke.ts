@@ -1,176 +1,110 @@
-import fs from "node:fs/promises";
-import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { errorFromResponse, type ApiClient } from "../api-client.js";
-import type { Args, Command, Context } from "../command.js";
-import { CliError, UsageError } from "../errors.js";
+import { cmd } from "../cli-name.js";
+import type { Command } from "../command.js";
+import { ApiError, CliError, UsageError } from "../errors.js";
 import { fmtTaskStatus } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
+import { parseHeaders, parseQuery, taskBody } from "../task-input.js";
+import { decodeBody, headerList, printResult, readResult, waitResult } from "../task-result.js";
 
-interface TaskRecord {
-  id: string;
-  functionId: string;
-  status: number;
-  progress: number;
+/**
+ * A paused function holds its tasks until it is resumed: waiting for one would only run out the
+ * clock, so invoke says so at once (with --no-wait the task is queued and the note says it is held).
+ */
+async function pausedState(api: ApiClient, id: string): Promise<{ name: string; paused: boolean }> {
+  return api.get<{ name: string; paused: boolean }>(`/v1/function/${id}`);
 }
 
-/** A task's result: the function's status, content type and body; `status` 0 while not finished. */
-export interface TaskResult {
-  id: string;
-  status: number;
-  progress: number;
-  contentType: string | null;
-  body: unknown;
-}
-
-/** One read of the result operation, holding up to `wait` seconds for the task to finish. */
-async function readResult(api: ApiClient, taskId: string, wait: number): Promise<TaskResult> {
-  const res = await api.raw("GET", `/v1/task/${taskId}/result`, { query: { wait } });
-  const text = await res.text();
-  const contentType = res.headers.get("content-type");
-  if (res.status === 202) {
-    // The service's "still running" answer; a finished function may also answer 202, which the
-    // task record tells apart.
-    const task = await api.get<TaskRecord>(`/v1/task/${taskId}`);
-    if (task.status === 0) return { id: taskId, status: 0, progress: task.progress, contentType: null, body: null };
-  }
-  return { id: taskId, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType) };
-}
-
-function decodeBody(text: string, contentType: string | null): unknown {
-  if (contentType && /[/+]json\b/i.test(contentType)) {
-    try {
-      return JSON.parse(text);
-    } catch {
-      /* the function said JSON but sent something else: show it as text */
-    }
-  }
-  return text;
-}
-
-async function waitResult(api: ApiClient, taskId: string, maxWaitSeconds: number): Promise<TaskResult> {
-  const deadline = Date.now() + maxWaitSeconds * 1000;
-  for (;;) {
-    const left = Math.ceil((deadline - Date.now()) / 1000);
-    const r = await readResult(api, taskId, Math.max(0, Math.min(30, left)));
-    if (r.status !== 0) return r;
-    if (left <= 0) throw new CliError("wait_timeout", `task ${taskId} has not finished after ${maxWaitSeconds}s (progress ${r.progress}%)`, [], 1, `read it later with: gcfaas result ${taskId}`);
-    await sleep(100);
-  }
-}
-
-/** Prints a result; returns the exit code: 0 for a 1xx–3xx answer, 1 for 4xx/5xx. */
-function printResult(ctx: Context, r: TaskResult): number {
-  ctx.out.result(r, () => {
-    ctx.out.note(`task ${r.id}: ${fmtTaskStatus(r.status, r.progress)}${r.contentType ? ` (${r.contentType})` : ""}`);
-    const body = typeof r.body === "string" ? r.body : JSON.stringify(r.body, null, 2);
-    if (body) ctx.out.stdout.write(body.endsWith("\n") ? body : `${body}\n`);
-  });
-  if (r.status >= 400) {
-    ctx.out.stderr.write(`error: task_failed: task ${r.id} finished with status ${fmtTaskStatus(r.status, r.progress)}\n`);
-    return 1;
-  }
-  return 0;
-}
-
-/** `--data` as bytes: inline text, `@file`, or `-` for stdin; undefined when not given. */
-export async function readDataBytes(ctx: Context, a: Args): Promise<Uint8Array | undefined> {
-  const raw = a.str("data");
-  if (raw === undefined) return undefined;
-  if (raw === "-") {
-    const chunks: Buffer[] = [];
-    for await (const c of ctx.stdin) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
-    return Buffer.concat(chunks);
-  }
-  if (raw.startsWith("@")) {
-    const file = path.resolve(ctx.cwd, raw.slice(1));
-    return fs.readFile(file).catch(() => {
-      throw new UsageError(`cannot read --data file ${raw.slice(1)}`, a.command);
-    });
-  }
-  return Buffer.from(raw, "utf8");
-}
-
-async function readData(ctx: Context, a: Args): Promise<unknown> {
-  const bytes = await readDataBytes(ctx, a);
-  if (bytes === undefined) return undefined;
-  try {
-    return JSON.parse(Buffer.from(bytes).toString("utf8"));
-  } catch (err) {
-    throw new UsageError(`--data must be valid JSON (${(err as Error).message})`, a.command);
-  }
-}
-
-export function parseQuery(a: Args): URLSearchParams {
-  const q = new URLSearchParams();
-  for (const item of a.list("query")) {
-    const eq = item.indexOf("=");
-    if (eq <= 0) throw new UsageError(`--query takes key=value, got "${item}"`, a.command);
-    q.append(item.slice(0, eq), item.slice(eq + 1));
-  }
-  return q;
-}
-
-function parseHeaders(a: Args): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const item of a.list("header")) {
-    const colon = item.indexOf(":");
-    if (colon <= 0) throw new UsageError(`--header takes "Name: value", got "${item}"`, a.command);
-    headers[item.slice(0, colon).trim().toLowerCase()] = item.slice(colon + 1).trim();
-  }
-  return headers;
+/**
+ * No successful build: name the function the user gave, so the hint's command can be pasted, and
+ * tell a build still under way (invoked right after `deploy --no-wait`) from one that failed.
+ */
+async function withHint(api: ApiClient, err: ApiError, ref: string, functionId: string): Promise<ApiError> {
+  if (err.code !== "no_successful_build") return err;
+  const latest = await api
+    .get<{ results: { id: string; status: string }[] }>("/v1/build/list", { functionId, limit: 1 })
+    .then((p) => p.results[0])
+    .catch(() => undefined);
+  const running = latest && (latest.status === "PENDING" || latest.status === "BUILDING");
+  const hint = running
+    ? `its build ${latest.id} is ${latest.status}; wait for it with \`${cmd(`build ${latest.id} --follow`)}\`, then invoke again`
+    : `deploy it with \`${cmd("deploy <folder>")}\`; see why its last build failed with \`${cmd(`builds --function ${ref}`)}\``;
+  return new ApiError(err.status, err.code, `function ${ref} has no successful build yet`, err.details, hint);
 }
 
 export const invoke: Command = {
   name: "invoke",
   summary: "run a function once: create a task, wait for it, print its result",
-  usage: "invoke <function-id|dir> [--data JSON|@file|-] [--query k=v ...] [--header 'K: V' ...] [--no-wait]",
+  usage: "invoke <function-id|name|dir> [--data JSON|@file|-] [--data-binary TEXT|@file|- [--content-type TYPE]] [--query k=v ...] [--header 'K: V' ...] [-i] [--no-wait] [--max-wait SECONDS]",
   help: [
-    "--data, -d JSON      the task's JSON body; @file reads a file, - reads stdin",
-    "--query, -q k=v      a query parameter handed to the function (repeatable)",
-    "--header, -H 'K: V'  a header handed to the function (repeatable)",
-    "--no-wait            print the task id and return",
-    "                     (otherwise the call asks the service to answer with the result itself, Prefer: wait)",
-    "--max-wait SECONDS   give up waiting after this long (default 300)",
+    "--data, -d JSON           the task's JSON body; @file reads a file, - reads stdin",
+    "--data-binary TEXT        any body, byte for byte; @file reads a file, - reads stdin",
+    "--content-type TYPE       the body's Content-Type (default application/octet-stream with --data-binary)",
+    "--query, -q k=v           a query parameter handed to the function (repeatable)",
+    "--header, -H 'K: V'       a header handed to the function (repeatable)",
+    "--include, -i             print the response's status and headers before its body",
+    "--no-wait                 print the task id and return",
+    "--max-wait SECONDS        give up waiting after this long in all (default 300)",
     "",
     "Prints the function's response body (JSON pretty-printed); the status goes to stderr.",
-    "Exits 1 when the function answered 4xx or 5xx (500 crashed, 504 timed out, 410 cancelled).",
+    "Exits 1 at once when the function is paused, has no successful build, or no node can run it,",
+    "and when the function answered 4xx or 5xx (500 crashed, 504 timed out, 410 cancelled).",
   ],
-  examples: ["gcfaas invoke hello --query name=Ada", `gcfaas invoke 01jc9x2k7m --data '{"n": 7}'`, "echo '[1,2]' | gcfaas invoke . --data -"],
+  examples: [
+    "gcfaas invoke hello --query name=Ada",
+    `gcfaas invoke 01jc9x2k7m --data '{"n": 7}'`,
+    "echo '[1,2]' | gcfaas invoke . --data -",
+    "gcfaas invoke resize --data-binary @photo.png --content-type image/png -i",
+  ],
   options: {
     data: { type: "string", short: "d" },
+    "data-binary": { type: "string" },
+    "content-type": { type: "string" },
     query: { type: "string", short: "q", multiple: true },
     header: { type: "string", short: "H", multiple: true },
+    include: { type: "boolean", short: "i" },
     "no-wait": { type: "boolean" },
     "max-wait": { type: "string" },
   },
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "invoke");
-    const data = await readData(ctx, a);
+    const refArg = a.pos(0, "<function-id|name|dir>");
+    // The command line is checked before any request: a usage error needs no service.
+    const body = await taskBody(ctx, a);
     const query = parseQuery(a);
     const headers = parseHeaders(a);
     const maxWait = a.int("max-wait") ?? 300;
+    if (maxWait < 1) throw new UsageError("--max-wait must be at least 1 second", "invoke");
+    const deadline = Date.now() + maxWait * 1000;
+    const ref = await resolveFunctionRef(ctx, refArg, "invoke");
     const api = await ctx.api();
-    const body = data === undefined ? {} : { json: data };
+    const fn = await pausedState(api, ref.id);
+    if (fn.paused && !a.flag("no-wait"))
+      throw new CliError("function_paused", `function ${fn.name} (${ref.id}) is paused: its tasks wait until it is resumed`, [], 1, `resume it with \`${cmd(`resume ${refArg}`)}\`, or queue the task anyway with --no-wait`);
+    const create = async (extra: Record<string, string>) => {
+      const res = await api.raw("POST", `/v1/task/${ref.id}`, { query, headers: { ...headers, ...extra }, ...body });
+      return { res, text: await res.text() };
+    };
     if (a.flag("no-wait")) {
-      const { id } = await api.call<{ id: string }>("POST", `/v1/task/${ref.id}`, { query, headers, ...body });
+      const { res, text } = await create({});
+      if (!res.ok) throw await withHint(api, errorFromResponse(res, text), refArg, ref.id);
+      const { id } = JSON.parse(text) as { id: string };
+      if (fn.paused) ctx.out.note(`function ${fn.name} is paused: task ${id} waits until \`${cmd(`resume ${refArg}`)}\``);
       ctx.out.result({ id }, () => ctx.out.line(id));
       return 0;
     }
     // One round trip when the function answers within the synchronous wait (RFC 7240 Prefer).
-    const prefer = `wait=${Math.max(1, Math.min(30, maxWait))}`;
-    const res = await api.raw("POST", `/v1/task/${ref.id}`, { query, headers: { ...headers, prefer }, ...body });
-    const text = await res.text();
+    const { res, text } = await create({ prefer: `wait=${Math.min(30, maxWait)}` });
     const contentType = res.headers.get("content-type");
     if (res.headers.get("preference-applied") === "wait") {
       const id = res.headers.get("x-task-id") ?? "";
-      return printResult(ctx, { id, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType) });
+      return printResult(ctx, { id, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType), headers: headerList(res.headers) }, a.flag("include"));
     }
-    if (!res.ok) throw errorFromResponse(res, text);
+    if (!res.ok) throw await withHint(api, errorFromResponse(res, text), refArg, ref.id);
     const { id } = JSON.parse(text) as { id: string };
     ctx.out.note(`task ${id} created; waiting for its result`);
-    return printResult(ctx, await waitResult(api, id, maxWait));
+    return printResult(ctx, await waitResult(api, id, deadline, maxWait), a.flag("include"));
   },
 };
 

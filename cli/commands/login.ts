@@ -1,7 +1,27 @@
 import { ApiClient } from "../api-client.js";
 import type { Command } from "../command.js";
 import { configPath, loadConfig, normalizeUrl, removeConfig, resolveConnection, saveConfig } from "../config-store.js";
-import { UsageError } from "../errors.js";
+import { cmd } from "../cli-name.js";
+import { ApiError, UsageError } from "../errors.js";
+
+/**
+ * A token the service refuses is either wrong or the operator's admin token, which only opens the
+ * operator's routes: tell the two apart, since "log in again" helps with neither.
+ */
+async function verifyToken(api: ApiClient): Promise<void> {
+  try {
+    await api.get("/v1/tag/list");
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 401) throw err;
+    const isAdmin = await api.get("/v1/admin/nodes").then(
+      () => true,
+      () => false,
+    );
+    if (isAdmin)
+      throw new ApiError(401, "admin_token", "this is the operator's admin token: it is for operator commands only (nodes, accounts), not for functions", [], `log in with an account's access token; run operator commands with \`GCFAAS_TOKEN=<admin-token> ${cmd("nodes list")}\``);
+    throw new ApiError(401, "unauthorized", `the service at ${api.baseUrl} does not know this token; nothing was stored`, [], "check the token: copy it again from where it was issued (the start command prints the first one), without spaces");
+  }
+}
 
 export const login: Command = {
   name: "login",
@@ -25,7 +45,7 @@ export const login: Command = {
     if (!token) throw new UsageError("missing --token", "login");
     const normalized = normalizeUrl(url);
     // One cheap authenticated call: a wrong URL or token fails here, not on the first real command.
-    if (!a.flag("skip-verify")) await new ApiClient(normalized, token).get("/v1/tag/list");
+    if (!a.flag("skip-verify")) await verifyToken(new ApiClient(normalized, token));
     const file = await saveConfig(ctx.env, { url: normalized, token });
     ctx.out.result({ url: normalized, configFile: file }, () => ctx.out.line(`logged in to ${normalized} (saved to ${file})`));
   },

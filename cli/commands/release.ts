@@ -30,7 +30,7 @@ function showRelease(ctx: Context, functionId: string, r: Release, note?: string
 export const release: Command = {
   name: "release",
   summary: "choose which build a function runs: pin one, follow the newest, add a canary",
-  usage: "release <function-id|dir> [<build-id>|--latest] [--canary <build-id>=<weight>]",
+  usage: "release <function-id|name|dir> [<build-id>|--latest] [--canary <build-id>=<weight>]",
   help: [
     "<build-id>                    pin this successful build: new tasks run it, whatever is built later",
     "--latest                      follow the newest successful build again (the default)",
@@ -48,15 +48,16 @@ export const release: Command = {
   options: { latest: { type: "boolean" }, canary: { type: "string" } },
   args: [1, 2],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "release");
     const build = a.positionals[1];
     const latest = a.flag("latest");
     if (build && latest) throw new UsageError("give a build id or --latest, not both", "release");
     const canary = a.str("canary");
     if (!build && !latest && canary) throw new UsageError("--canary goes with a build id to pin, or --latest", "release");
+    const parsedCanary = canary ? parseCanary(canary) : undefined;
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "release");
     const api = await ctx.api();
     const path = `/v1/function/${ref.id}/release`;
-    if (build || latest) await api.call("PUT", path, { json: { buildId: build ?? null, ...(canary ? { canary: parseCanary(canary) } : {}) } });
+    if (build || latest) await api.call("PUT", path, { json: { buildId: build ?? null, ...(parsedCanary ? { canary: parsedCanary } : {}) } });
     const r = await api.get<Release>(path);
     showRelease(ctx, ref.id, r, build || latest ? `release of ${ref.id} updated` : undefined);
   },
@@ -65,12 +66,12 @@ export const release: Command = {
 export const rollback: Command = {
   name: "rollback",
   summary: "pin the successful build before the one a function runs now",
-  usage: "rollback <function-id|dir>",
+  usage: "rollback <function-id|name|dir>",
   help: ["Drops any canary. Fails (409) when no successful build precedes the one that runs."],
   examples: ["gcfaas rollback ./hello"],
   args: [1, 1],
   async run(ctx, a) {
-    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|dir>"), "rollback");
+    const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "rollback");
     const r = await (await ctx.api()).call<Release>("POST", `/v1/function/${ref.id}/rollback`);
     showRelease(ctx, ref.id, r, `rolled ${ref.id} back to build ${r.buildId}`);
   },

@@ -3,7 +3,8 @@ import { UsageError } from "../errors.js";
 import { fmtTime, yesNo } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
 import { pagedListCommand } from "../paged-list.js";
-import { parseQuery, readDataBytes } from "./invoke.js";
+import { runnable } from "../cli-name.js";
+import { parseQuery, readDataBytes } from "../task-input.js";
 import { fmtLocal, upcoming } from "../../shared/time/schedule-runs.js";
 
 export { upcoming };
@@ -43,6 +44,7 @@ const listSchedules = pagedListCommand<Schedule>({
   functionHelp: "only schedules of this function",
   limitHelp: "per page, 3 to 999 (default 20)",
   example: "gcfaas schedules list --function 01jc9x2k7m",
+  functionColumns: { FUNCTION: (s) => s.functionId },
   columns: [
     { title: "ID", value: (s) => s.id },
     { title: "FUNCTION", value: (s) => s.functionId },
@@ -61,8 +63,8 @@ const timingHelp = [
 const createSchedule: Command = {
   name: "create",
   summary: "run a function on a cron schedule in a time zone",
-  usage: "schedules create --function ID|DIR --cron EXPR [--timezone ZONE] [--description TEXT]",
-  help: ["--function ID|DIR   the function to run", ...timingHelp],
+  usage: "schedules create --function ID|NAME|DIR --cron EXPR [--timezone ZONE] [--description TEXT]",
+  help: ["--function ID|NAME|DIR   the function to run", ...timingHelp],
   examples: ['gcfaas schedules create --function 01jc9x2k7m --cron "0 9 * * mon-fri" --timezone Europe/London'],
   options: { function: { type: "string", short: "f" }, cron: { type: "string" }, timezone: { type: "string" }, description: { type: "string" } },
   args: [0, 0],
@@ -165,7 +167,7 @@ const trySchedule: Command = {
   async run(ctx, a) {
     const id = a.pos(0, "<schedule-id>");
     const res = await (await ctx.api()).call<{ id: string }>("POST", `/v1/scheduled/${id}/try`);
-    ctx.out.result(res, () => ctx.out.line(`started task ${res.id}; see gcfaas tasks get ${res.id}`));
+    ctx.out.result(res, () => ctx.out.line(runnable(`started task ${res.id}; see its result with \`gcfaas result ${res.id}\``)));
   },
 };
 

@@ -21,8 +21,8 @@ interface TaskRecord extends TaskItem {
 export const tasks: Command = {
   name: "tasks",
   summary: "list tasks, newest first",
-  usage: "tasks [--function ID|DIR] [--limit N] [--before TASK-ID]",
-  help: ["--function ID|DIR   only tasks of this function", "--limit N           at most N tasks (1 to 1000, default 20)", "--before TASK-ID    tasks older than this one (next page)"],
+  usage: "tasks [--function ID|NAME|DIR] [--limit N] [--before TASK-ID]",
+  help: ["--function ID|NAME|DIR   only tasks of this function", "--limit N           at most N tasks (1 to 1000, default 20)", "--before TASK-ID    tasks older than this one (next page)"],
   examples: ["gcfaas tasks", "gcfaas tasks --function ./hello --limit 5"],
   options: { function: { type: "string", short: "f" }, limit: { type: "string", short: "n" }, before: { type: "string" } },
   args: [0, 0],

@@ -24,6 +24,7 @@ const listTriggers = pagedListCommand<Trigger>({
   functionHelp: "only triggers that fire after this function",
   limitHelp: "per page, 3 to 20 (default 20)",
   example: "gcfaas triggers list --function 01jc9x2k7m",
+  functionColumns: { FUNCTION: (t) => t.functionId, NEXT: (t) => t.nextId },
   columns: [
         { title: "ID", value: (t) => t.id },
         { title: "FUNCTION", value: (t) => t.functionId },
@@ -38,10 +39,10 @@ const listTriggers = pagedListCommand<Trigger>({
 const createTrigger: Command = {
   name: "create",
   summary: "run a function automatically after another one finishes",
-  usage: "triggers create --function ID|DIR --next ID|DIR [--status CODE] [--include-result] [--description TEXT] [--tag TAG-ID ...]",
+  usage: "triggers create --function ID|NAME|DIR --next ID|NAME|DIR [--status CODE] [--include-result] [--description TEXT] [--tag TAG-ID ...]",
   help: [
-    "--function ID|DIR   the function after whose tasks the trigger fires",
-    "--next ID|DIR       the function that runs next",
+    "--function ID|NAME|DIR   the function after whose tasks the trigger fires",
+    "--next ID|NAME|DIR       the function that runs next",
     "--status CODE       fire when the first task finished with this HTTP status (default 200)",
     "--include-result    pass the first task's response body as the next task's body",
   ],
@@ -60,10 +61,11 @@ const createTrigger: Command = {
     const next = a.str("next");
     if (!first) throw new UsageError("missing --function", "triggers create");
     if (!next) throw new UsageError("missing --next", "triggers create");
+    const status = a.int("status");
     const body = defined({
       functionId: (await resolveFunctionRef(ctx, first, "triggers create")).id,
       nextId: (await resolveFunctionRef(ctx, next, "triggers create")).id,
-      status: a.int("status"),
+      status,
       includeResult: a.flag("include-result"),
       description: a.str("description"),
       tag: a.has("tag") ? a.list("tag") : undefined,

@@ -128,7 +128,7 @@ describe("deploy again", () => {
     const bad = path.join(tmp, "broken");
     await fs.mkdir(bad);
     await fs.writeFile(path.join(bad, "handler.py"), "def handle(:\n");
-    const r = await gc(["deploy", "broken", "--lang", "py"]);
+    const r = await gc(["deploy", "broken", "--lang", "py", "--keep-failed"]);
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr).toContain("SyntaxError");
     expect(r.stderr).toMatch(/^error: build_failed: .*FAILED/m);
@@ -139,10 +139,10 @@ describe("API errors", () => {
   it("invoke of an unknown function exits 1 with the error's code and message", async () => {
     const r = await gc(["invoke", "nosuchfunction"]);
     expect(r.code, show(r)).toBe(1);
-    expect(r.stderr).toMatch(/^error: not_found: function not found$/m);
+    expect(r.stderr).toMatch(/^error: not_found: no function has the id or name nosuchfunction$/m);
     const j = await gc(["invoke", "nosuchfunction", "--json"]);
     expect(j.code).toBe(1);
-    expect(j.json()).toEqual({ error: { code: "not_found", message: "function not found" } });
+    expect(j.json()).toEqual({ error: { code: "not_found", message: "no function has the id or name nosuchfunction" } });
   });
 
   it("capabilities out of bounds exits 1 with the validation details", async () => {
@@ -207,8 +207,9 @@ describe("--json", () => {
 
     expect(await ok(["capabilities", jsonFnId])).toMatchObject({ timeout: 30, privileged: false });
     expect(await ok(["capabilities", jsonFnId, "--timeout", "60", "--cpu", "0.5", "--memory", "512", "--privileged", "false"])).toMatchObject({ timeout: 60, cpuCount: 0.5, memSize: 512 });
-    expect(await ok(["pause", jsonFnId])).toEqual({ id: jsonFnId, paused: true });
-    expect(await ok(["pause", jsonFnId])).toEqual({ id: jsonFnId, paused: false });
+    expect(await ok(["pause", jsonFnId])).toEqual({ id: jsonFnId, paused: true, changed: true });
+    expect(await ok(["pause", jsonFnId])).toEqual({ id: jsonFnId, paused: true, changed: false });
+    expect(await ok(["resume", jsonFnId])).toEqual({ id: jsonFnId, paused: false, changed: true });
 
     const tag = await ok(["tags", "create", "cli test", "--color", "#AA0000"]);
     expect(await ok(["tags", "edit", tag.id, "--name", "cli"])).toEqual({ id: tag.id, name: "cli", color: "#aa0000" });
@@ -230,7 +231,7 @@ describe("--json", () => {
     expect(await ok(["endpoints", "delete", ep.id])).toEqual({ id: ep.id, deleted: true });
     expect(await ok(["tags", "delete", tag.id])).toEqual({ id: tag.id, deleted: true });
 
-    expect(await ok(["delete", "json-fn"])).toEqual({ id: jsonFnId, deleted: true });
+    expect(await ok(["delete", "json-fn", "--yes"])).toEqual({ id: jsonFnId, deleted: true });
     expect(JSON.parse(await fs.readFile(path.join(tmp, "json-fn/.gcfaas.json"), "utf8"))).not.toHaveProperty("functionId");
     expect(await ok(["logout"])).toMatchObject({ removed: true });
     await expect(fs.stat(configFile)).rejects.toThrow();

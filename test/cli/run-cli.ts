@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
 import { ADMIN_TOKEN, ROOT } from "../e2e/harness.js";
@@ -25,7 +26,7 @@ export interface CliOptions {
  * environment built from `env` only plus PATH and HOME: no GCFAAS_* leaks in from the test runner.
  */
 export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" };
+  const env: Record<string, string> = { PATH: pathWithoutGcfaas(), HOME: process.env.HOME ?? "/tmp" };
   for (const [k, v] of Object.entries(o.env ?? {})) if (v !== undefined) env[k] = v;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, env, stdio: ["pipe", "pipe", "pipe"] });
@@ -55,6 +56,17 @@ export function runCli(args: string[], o: CliOptions = {}): Promise<CliRun> {
     });
     child.stdin.end(o.input ?? "");
   });
+}
+
+/**
+ * The runner's PATH without folders holding a `gcfaas` (one installed on this machine): the tool's
+ * hints say `npx gcfaas` when it is not on the PATH, and the tests expect the same words everywhere.
+ */
+export function pathWithoutGcfaas(): string {
+  return (process.env.PATH ?? "")
+    .split(path.delimiter)
+    .filter((d) => d && !existsSync(path.join(d, "gcfaas")))
+    .join(path.delimiter);
 }
 
 /** A readable summary for assertion messages. */
