@@ -1,0 +1,72 @@
+import fs from "node:fs";
+import path from "node:path";
+
+/**
+ * The code blocks of README.md and docs/*.md, with the `<!-- doctest: … -->` marker written on the
+ * line(s) before each one. A marker is an HTML comment, so it never shows in rendered Markdown:
+ *
+ *   <!-- doctest: run env=URL,T -->        a shell block, run by bash with those variables set
+ *   <!-- doctest: handler -->              a handler example of docs/runtimes.md, built and called
+ *   <!-- doctest: skip <reason> -->        not run, and why
+ */
+export interface DocBlock {
+  /** "README.md:87" — the file, relative to the repository, and the line of the opening fence. */
+  where: string;
+  file: string;
+  line: number;
+  /** The fence's info string: "sh", "go", "python", … */
+  lang: string;
+  code: string;
+  marker?: DocMarker;
+}
+
+export type DocMarker =
+  | { kind: "run"; env: string[] }
+  | { kind: "handler" }
+  | { kind: "skip"; reason: string }
+  | { kind: "invalid"; text: string };
+
+/** The languages whose blocks are examples a reader runs; others (output, ini, json) are not. */
+export const RUNNABLE_LANGS = new Set(["sh", "bash", "go", "python", "js", "ruby", "rust", "csharp"]);
+
+const MARKER = /^<!--\s*doctest:\s*(.*?)\s*-->$/;
+
+export function parseMarker(text: string): DocMarker {
+  const [kind, ...rest] = text.split(/\s+/);
+  if (kind === "handler" && rest.length === 0) return { kind: "handler" };
+  if (kind === "skip" && rest.length > 0) return { kind: "skip", reason: rest.join(" ") };
+  if (kind === "run") {
+    const env = rest.find((r) => r.startsWith("env="));
+    if (rest.every((r) => r.startsWith("env="))) return { kind: "run", env: env ? env.slice(4).split(",").filter(Boolean) : [] };
+  }
+  return { kind: "invalid", text };
+}
+
+export function extractBlocks(root: string, file: string): DocBlock[] {
+  const lines = fs.readFileSync(path.join(root, file), "utf8").split("\n");
+  const blocks: DocBlock[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(\s*)```(\S*)\s*$/.exec(lines[i]);
+    if (!open) continue;
+    const [, indent, lang] = open;
+    const start = i;
+    const body: string[] = [];
+    for (i++; i < lines.length && lines[i].trim() !== "```"; i++) body.push(lines[i].startsWith(indent) ? lines[i].slice(indent.length) : lines[i]);
+    // The marker is the nearest non-blank line above the fence.
+    let above = start - 1;
+    while (above >= 0 && lines[above].trim() === "") above--;
+    const m = above >= 0 ? MARKER.exec(lines[above].trim()) : null;
+    blocks.push({ where: `${file}:${start + 1}`, file, line: start + 1, lang, code: `${body.join("\n")}\n`, marker: m ? parseMarker(m[1]) : undefined });
+  }
+  return blocks;
+}
+
+/** README.md then docs/*.md, in name order. */
+export function docFiles(root: string): string[] {
+  const docs = fs.readdirSync(path.join(root, "docs")).filter((f) => f.endsWith(".md")).sort();
+  return ["README.md", ...docs.map((f) => `docs/${f}`)];
+}
+
+export function runnableBlocks(root: string, files = docFiles(root)): DocBlock[] {
+  return files.flatMap((f) => extractBlocks(root, f)).filter((b) => RUNNABLE_LANGS.has(b.lang));
+}
