@@ -44,19 +44,21 @@ export function parseMarker(text: string): DocMarker {
 
 export function extractBlocks(root: string, file: string): DocBlock[] {
   const lines = fs.readFileSync(path.join(root, file), "utf8").split("\n");
+  const at = (i: number) => lines[i] ?? "";
   const blocks: DocBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)```(\S*)\s*$/.exec(lines[i]);
+    const open = /^(\s*)```(\S*)\s*$/.exec(at(i));
     if (!open) continue;
-    const [, indent, lang] = open;
+    const indent = open[1] ?? "";
     const start = i;
     const body: string[] = [];
-    for (i++; i < lines.length && lines[i].trim() !== "```"; i++) body.push(lines[i].startsWith(indent) ? lines[i].slice(indent.length) : lines[i]);
+    for (i++; i < lines.length && at(i).trim() !== "```"; i++) body.push(at(i).startsWith(indent) ? at(i).slice(indent.length) : at(i));
     // The marker is the nearest non-blank line above the fence.
     let above = start - 1;
-    while (above >= 0 && lines[above].trim() === "") above--;
-    const m = above >= 0 ? MARKER.exec(lines[above].trim()) : null;
-    blocks.push({ where: `${file}:${start + 1}`, file, line: start + 1, lang, code: `${body.join("\n")}\n`, marker: m ? parseMarker(m[1]) : undefined });
+    while (above >= 0 && at(above).trim() === "") above--;
+    const m = MARKER.exec(at(above).trim());
+    const marker = m ? parseMarker(m[1] ?? "") : undefined;
+    blocks.push({ where: `${file}:${start + 1}`, file, line: start + 1, lang: open[2] ?? "", code: `${body.join("\n")}\n`, marker });
   }
   return blocks;
 }
