@@ -32,7 +32,8 @@ defineLanguageSuite({
 
 describe("Go: a zip with no go.mod (the example of docs/runtimes.md)", () => {
   it("creates module handler/function quietly, never suggests go mod tidy, and builds", async () => {
-    const [block] = runnableBlocks(ROOT, ["docs/runtimes.md"]).filter((b) => b.lang === "go");
+    const block = runnableBlocks(ROOT, ["docs/runtimes.md"]).find((b) => b.lang === "go");
+    if (!block) throw new Error("docs/runtimes.md has no go block");
     const built = await buildFiles("go", [{ name: "handler.go", data: block.code }]);
     const log = built.log.join("\n");
     expect(built.result.ok, log).toBe(true);
