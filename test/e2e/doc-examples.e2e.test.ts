@@ -7,7 +7,7 @@ import { LANGS, type Lang } from "../../agent/runtimes/languages.js";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { runnableBlocks, type DocBlock } from "../support/doc-examples.js";
 import { zipItems, type ZipItem } from "../support/zip.js";
-import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, ROOT, type Api } from "./harness.js";
+import { localStack, ROOT, type AgentProcess, type Api, type LocalWorker } from "./harness.js";
 import { deploy } from "./deploy.js";
 
 /**
@@ -30,12 +30,7 @@ const work: string[] = [];
 
 beforeAll(async () => {
   await ensureOfflineImages(LANGS);
-  worker = await LocalWorker.create();
-  const admin = api(worker.url, ADMIN_TOKEN);
-  const acct = await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "docs" } });
-  token = acct.token;
-  user = api(worker.url, token);
-  agent = await AgentProcess.start(worker, await worker.agentToken("docs-agent"), "docs-agent", ["--slots", "4"]);
+  ({ worker, agent, token, user } = await localStack({ account: "docs", nodeId: "docs-agent", agentArgs: ["--slots", "4"] }));
 }, 1_800_000);
 
 afterAll(async () => {
