@@ -65,6 +65,23 @@ function runBash(code: string, cwd: string, env: Record<string, string>): Promis
   });
 }
 
+/**
+ * What the blocks' placeholders stand for, made once: FN a function with a successful build, FN2
+ * another, TRIGGER a trigger from FN to FN2, TAG a tag.
+ */
+let made: Promise<Record<string, string>> | undefined;
+function fixtures(): Promise<Record<string, string>> {
+  made ??= (async () => {
+    const zip = await zipItems([{ name: "handler.py", data: "def handle(event, context):\n    return {'ok': True}\n" }]);
+    const { functionId: FN } = await deploy(user, "py", zip, "docfixture");
+    const { id: FN2 } = await user.json("POST", "/v1/function", 201, { json: { name: "docfixture2", lang: "PY", type: "DOCKER" } });
+    const { id: TRIGGER } = await user.json("POST", "/v1/trigger", 201, { json: { functionId: FN, nextId: FN2, status: 200, includeResult: false } });
+    const { id: TAG } = await user.json("POST", "/v1/tag", 201, { json: { name: "fixture", color: "#123456" } });
+    return { FN, FN2, TRIGGER, TAG };
+  })();
+  return made;
+}
+
 /** The JSON a block's last command says it prints (`curl … # {"message": …}`), when it says one. */
 function promisedOutput(block: DocBlock): unknown {
   const last = block.code.trim().split("\n").at(-1) ?? "";
@@ -76,11 +93,21 @@ describe.each(shellBlocks.map((b) => [b.where, b] as const))("shell block %s", (
   it("runs to the end with exit code 0 and prints what the doc says", async () => {
     const cwd = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-doc-"));
     work.push(cwd);
-    const values: Record<string, string> = { URL: worker.url, T: token };
-    const env = block.marker?.kind === "run" ? block.marker.env : [];
-    const vars = Object.fromEntries(env.map((n) => [n, values[n] ?? ""]));
-    const res = await runBash(fillPlaceholders(block.code, vars), cwd, vars);
+    const values: Record<string, string> = { URL: worker.url, T: token, ...(await fixtures()) };
+    const marker = block.marker?.kind === "run" ? block.marker : { env: [], fill: {} };
+    const valueOf = (n: string) => {
+      const v = values[n];
+      if (v === undefined) throw new Error(`${block.where}: the test has no value for ${n}`);
+      return v;
+    };
+    const vars = Object.fromEntries(marker.env.map((n) => [n, valueOf(n)]));
+    let code = fillPlaceholders(block.code, vars);
+    for (const [placeholder, n] of Object.entries(marker.fill)) code = code.replaceAll(placeholder, valueOf(n));
+    const res = await runBash(code, cwd, vars);
     expect(res.code, `stdout:\n${res.stdout}\nstderr:\n${res.stderr}`).toBe(0);
+    // curl -s exits 0 on a refusal: an error body among the answers (each starts a line or follows
+    // the answer before) is what shows an example went wrong.
+    expect(res.stdout, res.stdout).not.toMatch(/(^|\})\{"error":\{"code":"/m);
     const promised = promisedOutput(block);
     if (promised !== undefined) expect(JSON.parse(res.stdout.trim().split("\n").at(-1) ?? "")).toEqual(promised);
   }, 600_000);
