@@ -7,7 +7,7 @@ import { LANGS, type Lang } from "../../agent/runtimes/languages.js";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { runnableBlocks, type DocBlock } from "../support/doc-examples.js";
 import { zipItems, type ZipItem } from "../support/zip.js";
-import { localStack, ROOT, type AgentProcess, type Api, type LocalWorker } from "./harness.js";
+import { ADMIN_TOKEN, api, localStack, ROOT, type AgentProcess, type Api, type LocalWorker } from "./harness.js";
 import { deploy } from "./deploy.js";
 
 /**
@@ -67,7 +67,8 @@ function runBash(code: string, cwd: string, env: Record<string, string>): Promis
 
 /**
  * What the blocks' placeholders stand for, made once: FN a function with a successful build, FN2
- * another, TRIGGER a trigger from FN to FN2, TAG a tag.
+ * another, TRIGGER a trigger from FN to FN2, TAG a tag; ADMIN the operator token, ACCOUNT and
+ * TOKEN_ID another account and its token.
  */
 let made: Promise<Record<string, string>> | undefined;
 function fixtures(): Promise<Record<string, string>> {
@@ -77,7 +78,8 @@ function fixtures(): Promise<Record<string, string>> {
     const { id: FN2 } = await user.json("POST", "/v1/function", 201, { json: { name: "docfixture2", lang: "PY", type: "DOCKER" } });
     const { id: TRIGGER } = await user.json("POST", "/v1/trigger", 201, { json: { functionId: FN, nextId: FN2, status: 200, includeResult: false } });
     const { id: TAG } = await user.json("POST", "/v1/tag", 201, { json: { name: "fixture", color: "#123456" } });
-    return { FN, FN2, TRIGGER, TAG };
+    const other = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: "docfixture" } });
+    return { FN, FN2, TRIGGER, TAG, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
   })();
   return made;
 }
