@@ -8,7 +8,7 @@ import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { runnableBlocks, type DocBlock } from "../support/doc-examples.js";
 import { zipItems, type ZipItem } from "../support/zip.js";
 import { ADMIN_TOKEN, api, localStack, ROOT, type AgentProcess, type Api, type LocalWorker } from "./harness.js";
-import { deploy } from "./deploy.js";
+import { deploy, invoke, waitBuild } from "./deploy.js";
 
 /**
  * Every code block of README.md and docs/*.md that a reader would run is run here, verbatim, against
@@ -65,23 +65,33 @@ function runBash(code: string, cwd: string, env: Record<string, string>): Promis
   });
 }
 
+// It keeps a little storage (GC-Storage: "hi"), so the storage examples have some to show and delete.
+const HELLO_PY = "def handle(event, context):\n    return {'statusCode': 200, 'headers': {'GC-Storage': 'aGk='}, 'body': {'ok': True}}\n";
+
+/** The files a block's commands read, by name. */
+const FILES: Record<string, () => Promise<Buffer | string>> = {
+  "hello.zip": () => zipItems([{ name: "handler.py", data: HELLO_PY }]),
+  "data.csv": async () => "id,name\n1,Ada\n",
+};
+
 /**
- * What the blocks' placeholders stand for, made once: FN a function with a successful build, FN2
+ * What the blocks' placeholders stand for, made afresh for each block (a block may delete them): FN
+ * a function with two successful builds, BUILD the newer, TASK a finished task of it, FN2
  * another, TRIGGER a trigger from FN to FN2, TAG a tag; ADMIN the operator token, ACCOUNT and
  * TOKEN_ID another account and its token.
  */
-let made: Promise<Record<string, string>> | undefined;
-function fixtures(): Promise<Record<string, string>> {
-  made ??= (async () => {
-    const zip = await zipItems([{ name: "handler.py", data: "def handle(event, context):\n    return {'ok': True}\n" }]);
-    const { functionId: FN } = await deploy(user, "py", zip, "docfixture");
-    const { id: FN2 } = await user.json("POST", "/v1/function", 201, { json: { name: "docfixture2", lang: "PY", type: "DOCKER" } });
-    const { id: TRIGGER } = await user.json("POST", "/v1/trigger", 201, { json: { functionId: FN, nextId: FN2, status: 200, includeResult: false } });
-    const { id: TAG } = await user.json("POST", "/v1/tag", 201, { json: { name: "fixture", color: "#123456" } });
-    const other = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: "docfixture" } });
-    return { FN, FN2, TRIGGER, TAG, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
-  })();
-  return made;
+let made = 0;
+async function fixtures(): Promise<Record<string, string>> {
+  const zip = await zipItems([{ name: "handler.py", data: HELLO_PY }]);
+  const { functionId: FN } = await deploy(user, "py", zip, "docfixture");
+  const { id: newer } = await user.json("POST", `/v1/build/${FN}?arch=amd64`, 201, { body: zip, headers: { "content-type": "application/octet-stream" } });
+  const BUILD = (await waitBuild(user, newer)).id as string;
+  const TASK = (await invoke(user, FN)).id;
+  const { id: FN2 } = await user.json("POST", "/v1/function", 201, { json: { name: "docfixture2", lang: "PY", type: "DOCKER" } });
+  const { id: TRIGGER } = await user.json("POST", "/v1/trigger", 201, { json: { functionId: FN, nextId: FN2, status: 200, includeResult: false } });
+  const { id: TAG } = await user.json("POST", "/v1/tag", 201, { json: { name: `fixture${++made}`, color: "#123456" } });
+  const other = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: "docfixture" } });
+  return { FN, BUILD, TASK, FN2, TRIGGER, TAG, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
 }
 
 /** The JSON a block's last command says it prints (`curl … # {"message": …}`), when it says one. */
@@ -96,7 +106,12 @@ describe.each(shellBlocks.map((b) => [b.where, b] as const))("shell block %s", (
     const cwd = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-doc-"));
     work.push(cwd);
     const values: Record<string, string> = { URL: worker.url, T: token, ...(await fixtures()) };
-    const marker = block.marker?.kind === "run" ? block.marker : { env: [], fill: {} };
+    const marker = block.marker?.kind === "run" ? block.marker : { env: [], fill: {}, files: [] };
+    for (const f of marker.files) {
+      const data = FILES[f];
+      if (data === undefined) throw new Error(`${block.where}: the test has no file ${f}`);
+      await fs.writeFile(path.join(cwd, f), await data());
+    }
     const valueOf = (n: string) => {
       const v = values[n];
       if (v === undefined) throw new Error(`${block.where}: the test has no value for ${n}`);
