@@ -78,8 +78,21 @@ const FILES: Record<string, () => Promise<Buffer | string>> = {
  * What the blocks' placeholders stand for, made afresh for each block (a block may delete them): FN
  * a function with two successful builds, BUILD the newer, TASK a finished task of it, FN2
  * another, TRIGGER a trigger from FN to FN2, TAG a tag; ADMIN the operator token, ACCOUNT and
- * TOKEN_ID another account and its token.
+ * TOKEN_ID another account and its token; SCHED a schedule of FN, EP a public endpoint of FN, GC_TASK
+ * a finished task started through it.
  */
+/** A task started through a public endpoint, once its result is there. */
+async function publicTask(ep: string): Promise<string> {
+  const anyone = api(worker.url);
+  const { id } = await anyone.json("POST", `/gc/${ep}`, 201, { json: {} });
+  for (let i = 0; i < 20; i++) {
+    const res = await anyone("GET", `/gc/${id}/result?wait=10`);
+    await res.body?.cancel();
+    if (res.status === 200) return id;
+  }
+  throw new Error(`public task ${id} did not finish`);
+}
+
 let made = 0;
 async function fixtures(): Promise<Record<string, string>> {
   const zip = await zipItems([{ name: "handler.py", data: HELLO_PY }]);
@@ -90,8 +103,11 @@ async function fixtures(): Promise<Record<string, string>> {
   const { id: FN2 } = await user.json("POST", "/v1/function", 201, { json: { name: "docfixture2", lang: "PY", type: "DOCKER" } });
   const { id: TRIGGER } = await user.json("POST", "/v1/trigger", 201, { json: { functionId: FN, nextId: FN2, status: 200, includeResult: false } });
   const { id: TAG } = await user.json("POST", "/v1/tag", 201, { json: { name: `fixture${++made}`, color: "#123456" } });
+  const { id: SCHED } = await user.json("POST", "/v1/scheduled", 201, { json: { functionId: FN, cron: "0 9 * * mon-fri", timezone: "UTC" } });
+  const { id: EP } = await user.json("POST", `/v1/endpoint/${FN}`, 201);
+  const GC_TASK = await publicTask(EP);
   const other = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: "docfixture" } });
-  return { FN, BUILD, TASK, FN2, TRIGGER, TAG, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
+  return { FN, BUILD, TASK, FN2, TRIGGER, TAG, SCHED, EP, GC_TASK, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
 }
 
 /** The JSON a block's last command says it prints (`curl … # {"message": …}`), when it says one. */
