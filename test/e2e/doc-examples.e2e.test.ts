@@ -76,7 +76,7 @@ const FILES: Record<string, () => Promise<Buffer | string>> = {
 
 /**
  * What the blocks' placeholders stand for, made afresh for each block (a block may delete them): FN
- * a function with two successful builds, BUILD the newer, TASK a finished task of it, FN2
+ * a function with two successful builds, BUILD the newer and OLDER_BUILD the other, TASK a finished task of it, FN2
  * another, TRIGGER a trigger from FN to FN2, TAG a tag; ADMIN the operator token, ACCOUNT and
  * TOKEN_ID another account and its token; SCHED a schedule of FN, EP a public endpoint of FN, GC_TASK
  * a finished task started through it.
@@ -99,6 +99,7 @@ async function fixtures(): Promise<Record<string, string>> {
   const { functionId: FN } = await deploy(user, "py", zip, "docfixture");
   const { id: newer } = await user.json("POST", `/v1/build/${FN}?arch=amd64`, 201, { body: zip, headers: { "content-type": "application/octet-stream" } });
   const BUILD = (await waitBuild(user, newer)).id as string;
+  const OLDER_BUILD = (await user.json("GET", `/v1/build/list?functionId=${FN}&limit=10`, 200)).results.find((b: { id: string }) => b.id !== BUILD).id as string;
   const TASK = (await invoke(user, FN)).id;
   const { id: FN2 } = await user.json("POST", "/v1/function", 201, { json: { name: "docfixture2", lang: "PY", type: "DOCKER" } });
   const { id: TRIGGER } = await user.json("POST", "/v1/trigger", 201, { json: { functionId: FN, nextId: FN2, status: 200, includeResult: false } });
@@ -107,7 +108,14 @@ async function fixtures(): Promise<Record<string, string>> {
   const { id: EP } = await user.json("POST", `/v1/endpoint/${FN}`, 201);
   const GC_TASK = await publicTask(EP);
   const other = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: "docfixture" } });
-  return { FN, BUILD, TASK, FN2, TRIGGER, TAG, SCHED, EP, GC_TASK, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
+  return { FN, BUILD, OLDER_BUILD, TASK, FN2, TRIGGER, TAG, SCHED, EP, GC_TASK, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
+}
+
+/** The last JSON answer printed: curl -s adds no newline, so answers may share a line ({…}{…}). */
+function lastAnswer(stdout: string): unknown {
+  const line = stdout.trim().split("\n").at(-1) ?? "";
+  const start = line.lastIndexOf("}{");
+  return JSON.parse(start < 0 ? line : line.slice(start + 1));
 }
 
 /** The JSON a block's last command says it prints (`curl … # {"message": …}`), when it says one. */
@@ -121,7 +129,7 @@ describe.each(shellBlocks.map((b) => [b.where, b] as const))("shell block %s", (
   it("runs to the end with exit code 0 and prints what the doc says", async () => {
     const cwd = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-doc-"));
     work.push(cwd);
-    const values: Record<string, string> = { URL: worker.url, T: token, ...(await fixtures()) };
+    const values: Record<string, string> = { URL: worker.url, T: token, TOKEN: token, ...(await fixtures()) };
     const marker = block.marker?.kind === "run" ? block.marker : { env: [], fill: {}, files: [] };
     for (const f of marker.files) {
       const data = FILES[f];
@@ -137,12 +145,13 @@ describe.each(shellBlocks.map((b) => [b.where, b] as const))("shell block %s", (
     let code = fillPlaceholders(block.code, vars);
     for (const [placeholder, n] of Object.entries(marker.fill)) code = code.replaceAll(placeholder, valueOf(n));
     const res = await runBash(code, cwd, vars);
+    const filled: DocBlock = { ...block, code };
     expect(res.code, `stdout:\n${res.stdout}\nstderr:\n${res.stderr}`).toBe(0);
     // curl -s exits 0 on a refusal: an error body among the answers (each starts a line or follows
     // the answer before) is what shows an example went wrong.
     expect(res.stdout, res.stdout).not.toMatch(/(^|\})\{"error":\{"code":"/m);
-    const promised = promisedOutput(block);
-    if (promised !== undefined) expect(JSON.parse(res.stdout.trim().split("\n").at(-1) ?? "")).toEqual(promised);
+    const promised = promisedOutput(filled);
+    if (promised !== undefined) expect(lastAnswer(res.stdout)).toEqual(promised);
   }, 600_000);
 });
 
