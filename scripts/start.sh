@@ -6,5 +6,6 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/images/ensure-docker.sh
-[ -d node_modules/wrangler ] || npm ci --no-audit --no-fund
+# --loglevel=error: npm's warnings (install scripts are reviewed in package.json's allowScripts) are not the start's business.
+[ -d node_modules/wrangler ] || npm ci --no-audit --no-fund --loglevel=error
 exec node --import tsx scripts/start.ts

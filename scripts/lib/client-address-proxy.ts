@@ -82,12 +82,19 @@ export async function startFrontDoor(o: { host: string; port: number; upstream: 
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, headers);
       answer.pipe(res);
     });
+    let clientLeft = false;
     up.on("error", (err) => {
+      // Dropping the upstream request because its client hung up is no error of anyone's.
+      if (clientLeft) return;
       console.error(`[front door] ${req.method} ${req.url}: ${err.message}`);
       if (res.headersSent) res.destroy();
       else res.writeHead(502).end();
     });
-    res.on("close", () => res.writableFinished || up.destroy());
+    res.on("close", () => {
+      if (res.writableFinished) return;
+      clientLeft = true;
+      up.destroy();
+    });
     req.pipe(up);
   });
   // A long poll holds a request for up to 30 s and an upload may take long: no proxy timeouts.

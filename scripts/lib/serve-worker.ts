@@ -26,10 +26,12 @@
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { startFrontDoor, trustedProxiesFrom } from "./client-address-proxy.js";
 import { localSecretsKey } from "./local-secrets-key.js";
+import { quietDisconnects } from "./quiet-disconnects.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const [port, stateDir, logLevel = "warn"] = process.argv.slice(2);
@@ -79,6 +81,11 @@ const mf = new Miniflare({
   cf: false,
   log: new Log(logLevel === "info" ? LogLevel.INFO : LogLevel.WARN),
   logRequests: false,
+  // Miniflare's own piping, minus the stack trace workerd prints whenever a client hangs up.
+  handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+    quietDisconnects(stdout, (line) => console.log(line));
+    quietDisconnects(stderr, (line) => console.error(line));
+  },
   ...(process.env.GCFAAS_INSPECTOR_PORT ? { inspectorPort: Number(process.env.GCFAAS_INSPECTOR_PORT) } : {}),
 });
 const upstream = await mf.ready;

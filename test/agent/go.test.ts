@@ -1,5 +1,10 @@
-import { expect } from "vitest";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
 import { defineLanguageSuite } from "./helpers/language-suite.js";
+import { buildFiles } from "./helpers/functions.js";
+import { runnableBlocks } from "../support/doc-examples.js";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
 
 const broken = `package function
 
@@ -23,4 +28,16 @@ defineLanguageSuite({
       expect(parsed.version).toBe(4);
     },
   },
+});
+
+describe("Go: a zip with no go.mod (the example of docs/runtimes.md)", () => {
+  it("creates module handler/function quietly, never suggests go mod tidy, and builds", async () => {
+    const block = runnableBlocks(ROOT, ["docs/runtimes.md"]).find((b) => b.lang === "go");
+    if (!block) throw new Error("docs/runtimes.md has no go block");
+    const built = await buildFiles("go", [{ name: "handler.go", data: block.code }]);
+    const log = built.log.join("\n");
+    expect(built.result.ok, log).toBe(true);
+    expect(log).toContain("created one (module handler/function)");
+    expect(log).not.toMatch(/go mod tidy|creating new go\.mod/);
+  });
 });

@@ -94,11 +94,21 @@ describe("the console, as a new user with a token", () => {
     expect((await owner.api.json("GET", `/v1/function/${functionId}`, 200)).description).toBe("made in the browser");
   });
 
+  it("shows no empty Timeline or Log, and no Invoke but why, before the first deploy", async () => {
+    expect(await page.isVisible("#build-timeline")).toBe(false);
+    expect(await page.isVisible("#build-log")).toBe(false);
+    expect(await page.isVisible("#invoke-form")).toBe(false);
+    expect(await text(page, "#invoke-needs-build")).toContain("deploy a build first");
+  });
+
   it("deploys a zip chosen in the file input and follows the build to SUCCESS", async () => {
     await page.setInputFiles("#zip", zipPath);
     await page.waitForSelector('#deploy[data-done="SUCCESS"]', { timeout: 300_000 });
     expect(await text(page, "#build-timeline")).toMatch(/PENDING[\s\S]*BUILDING[\s\S]*SUCCESS/);
     expect(await text(page, "#build-log")).toContain("artifact ready");
+    // Invoke is offered as soon as the build succeeded, without a reload.
+    expect(await page.isVisible("#invoke-form")).toBe(true);
+    expect(await page.isVisible("#invoke-needs-build")).toBe(false);
   });
 
   it("invokes the function with a query and a body and shows the response and the log", async () => {

@@ -25,10 +25,17 @@ export const CONSOLE_JS = String.raw`
         const res = await fetch("/console/builds/" + buildId + ".json", { headers: { accept: "application/json" } });
         if (!res.ok) { say("could not read the build (" + res.status + ")"); return; }
         const b = await res.json();
+        $("#build-progress").hidden = false;
         timeline.textContent = b.timeline.map((t) => t.status + " " + t.time).join("\n");
         log.textContent = b.log.join("\n");
         log.scrollTop = log.scrollHeight;
         say("Build " + buildId + ": " + b.status);
+        if (b.status === "SUCCESS") {
+          // The function can run now: offer Invoke without a reload.
+          const form = $("#invoke-form"), needs = $("#invoke-needs-build");
+          if (form) form.hidden = false;
+          if (needs) needs.hidden = true;
+        }
         if (b.status === "SUCCESS" || b.status === "FAILED") { deploy.dataset.done = b.status; return; }
         await new Promise((r) => setTimeout(r, 1000));
       }

@@ -1,5 +1,6 @@
 import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
+import { consoleMessage } from "./hints.js";
 
 export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
@@ -82,7 +83,7 @@ export const csrfField = (ctx: PageContext) => html`<input type="hidden" name="_
 /** The API's refusal, with its per-field details, shown above the form that caused it. */
 export function errorBox(error: { code: string; message: string; details?: { field: string; message: string }[] } | undefined): Html {
   if (!error) return html``;
-  return html`<div class="error" role="alert"><strong>${error.message}</strong>${
+  return html`<div class="error" role="alert"><strong>${consoleMessage(error)}</strong>${
     error.details?.length ? html`<ul>${error.details.map((d) => html`<li><code>${d.field}</code>: ${d.message}</li>`)}</ul>` : ""
   } <span class="hint">(${error.code})</span></div>`;
 }

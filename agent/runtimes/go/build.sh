@@ -15,7 +15,11 @@ if [ ! -e "$1" ]; then
   echo "error: no .go files at the top level of the zip"
   exit 1
 fi
-[ -f go.mod ] || go mod init handler 2>&1
+if [ ! -f go.mod ]; then
+  # Quietly: go mod init's own advice ("go mod tidy") needs a network this build does not have.
+  go mod init handler/function >/dev/null 2>&1
+  echo "no go.mod in the zip: created one (module handler/function)"
+fi
 module="$(go mod edit -json | sed -n 's/^[[:space:]]*"Path": "\(.*\)",\{0,1\}$/\1/p' | head -n 1)"
 echo "function module: $module"
 

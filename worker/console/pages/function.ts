@@ -62,18 +62,21 @@ ${notice(c.req.query("done"))}
 
 <section class="card" aria-labelledby="deploy-h"><h2 id="deploy-h">Deploy</h2>
 <div id="deploy" data-action="/console/functions/${fn.id}/deploy">
-<div class="drop"><label for="zip">Drop a zip of the function's folder here, or choose one</label><input id="zip" type="file" accept=".zip,application/zip"></div>
+<div class="drop"><label for="zip">Drop a zip of the function's files here (select the files inside its folder and zip those, not the folder), or choose one</label><input id="zip" type="file" accept=".zip,application/zip"></div>
 <progress hidden value="0" max="1" aria-label="Upload progress"></progress>
 <p id="deploy-state" role="status" aria-live="polite"></p>
+<div id="build-progress" hidden>
 <h3 style="font-size:1rem">Timeline</h3><pre id="build-timeline" aria-label="Build timeline"></pre>
 <h3 style="font-size:1rem">Log</h3><pre id="build-log" aria-label="Build log" aria-live="polite"></pre>
+</div>
 </div></section>
 
 ${releaseSection(c.var.page, fn.id, release, builds.results.filter((b) => b.status === "SUCCESS").map((b) => b.id))}
 
 <section class="card" aria-labelledby="invoke-h"><h2 id="invoke-h">Invoke</h2>
 ${errorBox(p.invoke)}
-<form method="post" action="/console/functions/${fn.id}/invoke">${csrfField(c.var.page)}
+${release.buildId ? "" : html`<p id="invoke-needs-build" class="hint">No successful build yet: deploy a build first (drop a zip of the function's files on Deploy above). Invoke appears once a build succeeds.</p>`}
+<form id="invoke-form" method="post" action="/console/functions/${fn.id}/invoke"${release.buildId ? "" : html` hidden`}>${csrfField(c.var.page)}
 <label for="inv-query">Query string <span class="hint">(e.g. name=Ada&amp;n=2)</span></label><input id="inv-query" name="query" type="text">
 <label for="inv-type">Content-Type</label><input id="inv-type" name="contentType" type="text" value="application/json">
 <label for="inv-body">Body</label><textarea id="inv-body" name="body"></textarea>
