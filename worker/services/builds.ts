@@ -81,14 +81,3 @@ export async function listBuilds(db: Db, accountId: string, filter: PageRequest 
   );
   return { ...page, results: page.results.map((r) => ({ ...r, createdAt: iso(r.createdAt) })) };
 }
-
-/** The build tasks run: the function's newest successful one. */
-export async function latestSuccessfulBuild(db: Db, functionId: string): Promise<BuildRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(builds)
-    .where(and(eq(builds.functionId, functionId), eq(builds.status, "SUCCESS")))
-    .orderBy(desc(builds.id))
-    .limit(1);
-  return row;
-}
