@@ -6,6 +6,12 @@ import { ROOT } from "./harness.js";
 
 /** A bookworm minbase root, built once with mmdebstrap (about 30 s) and unpacked fresh per test file. */
 const TARBALL = path.join(ROOT, ".state/install-agent/bookworm-minbase.tar");
+/**
+ * Where the roots are unpacked: neither under /tmp nor under the checkout, which may itself be under
+ * /tmp (as a CI clone can be), since the installer refuses a state folder there (the unit's
+ * PrivateTmp would hide it) and the tests keep the agent's state in the root's shared folder.
+ */
+const ROOTS_DIR = "/var/lib/gcfaas-tests/install-agent";
 
 /**
  * Test arrangement, not how a host runs: commands in the root see the host's Docker Engine through
@@ -46,9 +52,8 @@ export class DebianRoot {
       if (made.code !== 0) throw new Error(`mmdebstrap failed:\n${made.output}`);
       await fs.rename(partial, TARBALL);
     }
-    // Not under /tmp: the installer refuses a state folder there (the unit's PrivateTmp would hide it).
-    await fs.mkdir(path.join(ROOT, ".state/install-agent"), { recursive: true });
-    const dir = await fs.mkdtemp(path.join(ROOT, ".state/install-agent/root-"));
+    await fs.mkdir(ROOTS_DIR, { recursive: true });
+    const dir = await fs.mkdtemp(path.join(ROOTS_DIR, "root-"));
     const root = path.join(dir, "root");
     const shared = path.join(dir, "shared");
     await fs.mkdir(root);
