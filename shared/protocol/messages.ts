@@ -35,6 +35,11 @@ export const capabilities = z.object({
   cpuCount: z.number().min(0).max(64),
   memSize: z.int().min(0).max(1 << 20),
   privileged: z.boolean(),
+  /**
+   * The function reaches public addresses (api-decisions "Network egress"). Only sent to agents
+   * whose hello says `egress: true`; absent means no network, as before egress existed.
+   */
+  egress: z.boolean().default(false),
 });
 export type TaskCapabilities = z.infer<typeof capabilities>;
 
@@ -50,6 +55,8 @@ export const hello = z.object({
   cpus: z.number().positive().max(1024),
   memMiB: z.int().positive(),
   privileged: z.boolean(),
+  /** The operator started the agent with `--egress`: it runs functions that reach the network. */
+  egress: z.boolean().optional(),
   langs: z.array(lang).max(6),
   slots: z.int().min(0).max(1024),
   /**
