@@ -51,8 +51,9 @@ async function ensureCredentials(worker: LocalWorker, state: DevState): Promise<
     state.token = acct.token;
     say("created the development account");
   }
-  // The development account may make functions privileged (an operator grant; accounts lack it by default).
-  await send("PATCH", `${worker.url}/v1/admin/accounts/${state.accountId}`, state.adminToken, { privileged: true });
+  // The development account may make functions privileged and let them reach the network (operator
+  // grants; accounts lack both by default).
+  await send("PATCH", `${worker.url}/v1/admin/accounts/${state.accountId}`, state.adminToken, { privileged: true, egress: true });
   // A token from before tokens were bound to a node answers 401 here, and is replaced.
   const agentConfig = state.agentToken ? await fetch(`${worker.url}/v1/agent/config`, { headers: { authorization: `Bearer ${state.agentToken}` } }) : undefined;
   const agentWorks = agentConfig?.status === 200 && ((await agentConfig.json()) as { nodeId?: string }).nodeId === AGENT_NODE;

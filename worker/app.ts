@@ -26,6 +26,7 @@ import { taskRoutes } from "./routes/tasks.js";
 import { triggerRoutes } from "./routes/triggers.js";
 import { scheduledRoutes } from "./routes/scheduled.js";
 import { releaseRoutes } from "./releases/routes.js";
+import { networkRoutes } from "./egress/routes.js";
 
 export function createApp() {
   // `/gc/<id>/?email=…` is what real clients send: every path matches with or without one
@@ -56,6 +57,7 @@ export function createApp() {
   v1.route("/function", functionRoutes);
   v1.route("/function", releaseRoutes);
   v1.route("/function", functionConfigRoutes);
+  v1.route("/function", networkRoutes);
   v1.route("/tag", tagRoutes);
   v1.route("/trigger", triggerRoutes);
   v1.route("/scheduled", scheduledRoutes);

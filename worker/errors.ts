@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   origin_not_allowed: 403,
   outside_time_window: 403,
   privileged_not_allowed: 403,
+  egress_not_allowed: 403,
   not_found: 404,
   result_not_ready: 404,
   method_not_allowed: 405,

@@ -15,9 +15,13 @@ export const accountEdit = z
       .boolean({ error: "must be a boolean" })
       .describe("The grant to run privileged functions (off by default); false revokes it and ends the account's privileged tasks in flight with status 403")
       .optional(),
+    egress: z
+      .boolean({ error: "must be a boolean" })
+      .describe('The grant to let functions reach the network (off by default); false revokes it: the account\'s functions go back to egress "none" and its egress tasks in flight end with status 403')
+      .optional(),
     limits: accountLimitsPatch.optional(),
   })
   .refine((o) => Object.keys(o).length > 0, "must change at least one setting");
 
 /** GET /v1/admin/accounts/<id>: the account, its grant and the limits that apply to it now. */
-export const accountView = z.object({ id: z.string(), name: z.string(), plan: z.string(), privileged: z.boolean(), createdAt: z.string(), limits: accountLimits });
+export const accountView = z.object({ id: z.string(), name: z.string(), plan: z.string(), privileged: z.boolean(), egress: z.boolean(), createdAt: z.string(), limits: accountLimits });

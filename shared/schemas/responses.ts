@@ -140,6 +140,8 @@ export const fleetNode = z.object({
   busySlots: z.int(),
   langs: z.array(z.string()),
   privileged: z.boolean(),
+  /** Its agent runs functions that reach the network (started with --egress). */
+  egress: z.boolean(),
   rttMs: z.number().nullable(),
   connectedSince: isoTime,
   lastSeen: isoTime,

@@ -7,6 +7,8 @@ type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { typ
 
 interface HelloOptions {
   privileged?: boolean;
+  /** Started with --egress: runs functions that reach the network (absent from the hello when not given). */
+  egress?: boolean;
   /** Languages served (lowercase); all six by default. */
   langs?: string[];
   slots?: number;
@@ -83,6 +85,7 @@ export class FakeAgent {
       ...(opts.beforeConfigs ? {} : { configs: true as const }),
       ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
       ...(opts.builds === undefined ? {} : { builds: opts.builds }),
+      ...(opts.egress === undefined ? {} : { egress: opts.egress }),
     });
   }
 

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { EGRESS } from "../../shared/schemas/network.js";
 
 // Times are Unix milliseconds; the API formats them per field (seconds-as-string or ISO 8601).
 
@@ -9,6 +10,8 @@ export const accounts = sqliteTable("accounts", {
   plan: text("plan").notNull().default("DEVELOPER"),
   /** The operator's grant to run privileged functions (off by default; see docs/security.md). */
   privileged: integer("privileged", { mode: "boolean" }).notNull().default(false),
+  /** The operator's grant to let functions reach the network (off by default; worker/egress/). */
+  egress: integer("egress", { mode: "boolean" }).notNull().default(false),
   /** The operator's own values of this account's limits (worker/limits/); absent ones take the defaults. */
   limits: text("limits", { mode: "json" }).$type<Partial<Record<string, number>>>(),
   createdAt: integer("created_at").notNull(),
@@ -44,6 +47,8 @@ export const nodes = sqliteTable("nodes", {
   slots: integer("slots").notNull(),
   langs: text("langs", { mode: "json" }).$type<string[]>().notNull(),
   privileged: integer("privileged", { mode: "boolean" }).notNull(),
+  /** Its agent was started with `--egress` (hello `egress`): it runs functions that reach the network. */
+  egress: integer("egress", { mode: "boolean" }).notNull().default(false),
   connectedAt: integer("connected_at"),
   lastSeen: integer("last_seen").notNull(),
   draining: integer("draining", { mode: "boolean" }).notNull().default(false),
@@ -65,6 +70,8 @@ export const functions = sqliteTable(
     cpuCount: real("cpu_count").notNull(),
     memSize: integer("mem_size").notNull(),
     privileged: integer("privileged", { mode: "boolean" }).notNull(),
+    /** What the function may reach beyond itself: "none" (no network) or "internet" (public addresses; worker/egress/). */
+    egress: text("egress", { enum: EGRESS }).notNull().default("none"),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [index("functions_account").on(t.accountId, t.id)],
@@ -242,6 +249,8 @@ export const tasks = sqliteTable(
     cpuCount: real("cpu_count").notNull(),
     memSize: integer("mem_size").notNull(),
     privileged: integer("privileged", { mode: "boolean" }).notNull(),
+    /** Its function's egress when issued: the dispatcher places an "internet" task only on a node that allows it. */
+    egress: text("egress", { enum: EGRESS }).notNull().default("none"),
     networkLatency: integer("network_latency").notNull().default(0),
     /** The container runtime the task ran under on its node (runsc for gVisor, runc), as the agent reported it. */
     runtime: text("runtime"),

@@ -8,6 +8,8 @@ export interface AgentState {
   cpus: number;
   memMiB: number;
   privileged: boolean;
+  /** Started with `--egress`: it runs tasks that reach the network (hello `egress`). */
+  egress: boolean;
   langs: string[];
   slots: number;
   /** Builds the node runs at once; undefined: only `slots` limits them. */
@@ -41,6 +43,8 @@ export const MAX_WARM_REMEMBERED = 200;
 export function fits(a: AgentState, w: WorkRow): boolean {
   if (a.draining || !a.langs.includes(w.lang)) return false;
   if (w.privileged && !a.privileged) return false;
+  // An agent without --egress refuses such a task: it is never offered one.
+  if (w.egress && !a.egress) return false;
   // 0 means "the node's default", which any node can give.
   return w.cpu <= a.cpus && w.mem <= a.memMiB;
 }

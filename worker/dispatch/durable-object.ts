@@ -23,6 +23,7 @@ import { fleetOf, nodeLeft, setDraining, type FleetEntry, type NodeFlags } from 
 import { admitHello, boundSockets, boundTo, CLOSE, connectRefused, DISABLED, holds, reportsOwnWork, REVOKED, RevokedTokens, shardOfConnect, type Access } from "./nodes.js";
 import { slotShare } from "../../shared/protocol/slot-shares.js";
 import { Refusals } from "./refusals.js";
+import type { Grant } from "./revoked-grants.js";
 import type { z } from "zod";
 import { TaskConfigs, taskConfigOf } from "../function-config/task-configs.js";
 import { ConfiguredAssignments } from "./configured-assignments.js";
@@ -130,9 +131,9 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (ended) await this.commits.run();
   }
 
-  /** The operator granted or revoked the account's privileged work (a revocation ends what it has here). */
-  async privilegeChanged(accountId: string, allowed: boolean): Promise<void> {
-    if (!this.refusals.privilegeChanged(accountId, allowed)) return;
+  /** The operator granted or revoked one of the account's grants (a revocation ends what needs it here). */
+  async grantChanged(grant: Grant, accountId: string, allowed: boolean): Promise<void> {
+    if (!this.refusals.grantChanged(grant, accountId, allowed)) return;
     await this.pump(); // the stopped tasks' slots are free
     await this.commits.run();
   }
@@ -259,7 +260,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    * connection (an agent token sees no other node's).
    */
   async status(nodeId?: string) {
-    return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().filter((a) => nodeId === undefined || a.nodeId === nodeId).map(({ nodeId, slots, privileged, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, langs, rttMs, draining })) };
+    return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().filter((a) => nodeId === undefined || a.nodeId === nodeId).map(({ nodeId, slots, privileged, egress, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, egress, langs, rttMs, draining })) };
   }
 
   // ── WebSockets ────────────────────────────────────────────────────────────────────────────────
@@ -362,10 +363,10 @@ export class Dispatcher extends DurableObject<Bindings> {
     const place = (!att.hello && att.place) || { shard: 0, shards: 1 };
     const slots = h.slotsShared ? h.slots : slotShare(h.slots, place.shards, place.shard);
     const state: AgentState = {
-      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds, configs: h.configs === true,
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, egress: h.egress === true, langs: h.langs, slots, builds: h.builds, configs: h.configs === true,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
-    this.refusals.saw(h.nodeId, h);
+    this.refusals.saw(h.nodeId, state);
     const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };
     ws.serializeAttachment({ hello: true, ...node, ...state } satisfies Attachment);
     // Work assigned to this node that it no longer runs (it restarted) goes back to the queue.
@@ -374,7 +375,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     for (const w of lost) this.queue.requeueOne(w.id);
     this.send(ws, { type: "welcome", heartbeatMs: HEARTBEAT_MS, shard: this.ctx.id.toString() });
     this.send(ws, { type: "ping", t: now });
-    log("info", "agent connected", { nodeId: h.nodeId, slots, privileged: h.privileged, requeued: lost.length });
+    log("info", "agent connected", { nodeId: h.nodeId, slots, privileged: h.privileged, egress: state.egress, requeued: lost.length });
     await this.pump();
     await this.scheduleAlarm();
   }

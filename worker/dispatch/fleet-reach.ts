@@ -8,16 +8,29 @@ export const SEEN_WITHIN_MS = 24 * 3_600_000;
 /** How stale a shard's copy of the nodes table may be before a verdict reads it again. */
 const REFRESH_MS = 60_000;
 
-/** What a task needs of a node that never changes while it waits (egress will be one more). */
+/** What a task needs of a node that never changes while it waits. */
 export interface Needs {
   lang: string;
   privileged: boolean;
+  egress: boolean;
 }
 
-interface SeenNode {
+/** What a node serves, as the needs above ask it. */
+export interface SeenNode {
   langs: string[];
   privileged: boolean;
+  egress: boolean;
 }
+
+/** A queue row's needs (its flags are stored as 0 or 1). */
+export const needsOf = (w: { lang: string; privileged: number | boolean; egress: number | boolean }): Needs => ({ lang: w.lang, privileged: !!w.privileged, egress: !!w.egress });
+export const needsKey = (n: Needs) => `${n.lang}/${n.privileged}/${n.egress}`;
+
+/** The permissions a need asks of a node beyond its language, with how a verdict names the missing one. */
+const PERMISSIONS = [
+  { need: "privileged", what: "privileged work" },
+  { need: "egress", what: "network egress" },
+] as const;
 
 /**
  * What the fleet could ever serve, for the rule "a task that no node seen in the last 24 hours
@@ -45,7 +58,7 @@ export class FleetReach {
 
   /** A node said hello to this shard. */
   saw(nodeId: string, node: SeenNode): void {
-    this.seen.set(nodeId, { langs: node.langs, privileged: node.privileged });
+    this.seen.set(nodeId, { langs: node.langs, privileged: node.privileged, egress: node.egress });
     this.anyNode = true;
   }
 
@@ -57,7 +70,7 @@ export class FleetReach {
 
   /** Why no node could ever take work with these needs, or null when one could (or may yet). */
   async unreachable(needs: Needs, connected: () => AgentState[], now: number): Promise<string | null> {
-    const key = `${needs.lang}/${needs.privileged}`;
+    const key = needsKey(needs);
     if (now - (this.reachable.get(key) ?? -Infinity) < REFRESH_MS) return null;
     const reason = await this.judge(needs, connected, now);
     if (reason === null) this.reachable.set(key, now);
@@ -68,8 +81,7 @@ export class FleetReach {
     if (connected().some((a) => serves(a, needs))) return null;
     if (now - this.loadedAt > REFRESH_MS) await this.refresh(now);
     if (!this.anyNode || [...this.seen.values()].some((n) => serves(n, needs))) return null;
-    const langServed = [...this.seen.values()].some((n) => n.langs.includes(needs.lang));
-    return langServed ? "no node seen in the last 24 hours allows privileged work" : `no node seen in the last 24 hours serves the language ${needs.lang}`;
+    return whyNot([...this.seen.values()], needs);
   }
 
   private async refresh(now: number): Promise<void> {
@@ -79,13 +91,26 @@ export class FleetReach {
 
   private async load(now: number): Promise<void> {
     const [recent, [any]] = await this.db.batch([
-      this.db.select({ id: nodes.id, langs: nodes.langs, privileged: nodes.privileged, disabled: nodes.disabled }).from(nodes).where(gte(nodes.lastSeen, now - SEEN_WITHIN_MS)),
+      this.db.select({ id: nodes.id, langs: nodes.langs, privileged: nodes.privileged, egress: nodes.egress, disabled: nodes.disabled }).from(nodes).where(gte(nodes.lastSeen, now - SEEN_WITHIN_MS)),
       this.db.select({ n: sql<number>`count(*)` }).from(nodes),
     ]);
-    this.seen = new Map(recent.filter((r) => !r.disabled).map((r) => [r.id, { langs: r.langs, privileged: r.privileged }]));
+    this.seen = new Map(recent.filter((r) => !r.disabled).map((r) => [r.id, { langs: r.langs, privileged: r.privileged, egress: r.egress }]));
     this.anyNode = (any?.n ?? 0) > 0;
     this.loadedAt = now;
   }
 }
 
-const serves = (n: SeenNode, needs: Needs) => n.langs.includes(needs.lang) && (!needs.privileged || n.privileged);
+const serves = (n: SeenNode, needs: Needs) => n.langs.includes(needs.lang) && PERMISSIONS.every((p) => !needs[p.need] || n[p.need]);
+
+/**
+ * The reason none of `seen` serves `needs`, naming what is missing: the language, else the one
+ * permission no node of the language has, else the combination.
+ */
+function whyNot(seen: SeenNode[], needs: Needs): string {
+  const ofLang = seen.filter((n) => n.langs.includes(needs.lang));
+  if (!ofLang.length) return `no node seen in the last 24 hours serves the language ${needs.lang}`;
+  const asked = PERMISSIONS.filter((p) => needs[p.need]);
+  const missing = asked.find((p) => !ofLang.some((n) => n[p.need]));
+  const what = missing ? missing.what : `${asked.map((p) => p.what).join(" and ")} on one node`;
+  return `no node seen in the last 24 hours allows ${what}`;
+}

@@ -20,6 +20,7 @@ export interface FleetEntry {
   busy: number;
   langs: string[];
   privileged: boolean;
+  egress: boolean;
   rttMs: number;
   connectedAt: number;
   lastSeen: number;
@@ -28,7 +29,7 @@ export interface FleetEntry {
 
 /** Records a node's hello and returns the operator's flags for it, in one D1 round trip. */
 export async function nodeHello(db: Db, h: z.infer<typeof hello>, now: number): Promise<NodeFlags> {
-  const seen = { agentVersion: h.agentVersion ?? null, runtime: h.runtime ?? null, slots: h.slots, langs: h.langs, privileged: h.privileged, connectedAt: now, lastSeen: now };
+  const seen = { agentVersion: h.agentVersion ?? null, runtime: h.runtime ?? null, slots: h.slots, langs: h.langs, privileged: h.privileged, egress: h.egress === true, connectedAt: now, lastSeen: now };
   const [flags] = await db
     .insert(nodes)
     .values({ id: h.nodeId, ...seen, createdAt: now })
@@ -57,6 +58,6 @@ export const fleetOf = (sockets: WebSocket[], busy: (nodeId: string) => number):
     const att = ws.deserializeAttachment() as NodeAttachment;
     return {
       nodeId: att.nodeId, agentVersion: att.agentVersion ?? null, runtime: att.runtime ?? null, slots: att.slots, busy: busy(att.nodeId), langs: att.langs,
-      privileged: att.privileged, rttMs: att.rttMs, connectedAt: att.connectedAt, lastSeen: att.lastSeen, draining: att.draining,
+      privileged: att.privileged, egress: att.egress ?? false, rttMs: att.rttMs, connectedAt: att.connectedAt, lastSeen: att.lastSeen, draining: att.draining,
     };
   });

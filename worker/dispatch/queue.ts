@@ -29,6 +29,8 @@ export interface WorkRow {
   function_id: string;
   lang: string;
   privileged: number;
+  /** 1 for a task that reaches the network (placed only on agents that allow it). */
+  egress: number;
   cpu: number;
   mem: number;
   timeout_s: number;
@@ -47,13 +49,15 @@ export interface NewWork {
   functionId: string;
   lang: string;
   privileged: boolean;
+  /** A task of a function with egress "internet"; absent: no network (builds, and callers from before egress). */
+  egress?: boolean;
   cpu: number;
   mem: number;
   timeoutS: number;
   payload: unknown;
 }
 
-const COLUMNS = "id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline, attempts";
+const COLUMNS = "id, kind, account_id, function_id, lang, privileged, egress, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline, attempts";
 
 export class WorkQueue {
   /** Every row, waiting or assigned. */
@@ -76,11 +80,13 @@ export class WorkQueue {
       lang text not null, privileged integer not null, cpu real not null, mem integer not null,
       timeout_s integer not null, payload text not null, enqueued_at integer not null,
       node text, assigned_at integer, deadline integer, attempts integer not null default 0)`);
-    try {
-      // Queues created before attempts were counted gain the column (SQLite has no "add column if not exists").
-      sql.exec("alter table work add column attempts integer not null default 0");
-    } catch {
-      /* already there */
+    // Queues created before attempts were counted, or before egress, gain the columns (SQLite has no "add column if not exists").
+    for (const column of ["attempts integer not null default 0", "egress integer not null default 0"]) {
+      try {
+        sql.exec(`alter table work add column ${column}`);
+      } catch {
+        /* already there */
+      }
     }
     sql.exec("create index if not exists work_node on work(node)");
     sql.exec("create index if not exists work_function on work(function_id)");
@@ -119,10 +125,10 @@ export class WorkQueue {
    */
   add(w: NewWork, now: number): void {
     if (this.rows.has(w.id)) return;
-    const privileged = w.privileged ? 1 : 0;
+    const [privileged, egress] = [w.privileged ? 1 : 0, w.egress ? 1 : 0];
     this.unsaved.set(w.id, JSON.stringify(w.payload));
     const row: WorkRow = {
-      id: w.id, kind: w.kind, account_id: w.accountId, function_id: w.functionId, lang: w.lang, privileged, cpu: w.cpu, mem: w.mem,
+      id: w.id, kind: w.kind, account_id: w.accountId, function_id: w.functionId, lang: w.lang, privileged, egress, cpu: w.cpu, mem: w.mem,
       timeout_s: w.timeoutS, enqueued_at: now, node: null, assigned_at: null, deadline: null, attempts: 0,
     };
     this.rows.set(w.id, row);
@@ -140,9 +146,9 @@ export class WorkQueue {
 
   private insert(w: WorkRow, payload: string): void {
     this.sql.exec(
-      `insert or ignore into work (id, kind, account_id, function_id, lang, privileged, cpu, mem, timeout_s, payload, enqueued_at, node, assigned_at, deadline, attempts)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      w.id, w.kind, w.account_id, w.function_id, w.lang, w.privileged, w.cpu, w.mem, w.timeout_s, payload, w.enqueued_at, w.node, w.assigned_at, w.deadline, w.attempts,
+      `insert or ignore into work (id, kind, account_id, function_id, lang, privileged, egress, cpu, mem, timeout_s, payload, enqueued_at, node, assigned_at, deadline, attempts)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      w.id, w.kind, w.account_id, w.function_id, w.lang, w.privileged, w.egress, w.cpu, w.mem, w.timeout_s, payload, w.enqueued_at, w.node, w.assigned_at, w.deadline, w.attempts,
     );
   }
 

@@ -1,10 +1,10 @@
 import type { Db } from "../db/client.js";
 import type { AgentState } from "./agents.js";
-import { FleetReach } from "./fleet-reach.js";
+import { FleetReach, needsKey, needsOf, type SeenNode } from "./fleet-reach.js";
 import type { TaskDone } from "./outcomes.js";
-import { RevokedPrivilege } from "./revoked-privilege.js";
+import { RevokedGrants, type Grant } from "./revoked-grants.js";
 import type { WorkQueue, WorkRow } from "./queue.js";
-import { privilegeRevokedReport, unreachableReport } from "./verdicts.js";
+import { grantRevokedReport, unreachableReport } from "./verdicts.js";
 
 /** What the refusals need of their shard. */
 export interface RefusalHost {
@@ -17,30 +17,31 @@ export interface RefusalHost {
 }
 
 /**
- * Tasks a shard ends instead of running or keeping: privileged work of an account whose grant was
- * revoked (403), and work no node of the fleet could ever take (503, see fleet-reach.ts). Each
+ * Tasks a shard ends instead of running or keeping: work that needs a grant (privileged, egress)
+ * its account lost (403), and work no node of the fleet could ever take (503, see fleet-reach.ts). Each
  * method returns how many it ended; their outcomes are in the shard's log, for its next commit.
  */
 export class Refusals {
   private readonly reach: FleetReach;
-  private readonly revoked: RevokedPrivilege;
+  private readonly revoked: RevokedGrants;
 
   constructor(db: Db, sql: SqlStorage, private readonly host: RefusalHost) {
     this.reach = new FleetReach(db);
-    this.revoked = new RevokedPrivilege(sql);
+    this.revoked = new RevokedGrants(sql);
   }
 
   /** Called before the pump that follows an enqueue, so that no agent is ever handed such work. */
   revokedWork(ids: string[]): number {
-    return this.endAll(this.waitingTasks(ids).filter((w) => this.revoked.refuses(w)), (w) => privilegeRevokedReport(w.id), "privileged task of a revoked account refused");
+    const refused = this.waitingTasks(ids).filter((w) => this.revoked.refused(w));
+    return this.endAll(refused, (w) => grantRevokedReport(this.revoked.refused(w)!, w.id), "task needing a revoked grant refused");
   }
 
-  /** The operator granted or revoked privileged work: a revocation ends the account's privileged work, waiting or running. */
-  privilegeChanged(accountId: string, allowed: boolean): number {
-    this.revoked.set(accountId, allowed);
+  /** The operator granted or revoked a grant: a revocation ends the account's work that needs it, waiting or running. */
+  grantChanged(grant: Grant, accountId: string, allowed: boolean): number {
+    this.revoked.set(grant, accountId, allowed);
     if (allowed) return 0;
-    const gone = this.host.queue.matching((w) => w.account_id === accountId && this.revoked.refuses(w));
-    return this.endAll(gone, (w) => privilegeRevokedReport(w.id), "privileged task stopped: grant revoked");
+    const gone = this.host.queue.matching((w) => w.account_id === accountId && this.revoked.lost(w, grant));
+    return this.endAll(gone, (w) => grantRevokedReport(grant, w.id), `task stopped: ${grant} grant revoked`);
   }
 
   /** Of these tasks, those still waiting that no node of the fleet could take. */
@@ -54,8 +55,9 @@ export class Refusals {
     const reasons = new Map<WorkRow, string>();
     try {
       for (const w of waiting) {
-        const key = `${w.lang}/${w.privileged}`;
-        if (!verdicts.has(key)) verdicts.set(key, await this.reach.unreachable({ lang: w.lang, privileged: !!w.privileged }, connected, Date.now()));
+        const needs = needsOf(w);
+        const key = needsKey(needs);
+        if (!verdicts.has(key)) verdicts.set(key, await this.reach.unreachable(needs, connected, Date.now()));
         const reason = verdicts.get(key);
         if (reason) reasons.set(w, reason);
       }
@@ -78,8 +80,8 @@ export class Refusals {
     return this.unreachable(this.host.queue.matching((w) => w.kind === "task" && w.node === null).map((w) => w.id));
   }
 
-  /** A node said hello to this shard: its languages count at once. */
-  saw(nodeId: string, node: { langs: string[]; privileged: boolean }): void {
+  /** A node said hello to this shard: what it serves counts at once. */
+  saw(nodeId: string, node: SeenNode): void {
     this.reach.saw(nodeId, node);
   }
 

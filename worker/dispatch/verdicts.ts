@@ -1,4 +1,5 @@
 import type { TaskDone } from "./outcomes.js";
+import type { Grant } from "./revoked-grants.js";
 
 /**
  * The outcome the dispatcher records for a task it ends itself, without an agent's report: the
@@ -22,6 +23,11 @@ export function verdictReport(taskId: string, status: number, code: string, mess
 export const unreachableReport = (taskId: string, reason: string) =>
   verdictReport(taskId, 503, "no_suitable_node", `the task did not run: ${reason}`);
 
-/** A privileged task of an account whose grant the operator revoked (revoked-privilege.ts). */
-export const privilegeRevokedReport = (taskId: string) =>
-  verdictReport(taskId, 403, "privileged_not_allowed", "the task did not run (or was stopped): the operator revoked this account's permission to run privileged functions");
+const REVOKED: Record<Grant, { code: string; what: string }> = {
+  privileged: { code: "privileged_not_allowed", what: "run privileged functions" },
+  egress: { code: "egress_not_allowed", what: "let functions reach the network" },
+};
+
+/** A task that needs a grant the operator revoked from its account (revoked-grants.ts). */
+export const grantRevokedReport = (grant: Grant, taskId: string) =>
+  verdictReport(taskId, 403, REVOKED[grant].code, `the task did not run (or was stopped): the operator revoked this account's permission to ${REVOKED[grant].what}`);

@@ -11,6 +11,7 @@ import * as out from "../../shared/schemas/responses.js";
 import * as storage from "../../shared/schemas/storage.js";
 import * as release from "../../shared/schemas/release.js";
 import * as config from "../../shared/schemas/function-config.js";
+import * as network from "../../shared/schemas/network.js";
 
 type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
 
@@ -60,6 +61,9 @@ export const OPERATIONS: Operation[] = [
   { method: "put", path: "/v1/function/:id/secrets/:name", summary: "Create or replace a secret (value at most 16 KiB; at most 32 a function); 409 name_taken when a variable has the name", group: "configuration", auth: "account", body: json(config.secretSet), ok: noContent, errors: [400, 401, 404, 409, 415] },
   { method: "delete", path: "/v1/function/:id/secrets/:name", summary: "Delete a secret", group: "configuration", auth: "account", ok: noContent, errors: [401, 404] },
 
+  { method: "get", path: "/v1/function/:id/network", summary: "What the function may reach: egress \"none\" (no network, the default) or \"internet\" (public addresses only)", group: "network", auth: "account", ok: { status: 200, schema: network.networkOut, description: "{egress}." }, errors: [401, 404] },
+  { method: "put", path: "/v1/function/:id/network", summary: "Set the function's egress; \"internet\" needs the operator's grant (403 egress_not_allowed) and runs only on nodes that allow egress; applies to tasks issued after", group: "network", auth: "account", body: json(network.networkSet), ok: noContent, errors: [400, 401, 403, 404, 415] },
+
   { method: "post", path: "/v1/tag", summary: "Create a tag", group: "tags", auth: "account", body: json(tag.tagCreate), ok: created("tag"), errors: [400, 401, 415] },
   { method: "get", path: "/v1/tag/list", summary: "List tags", group: "tags", auth: "account", ok: { status: 200, schema: out.tagList, description: "Newest first." }, errors: [401] },
   { method: "patch", path: "/v1/tag/:id", summary: "Edit a tag", group: "tags", auth: "account", body: json(tag.tagEdit), ok: noContent, errors: [400, 401, 404, 415] },
@@ -108,8 +112,8 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: publicReplay, errors: [401, 404, 410, 502] },
 
   { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
-  { method: "get", path: "/v1/admin/accounts/:accountId", summary: "An account, its plan and the limits that apply to it", group: "admin", auth: "admin", ok: { status: 200, schema: admin.accountView, description: "limits: the account's own values, else the operator's defaults." }, errors: [401, 404] },
-  { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Change an account's operator settings: its plan, the privileged grant, its limits (null: back to the default)", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "get", path: "/v1/admin/accounts/:accountId", summary: "An account, its plan, its grants (privileged, egress) and the limits that apply to it", group: "admin", auth: "admin", ok: { status: 200, schema: admin.accountView, description: "limits: the account's own values, else the operator's defaults." }, errors: [401, 404] },
+  { method: "patch", path: "/v1/admin/accounts/:accountId", summary: "Change an account's operator settings: its plan, the privileged and egress grants, its limits (null: back to the default)", group: "admin", auth: "admin", body: json(admin.accountEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "post", path: "/v1/admin/accounts/:accountId/tokens", summary: "Mint another account token", group: "admin", auth: "admin", ok: { status: 201, schema: out.tokenCreated, description: "The token is shown once." }, errors: [401, 404] },
   { method: "post", path: "/v1/admin/agent-tokens", summary: "Mint an agent token bound to one node id", group: "admin", auth: "admin", body: json(admin.agentTokenCreate), ok: { status: 201, schema: out.agentTokenCreated, description: "The token is shown once; it speaks for that node only." }, errors: [400, 401, 415] },
   { method: "delete", path: "/v1/admin/tokens/:tokenId", summary: "Revoke a token (an agent token's sockets close at once)", group: "admin", auth: "admin", ok: noContent, errors: [401, 404] },

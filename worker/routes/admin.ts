@@ -7,7 +7,7 @@ import { setLimits } from "../limits/account-limits.js";
 import { plansFrom } from "../billing/plans.js";
 import { allShards } from "../dispatch/client.js";
 import { listNodes, setNodeFlags } from "../services/nodes.js";
-import { setPrivilegeGrant } from "../services/privilege.js";
+import { setGrant } from "../services/grants.js";
 
 /** Operator routes, behind ADMIN_TOKEN: accounts, their tokens, agent tokens and the fleet of nodes. */
 export const adminRoutes = new Hono<AppEnv>()
@@ -18,10 +18,11 @@ export const adminRoutes = new Hono<AppEnv>()
   })
   .get("/accounts/:accountId", async (c) => c.json(await describeAccount(c.env, c.var.db, c.req.param("accountId"))))
   .patch("/accounts/:accountId", async (c) => {
-    const { plan, privileged, limits } = await jsonBody(c, accountEdit);
+    const { plan, privileged, egress, limits } = await jsonBody(c, accountEdit);
     const accountId = c.req.param("accountId");
     if (plan !== undefined) await setPlan(c.var.db, plansFrom(c.env.PLANS), accountId, plan);
-    if (privileged !== undefined) await setPrivilegeGrant(c.var.db, c.env, accountId, privileged);
+    if (privileged !== undefined) await setGrant(c.var.db, c.env, "privileged", accountId, privileged);
+    if (egress !== undefined) await setGrant(c.var.db, c.env, "egress", accountId, egress);
     if (limits !== undefined) await setLimits(c.var.db, accountId, limits);
     return c.body(null, 204);
   })

@@ -65,5 +65,5 @@ export async function setPlan(db: Db, plans: Plan[], accountId: string, plan: st
 export async function describeAccount(env: Pick<Bindings, "ACCOUNT_LIMITS">, db: Db, accountId: string) {
   const [a] = await db.select().from(accounts).where(eq(accounts.id, accountId));
   if (!a) throw notFound("account");
-  return { id: a.id, name: a.name, plan: a.plan, privileged: a.privileged, createdAt: iso(a.createdAt)!, limits: effectiveLimits(limitDefaults(env), a.limits) };
+  return { id: a.id, name: a.name, plan: a.plan, privileged: a.privileged, egress: a.egress, createdAt: iso(a.createdAt)!, limits: effectiveLimits(limitDefaults(env), a.limits) };
 }

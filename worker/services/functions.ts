@@ -8,7 +8,8 @@ import { CAPABILITY_DEFAULTS, type CapabilitiesSet, type FunctionCreate, type Fu
 import { TASK_STATUS } from "../../shared/schemas/task.js";
 import { assertOwnTags, replaceLinks, tagsOf } from "./tags.js";
 import { given, saveEdit } from "./records.js";
-import { accountMayBePrivileged, privilegedNotAllowed } from "./privilege.js";
+import { accountHolds, grantRefused } from "./grants.js";
+import type { Grant } from "../dispatch/revoked-grants.js";
 
 export type FunctionRow = typeof functions.$inferSelect;
 
@@ -55,17 +56,26 @@ export const capabilitiesOf = (f: FunctionRow) => ({
   privileged: f.privileged,
 });
 
-/** `privileged: true` only for an account the operator granted, checked in the update itself (a revocation cannot slip between). */
-export async function setCapabilities(db: Db, accountId: string, id: string, input: CapabilitiesSet): Promise<void> {
-  const set = given({ timeout: input.timeout, cpuCount: input.cpuCount, memSize: input.memSize, privileged: input.privileged });
+/**
+ * Changes one of the caller's functions; when `needs` names a grant, only if the account holds it,
+ * checked in the update itself (a revocation cannot slip between). 404 for a function that is not
+ * the caller's, else the grant's 403.
+ */
+export async function updateOwnFunction(db: Db, accountId: string, id: string, set: Partial<FunctionRow>, needs?: Grant): Promise<void> {
   const own = and(eq(functions.id, id), eq(functions.accountId, accountId));
-  const where = input.privileged ? and(own, accountMayBePrivileged) : own;
+  const where = needs ? and(own, accountHolds(needs)) : own;
   const res = Object.keys(set).length
     ? await db.update(functions).set(set).where(where).returning({ id: functions.id })
     : await db.select({ id: functions.id }).from(functions).where(where);
   if (res.length) return;
-  if (input.privileged) await getOwnFunction(db, accountId, id);
-  throw input.privileged ? privilegedNotAllowed() : notFound("function");
+  if (needs) await getOwnFunction(db, accountId, id);
+  throw needs ? grantRefused(needs) : notFound("function");
+}
+
+/** `privileged: true` only for an account the operator granted. */
+export async function setCapabilities(db: Db, accountId: string, id: string, input: CapabilitiesSet): Promise<void> {
+  const set = given({ timeout: input.timeout, cpuCount: input.cpuCount, memSize: input.memSize, privileged: input.privileged });
+  await updateOwnFunction(db, accountId, id, set, input.privileged ? "privileged" : undefined);
 }
 
 /** Task counters of the decisions: today = since 00:00 UTC, week = last 7 days. */

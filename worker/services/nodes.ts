@@ -40,6 +40,7 @@ export async function listNodes(db: Db, env: Bindings): Promise<FleetNode[]> {
       busySlots: now?.busySlots ?? 0,
       langs: last ? last.langs : r.langs,
       privileged: last ? last.privileged : r.privileged,
+      egress: last ? last.egress : r.egress,
       rttMs: now?.rttMs ?? null,
       connectedSince: iso(now?.connectedAt),
       lastSeen: iso(now?.lastSeen ?? r.lastSeen),

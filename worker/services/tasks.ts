@@ -80,7 +80,7 @@ export async function stageInput(bucket: R2Bucket, o: NewTask, now: number): Pro
 
 /** What a task copies from its function when issued: values, or `V` (SQL or columns) for each. */
 type FunctionFields<V> = { [K in keyof TaskFunction]: TaskFunction[K] | V };
-type TaskFunction = Pick<FunctionRow, "id" | "lang" | "timeout" | "cpuCount" | "memSize" | "privileged">;
+type TaskFunction = Pick<FunctionRow, "id" | "lang" | "timeout" | "cpuCount" | "memSize" | "privileged" | "egress">;
 
 /**
  * A new task's row: the one list of what a task is issued with. `fn` and `buildId` are values for a
@@ -105,6 +105,7 @@ export function taskRow<V = never>(o: NewTask, staged: StagedInput, now: number,
     cpuCount: fn.cpuCount,
     memSize: fn.memSize,
     privileged: fn.privileged,
+    egress: fn.egress,
     input: staged.input,
     inputKey: staged.inputKey,
   };
