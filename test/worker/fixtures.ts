@@ -49,6 +49,8 @@ export const ROUTES: Route[] = [
   // (POST …/rollback is not here: the owned function has one successful build, so it answers 409;
   // releases.test.ts shows its 404 for another account.)
   { method: "PUT", path: (o) => `/v1/function/${o.fn}/release`, json: () => ({ buildId: null }) },
+  { method: "GET", path: (o) => `/v1/function/${o.fn}/network` },
+  { method: "PUT", path: (o) => `/v1/function/${o.fn}/network`, json: () => ({ egress: "none" }) },
   { method: "DELETE", path: (o) => `/v1/function/${o.fn}` },
   { method: "POST", path: () => "/v1/tag", json: () => ({ name: "x" }) },
   { method: "GET", path: () => "/v1/tag/list" },

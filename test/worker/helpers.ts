@@ -54,9 +54,11 @@ export async function newAccount(name = "acme") {
   return callJson<{ accountId: string; token: string; tokenId: string }>("/v1/admin/accounts", 201, { token: ADMIN, json: { name } });
 }
 
-/** The operator grants the account privileged functions (or revokes the grant): off by default. */
-export const grantPrivileged = (accountId: string, privileged = true) =>
-  callJson(`/v1/admin/accounts/${accountId}`, 204, { token: ADMIN, method: "PATCH", json: { privileged } });
+/** The operator grants the account privileged functions or network egress (or revokes the grant): both off by default. */
+export const setGrant = (accountId: string, grant: "privileged" | "egress", allowed = true) =>
+  callJson(`/v1/admin/accounts/${accountId}`, 204, { token: ADMIN, method: "PATCH", json: { [grant]: allowed } });
+export const grantPrivileged = (accountId: string, privileged = true) => setGrant(accountId, "privileged", privileged);
+export const grantEgress = (accountId: string, egress = true) => setGrant(accountId, "egress", egress);
 
 export async function newFunction(token: string, body: Record<string, unknown> = {}) {
   const { id } = await callJson<{ id: string }>("/v1/function", 201, { token, json: { name: "hello", lang: "PY", type: "DOCKER", ...body } });

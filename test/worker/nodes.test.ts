@@ -19,7 +19,7 @@ describe("GET /v1/admin/nodes", () => {
     const live = await nodeOf("fleet-a");
     expect(live).toEqual({
       id: "fleet-a", agentVersion: "1.4.0", runtime: "runsc", connected: true, slots: 3, busySlots: 1,
-      langs: ["go", "py", "js", "cs", "rb", "rs"], privileged: false, rttMs: expect.any(Number),
+      langs: ["go", "py", "js", "cs", "rb", "rs"], privileged: false, egress: false, rttMs: expect.any(Number),
       connectedSince: expect.stringMatching(ISO_UTC), lastSeen: expect.stringMatching(ISO_UTC), draining: false, disabled: false,
     });
     await agent.close();
