@@ -10,6 +10,8 @@ export function hintFor(code: string): string | undefined {
       return `check the token with \`${cmd("config")}\`, or log in with \`${cmd("login --url URL --token TOKEN")}\``;
     case "no_successful_build":
       return `deploy it with \`${cmd("deploy <folder>")}\`; see why its last build failed with \`${cmd("builds --function <function>")}\``;
+    case "egress_not_allowed":
+      return `the operator grants it with \`${cmd("accounts grant <account-id> --egress true")}\` (the admin token); until then \`${cmd("network <function> none")}\``;
     case "function_paused":
       return `resume it with \`${cmd("resume <function>")}\``;
     case "quota_exhausted":

@@ -24,6 +24,7 @@ import { release, rollback } from "./commands/release.js";
 import { accounts } from "./commands/accounts.js";
 import { env } from "./commands/env.js";
 import { secret } from "./commands/secret.js";
+import { network } from "./commands/network.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -39,6 +40,7 @@ export const COMMANDS: Command[] = [
   get,
   edit,
   capabilities,
+  network,
   env,
   secret,
   pause,

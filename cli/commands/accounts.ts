@@ -1,11 +1,14 @@
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
+import { yesNo } from "../output.js";
 
 /** An account as GET /v1/admin/accounts/<id> answers it. */
 interface AccountView {
   id: string;
   name: string;
   plan: string;
+  privileged: boolean;
+  egress: boolean;
   createdAt: string;
   limits: Record<string, number>;
 }
@@ -17,7 +20,7 @@ const LIMIT_OPTIONS = { schedules: "schedules", "queued-builds": "queuedBuilds",
 
 const showAccount: Command = {
   name: "show",
-  summary: "an account's plan and the limits that apply to it",
+  summary: "an account's plan, its grants and the limits that apply to it",
   usage: "accounts show <account-id>",
   help: [ADMIN_NOTE],
   examples: ["gcfaas accounts show 01jd3x... --token $ADMIN_TOKEN"],
@@ -27,6 +30,7 @@ const showAccount: Command = {
     const acct = await (await ctx.api()).call<AccountView>("GET", `/v1/admin/accounts/${encodeURIComponent(id)}`);
     ctx.out.result(acct, () => {
       ctx.out.line(`account ${acct.id} (${acct.name}), plan ${acct.plan}`);
+      ctx.out.line(grantsLine(acct));
       ctx.out.table(Object.entries(acct.limits), [
         { title: "LIMIT", value: ([name]) => name },
         { title: "VALUE", value: ([, value]) => String(value) },
@@ -61,9 +65,37 @@ const setAccountLimits: Command = {
   },
 };
 
+const grantsLine = (acct: AccountView) => `privileged functions: ${yesNo(acct.privileged)}, network egress: ${yesNo(acct.egress)}`;
+
+const setGrants: Command = {
+  name: "grant",
+  summary: "grant or revoke what an account's functions may do: --egress (reach the network), --privileged",
+  usage: "accounts grant <account-id> [--egress true|false] [--privileged true|false]",
+  help: [
+    ADMIN_NOTE,
+    "--egress true|false      let the account's functions reach public addresses (network egress)",
+    "--privileged true|false  let the account's functions run privileged (as root, outside gVisor)",
+    "",
+    "Both are off for a new account. Revoking one turns it off on the account's functions and ends",
+    "their tasks that needed it, waiting or running, with status 403.",
+  ],
+  examples: ["gcfaas accounts grant 01jd3x... --egress true --token $ADMIN_TOKEN", "gcfaas accounts grant 01jd3x... --egress false --token $ADMIN_TOKEN"],
+  options: { egress: { type: "string" }, privileged: { type: "string" } },
+  args: [1, 1],
+  async run(ctx, a) {
+    const id = a.pos(0, "<account-id>");
+    const grants = Object.fromEntries((["egress", "privileged"] as const).flatMap((g) => (a.bool(g) === undefined ? [] : [[g, a.bool(g)]])));
+    if (!Object.keys(grants).length) throw new UsageError("name a grant to change: --egress true|false or --privileged true|false", a.command);
+    const api = await ctx.api();
+    await api.call("PATCH", `/v1/admin/accounts/${encodeURIComponent(id)}`, { json: grants });
+    const acct = await api.call<AccountView>("GET", `/v1/admin/accounts/${encodeURIComponent(id)}`);
+    ctx.out.result(acct, () => ctx.out.line(`account ${acct.id}: ${grantsLine(acct)}`));
+  },
+};
+
 export const accounts: Command = {
   name: "accounts",
-  summary: "see and change an account's plan limits (operators): show, limits",
-  usage: "accounts show|limits ...",
-  subcommands: [showAccount, setAccountLimits],
+  summary: "see and change an account's grants and plan limits (operators): show, grant, limits",
+  usage: "accounts show|grant|limits ...",
+  subcommands: [showAccount, setGrants, setAccountLimits],
 };

@@ -11,6 +11,7 @@ interface FleetNode {
   busySlots: number;
   langs: string[];
   privileged: boolean;
+  egress: boolean;
   rttMs: number | null;
   connectedSince: string | null;
   lastSeen: string | null;
@@ -41,6 +42,7 @@ const listNodes: Command = {
           { title: "RUNTIME", value: (n) => n.runtime ?? "-" },
           { title: "LANGS", value: (n) => n.langs.join(",") },
           { title: "PRIV", value: (n) => yesNo(n.privileged) },
+          { title: "EGRESS", value: (n) => yesNo(n.egress) },
           { title: "RTT", value: (n) => (n.rttMs === null ? "-" : `${n.rttMs} ms`) },
           { title: "VERSION", value: (n) => n.agentVersion ?? "-" },
           { title: "LAST SEEN", value: (n) => fmtTime(n.lastSeen) },
