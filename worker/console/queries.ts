@@ -1,6 +1,6 @@
 import { and, desc, eq, gte, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { builds, tasks } from "../db/schema.js";
+import { accounts, builds, tasks } from "../db/schema.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 
 /**
@@ -44,4 +44,10 @@ export async function dailyTasks(db: Db, accountId: string, days: number, now = 
     total[i]!.count += r.count;
   }
   return { byFunction, total };
+}
+
+/** Whether the operator granted the account network egress (the admin view is the operator's, not the account's). */
+export async function egressGranted(db: Db, accountId: string): Promise<boolean> {
+  const [row] = await db.select({ egress: accounts.egress }).from(accounts).where(eq(accounts.id, accountId));
+  return row?.egress ?? false;
 }

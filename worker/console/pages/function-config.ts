@@ -4,7 +4,8 @@ import { formOf, seeOther } from "../context.js";
 import { csrfField, errorBox, type Html } from "../layout.js";
 import type { ApiError } from "../api.js";
 
-type Rerender = (c: ConsoleContext, id: string, problem: ApiError, status: number) => Promise<Response>;
+/** Shows the function page again with a box's refusal. */
+export type Rerender = (c: ConsoleContext, id: string, problem: ApiError, status: number) => Promise<Response>;
 
 /**
  * The function page's configuration section: its environment variables (names and values) and its

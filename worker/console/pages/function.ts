@@ -8,6 +8,7 @@ import { resultPanel, type InvokeOutcome } from "./invoke-result.js";
 import { releaseButton, releaseRole, releaseSection } from "./release.js";
 import type { Release } from "../../../shared/schemas/release.js";
 import { configSection, registerFunctionConfig } from "./function-config.js";
+import { networkSection, registerNetwork } from "./network.js";
 
 interface FnDetail {
   id: string;
@@ -43,13 +44,14 @@ interface Problems {
   invoke?: ApiError;
   endpoint?: ApiError;
   config?: ApiError;
+  network?: ApiError;
 }
 
 async function renderFunction(c: ConsoleContext, id: string, o: { problems?: Problems; outcome?: InvokeOutcome; status?: number } = {}) {
   const { fn, tags, builds, tasks, endpoints, release } = await loadFunction(c, id);
   const p = o.problems ?? {};
   const caps = fn.capabilities;
-  const config = await configSection(c, fn.id, p.config);
+  const [config, network] = await Promise.all([configSection(c, fn.id, p.config), networkSection(c, fn.id, p.network)]);
   const body = html`<p><a href="/console">← Functions</a></p>
 <h1>${fn.name} <span class="hint">(${fn.lang}${fn.paused ? ", paused" : ""})</span></h1>
 ${notice(c.req.query("done"))}
@@ -103,6 +105,8 @@ ${errorBox(p.capabilities)}
 <p class="hint">Network latency of the function: ${caps.networkLatency} ms (read-only).</p>
 <p><button type="submit">Save capabilities</button></p></form></section>
 
+${network}
+
 ${config}
 
 <section class="card" aria-labelledby="ep-h"><h2 id="ep-h">Public endpoints</h2>
@@ -151,6 +155,7 @@ export function registerFunction(app: ConsoleApp) {
   app.get("/functions/:id", (c) => renderFunction(c, c.req.param("id")));
   app.get("/functions/:id/delete", (c) => renderDelete(c, c.req.param("id")));
   registerFunctionConfig(app, (c, id, problem, status) => renderFunction(c, id, { problems: { config: problem }, status }));
+  registerNetwork(app, (c, id, problem, status) => renderFunction(c, id, { problems: { network: problem }, status }));
 
   app.post("/functions/:id/edit", async (c) => {
     const id = c.req.param("id");
