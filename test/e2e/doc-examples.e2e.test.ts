@@ -26,11 +26,13 @@ let worker: LocalWorker;
 let agent: AgentProcess;
 let user: Api;
 let token: string;
+/** The account of `token` (ME in the blocks: the operator's examples grant it). */
+let accountId: string;
 const work: string[] = [];
 
 beforeAll(async () => {
   await ensureOfflineImages(LANGS);
-  ({ worker, agent, token, user } = await localStack({ account: "docs", nodeId: "docs-agent", agentArgs: ["--slots", "4"] }));
+  ({ worker, agent, token, accountId, user } = await localStack({ account: "docs", nodeId: "docs-agent", agentArgs: ["--slots", "4"] }));
 }, 1_800_000);
 
 afterAll(async () => {
@@ -129,7 +131,7 @@ describe.each(shellBlocks.map((b) => [b.where, b] as const))("shell block %s", (
   it("runs to the end with exit code 0 and prints what the doc says", async () => {
     const cwd = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-doc-"));
     work.push(cwd);
-    const values: Record<string, string> = { URL: worker.url, T: token, TOKEN: token, ...(await fixtures()) };
+    const values: Record<string, string> = { URL: worker.url, T: token, TOKEN: token, ME: accountId, ...(await fixtures()) };
     const marker = block.marker?.kind === "run" ? block.marker : { env: [], fill: {}, files: [] };
     for (const f of marker.files) {
       const data = FILES[f];

@@ -34,5 +34,5 @@ export async function localStack(o: { account: string; nodeId: string; agentArgs
   const acct = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: o.account } });
   const agent = await AgentProcess.start(worker, await worker.agentToken(o.nodeId), o.nodeId, o.agentArgs ?? ["--slots", "2"]);
   const token: string = acct.token;
-  return { worker, agent, token, user: api(worker.url, token) };
+  return { worker, agent, token, accountId: acct.accountId as string, user: api(worker.url, token) };
 }
