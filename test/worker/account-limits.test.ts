@@ -20,13 +20,14 @@ const upload = (token: string, functionId: string) =>
   call(`/v1/build/${functionId}?arch=amd64`, { token, body: tinyZip(), headers: { "content-type": "application/octet-stream" } });
 
 describe("GET /v1/admin/accounts/<account_id>", () => {
-  it("shows the account's plan, its privileged grant and the limits that apply to it, the defaults until the operator changes one", async () => {
+  it("shows the account's plan, its grants (privileged, egress) and the limits that apply to it, the defaults until the operator changes one", async () => {
     const { accountId } = await newAccount("limited");
     expect(await callJson(`/v1/admin/accounts/${accountId}`, 200, { token: ADMIN })).toEqual({
       id: accountId,
       name: "limited",
       plan: "DEVELOPER",
       privileged: false,
+      egress: false,
       createdAt: expect.stringMatching(ISO_UTC),
       limits: DEFAULTS,
     });

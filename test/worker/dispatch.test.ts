@@ -107,7 +107,7 @@ describe("tasks through the dispatcher", () => {
     const id = await task(token, fn, { hello: "world" });
     const assign = await agent.next("task.assign");
     expect(assign.input).toMatchObject({ method: "POST", query: { x: "1" }, body: JSON.stringify({ hello: "world" }) });
-    expect(assign.capabilities).toEqual({ timeout: 30, cpuCount: 1, memSize: 256, privileged: false });
+    expect(assign.capabilities).toEqual({ timeout: 30, cpuCount: 1, memSize: 256, privileged: false, egress: false });
     const running = await eventually(async () => {
       const t = await taskRecord(token, id);
       return t.assigned && t;

@@ -40,5 +40,9 @@ describe("GET /v1/openapi.json", () => {
     expect(doc.paths["/v1/function/{id}/release"].get.responses["200"].content["application/json"].schema.required).toEqual(["buildId", "pinned", "canary"]);
     expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409"]);
     expect(doc.paths["/v1/task/{id}"].get.responses["200"].content["application/json"].schema.properties.buildId).toBeDefined();
+    const network = doc.paths["/v1/function/{id}/network"].put.requestBody.content["application/json"].schema;
+    expect(network).toMatchObject({ additionalProperties: false, required: ["egress"] });
+    expect(network.properties.egress.enum).toEqual(["none", "internet"]);
+    expect(Object.keys(doc.paths["/v1/function/{id}/network"].put.responses)).toContain("403");
   });
 });

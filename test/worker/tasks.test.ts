@@ -8,6 +8,7 @@ import {
   deployedFunction,
   expectError,
   finishTask,
+  grantEgress,
   grantPrivileged,
   markBuild,
   newAccount,
@@ -122,19 +123,21 @@ describe("POST /v1/task/<function_id>", () => {
     expect(await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).toHaveLength(1);
   });
 
-  it("copies the function's lang, capabilities and newest SUCCESS build into the task, paused or not", async () => {
+  it("copies the function's lang, capabilities, egress and newest SUCCESS build into the task, paused or not", async () => {
     const { token, accountId } = await newAccount();
     await grantPrivileged(accountId);
+    await grantEgress(accountId);
     const fn = await newFunction(token, { lang: "JS" });
     await callJson(`/v1/function/${fn}/capabilities`, 204, { token, json: { timeout: 75, cpuCount: 0.5, memSize: 640, privileged: true } });
+    await callJson(`/v1/function/${fn}/network`, 204, { token, method: "PUT", json: { egress: "internet" } });
     const builds: string[] = [];
     for (const status of ["SUCCESS", "SUCCESS", "FAILED"] as const) {
       builds.push((await uploadBuild(token, fn)).id);
       await markBuild(builds.at(-1)!, status);
     }
     await uploadBuild(token, fn); // newer still, but pending
-    const copied = await env.DB.prepare("select lang, timeout, cpu_count, mem_size, privileged from functions where id = ?").bind(fn).first();
-    expect(copied).toEqual({ lang: "js", timeout: 75, cpu_count: 0.5, mem_size: 640, privileged: 1 });
+    const copied = await env.DB.prepare("select lang, timeout, cpu_count, mem_size, privileged, egress from functions where id = ?").bind(fn).first();
+    expect(copied).toEqual({ lang: "js", timeout: 75, cpu_count: 0.5, mem_size: 640, privileged: 1, egress: "internet" });
     for (const paused of [false, true]) {
       if (paused) await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
       const id = await newTask(token, fn, { paused });
