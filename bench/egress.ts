@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { buildFunction } from "../agent/builder/index.js";
 import { Runner } from "../agent/runner/index.js";
 import { ensureOfflineImages } from "../agent/runtimes/images.js";
-import { parseLang, type Lang } from "../agent/runtimes/languages.js";
+import { parseLang } from "../agent/runtimes/languages.js";
 import { dockerClient } from "../agent/docker/client.js";
 import { resolveSandbox } from "../agent/docker/sandbox-runtime.js";
 import { bridgeOf, prepareEgress, removePolicy } from "../agent/egress/index.js";
