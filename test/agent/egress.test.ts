@@ -12,7 +12,7 @@ import { bridgeOf, prepareEgress, removePolicy, parseAllowList, type EgressSandb
 import { ensureEnvironment } from "./helpers/environment.js";
 import { probeHandlers } from "./helpers/egress-probes.js";
 import { buildFiles, call, removeTempDirs, tempDir, type Built } from "./helpers/functions.js";
-import { startTestLan, type TestLan, type TestHostKind } from "../support/test-lan.js";
+import { startTestLan, TEST_NAMES, type TestLan, type TestHostKind } from "../support/test-lan.js";
 
 /**
  * Network egress on a node (agent --egress), end to end below the control plane: a real egress
@@ -40,7 +40,7 @@ beforeAll(async () => {
   hostPort = (hostServer.address() as AddressInfo).port;
   const sandbox = await resolveSandbox(dockerClient(), "auto");
   const stateDir = path.join(await tempDir("state-egress"), "state");
-  egress = await prepareEgress({ docker: dockerClient(), network, subnet, allow: parseAllowList(lan.allowedRange), dns: [], stateDir, sandbox });
+  egress = await prepareEgress({ docker: dockerClient(), network, subnet, allow: parseAllowList(lan.allowedRange), dns: [lan.hosts.resolver], stateDir, sandbox });
   runner = await Runner.create({ stateDir, agentId: `test-egress-${tag}`, runtime: sandbox === "runsc" ? "runsc" : "", egress, pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py"] } });
   for (const lang of LANGS) {
     const b = await buildFiles(lang, probeHandlers[lang]!);
@@ -105,6 +105,20 @@ describe.each(LANGS)("a function with egress (%s)", (lang) => {
     for (const t of targets) expect(out[t], t).toMatch(/^refused/);
   });
 
+  it("resolves names through the node's resolver, whose other ports stay closed", async () => {
+    const byName = `${TEST_NAMES.public}:${lan.port}`;
+    const out = await probe(lang, [byName, at("resolver")]);
+    expect(out[byName]).toBe(`ok test host ${lan.hosts.public}`);
+    expect(out[at("resolver")]).toMatch(/^refused/);
+  });
+
+  it("is refused what a name points to when its address is refused", async () => {
+    const byName = `${TEST_NAMES.linkLocal}:${lan.port}`;
+    const out = await probe(lang, [byName]);
+    expect(out[byName]).toMatch(/^refused/);
+    expect(out[byName]).not.toMatch(/no such host|Name or service not known|NXDOMAIN/i);
+  });
+
   it("is refused another function's container on the same network", async () => {
     const listener = await runner.invoke(call(built.get("py")!, "py", { query: { mode: "listen" } }, { egress: true, timeout: 60 }, `fn-listener-${lang}`));
     expect(listener.status).toBe(200);
@@ -119,7 +133,7 @@ describe.each(LANGS)("a function with egress (%s)", (lang) => {
 
 describe("the test hosts themselves", () => {
   it("answer the node on every address the functions were refused", async () => {
-    for (const kind of ["rfc1918_10", "rfc1918_172", "shared", "linkLocal", "benchmark", "classE"] as TestHostKind[]) {
+    for (const kind of ["rfc1918_10", "rfc1918_172", "shared", "linkLocal", "benchmark", "classE", "resolver"] as TestHostKind[]) {
       const text = await fetch(`http://${at(kind)}/`).then((r) => r.text());
       expect(text, kind).toBe(`test host ${lan.hosts[kind]}\n`);
     }

@@ -26,14 +26,39 @@ export interface TestLan {
   close(): Promise<void>;
 }
 
-export type TestHostKind = "public" | "allowed" | "rfc1918_10" | "rfc1918_172" | "shared" | "linkLocal" | "benchmark" | "classE";
+export type TestHostKind = "public" | "allowed" | "rfc1918_10" | "rfc1918_172" | "shared" | "linkLocal" | "benchmark" | "classE" | "resolver";
 
+/** Names the test resolver answers (A records; every other name: NXDOMAIN). */
+export const TEST_NAMES = { public: "public.test-lan.example", linkLocal: "metadata.test-lan.example" } as const;
+
+// An HTTP server on every address of the namespace, and a resolver (UDP 53) on the resolver's
+// address that answers TEST_NAMES' A records from argv[3] (JSON name → address).
 const SERVER = `
 const http = require("node:http");
-http.createServer((req, res) => {
-  res.setHeader("content-type", "text/plain");
-  res.end("test host " + req.socket.localAddress + "\\n");
-}).listen(Number(process.argv[1]), "0.0.0.0", () => console.log("listening"));
+const dgram = require("node:dgram");
+const names = JSON.parse(process.argv[3]);
+const dns = dgram.createSocket("udp4");
+dns.on("message", (q, from) => {
+  let i = 12, labels = [];
+  while (q[i]) { labels.push(q.subarray(i + 1, i + 1 + q[i]).toString()); i += q[i] + 1; }
+  const qtype = q.readUInt16BE(i + 1);
+  const question = q.subarray(12, i + 5);
+  const name = labels.join(".").toLowerCase();
+  const address = names[name];
+  const header = Buffer.alloc(12);
+  header.writeUInt16BE(q.readUInt16BE(0), 0);
+  header.writeUInt16BE(address ? 0x8180 : 0x8183, 2);
+  header.writeUInt16BE(1, 4);
+  const answer = address && qtype === 1 ? Buffer.concat([Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]), Buffer.from(address.split(".").map(Number))]) : Buffer.alloc(0);
+  header.writeUInt16BE(answer.length ? 1 : 0, 6);
+  dns.send(Buffer.concat([header, question, answer]), from.port, from.address);
+});
+dns.bind(53, process.argv[2], () => {
+  http.createServer((req, res) => {
+    res.setHeader("content-type", "text/plain");
+    res.end("test host " + req.socket.localAddress + "\\n");
+  }).listen(Number(process.argv[1]), "0.0.0.0", () => console.log("listening"));
+});
 `;
 
 export async function startTestLan(): Promise<TestLan> {
@@ -53,6 +78,7 @@ export async function startTestLan(): Promise<TestLan> {
     linkLocal: `169.254.${n}.254`,
     benchmark: `198.18.${n}.2`,
     classE: `240.0.${n}.2`,
+    resolver: `10.216.${n}.53`,
   };
   const hostSide = `11.213.${n}.1`;
   const port = 18000 + n;
@@ -75,7 +101,8 @@ export async function startTestLan(): Promise<TestLan> {
     await inNs(["ip", "route", "add", "default", "via", hostSide]);
     for (const [kind, address] of Object.entries(hosts)) if (kind !== "public") await sh("ip", ["route", "add", `${address}/32`, "dev", hostVeth]);
     for (const address of Object.values(hosts)) await assertRoutedInto(address, hostVeth);
-    server = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", SERVER, String(port)], { stdio: ["ignore", "pipe", "inherit"] });
+    const names = { [TEST_NAMES.public]: hosts.public, [TEST_NAMES.linkLocal]: hosts.linkLocal };
+    server = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", SERVER, String(port), hosts.resolver, JSON.stringify(names)], { stdio: ["ignore", "pipe", "inherit"] });
     await new Promise<void>((resolve, reject) => {
       server!.stdout!.once("data", () => resolve());
       server!.once("exit", (code) => reject(new Error(`the test host exited (${code})`)));
