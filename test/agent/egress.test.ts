@@ -41,7 +41,7 @@ beforeAll(async () => {
   const sandbox = await resolveSandbox(dockerClient(), "auto");
   const stateDir = path.join(await tempDir("state-egress"), "state");
   egress = await prepareEgress({ docker: dockerClient(), network, subnet, allow: parseAllowList(lan.allowedRange), dns: [lan.hosts.resolver], stateDir, sandbox });
-  runner = await Runner.create({ stateDir, agentId: `test-egress-${tag}`, runtime: sandbox === "runsc" ? "runsc" : "", egress, pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py"] } });
+  runner = await Runner.create({ stateDir, agentId: `test-egress-${tag}`, runtime: sandbox === "runsc" ? "runsc" : "", egress, allowPrivileged: true, pool: { size: 1, max: 1, idleMs: 60_000, languages: ["py"] } });
   for (const lang of LANGS) {
     const b = await buildFiles(lang, probeHandlers[lang]!);
     expect(b.result.ok, b.log.join("\n")).toBe(true);
@@ -155,6 +155,17 @@ describe.each(LANGS)("a function without egress (%s)", (lang) => {
     const r = await runner.invoke(call(built.get(lang)!, lang, { query: { mode: "ifaces" } }, { egress: true }));
     expect(JSON.parse(r.body.toString())).toEqual(["eth0", "lo"]);
     expect(r.runtime).toBe(egress.runtime === "runsc-egress" ? "runsc-egress" : "runc");
+  });
+});
+
+describe("a privileged function with egress", () => {
+  it("keeps Docker's default capabilities but NET_RAW and NET_ADMIN: it cannot forge packets", async () => {
+    const r = await runner.invoke(call(built.get("py")!, "py", { query: { mode: "caps" } }, { egress: true, privileged: true }, "fn-privileged-egress"));
+    const caps = BigInt(`0x${r.body.toString().trim()}`);
+    const has = (bit: number) => (caps >> BigInt(bit)) & 1n;
+    expect(has(0), "CAP_CHOWN: the default set is there").toBe(1n);
+    expect(has(13), "CAP_NET_RAW").toBe(0n);
+    expect(has(12), "CAP_NET_ADMIN").toBe(0n);
   });
 });
 

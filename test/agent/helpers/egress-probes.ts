@@ -6,6 +6,7 @@ import type { ZipItem } from "../../support/zip.js";
  * - `?mode=probe`, body a JSON list of "host:port" (IPv6 as "[addr]:port"): tries each with TCP
  *   (3 s), sends an HTTP/1.0 GET, answers {target: "ok <body>" | "refused <error>"}.
  * - `?mode=ifaces`: the names of its network interfaces.
+ * - `?mode=caps` (Python): the effective capability mask, hex, from /proc/self/status.
  * - `?mode=listen`: starts a TCP server on 0.0.0.0:9000 (once per container) and answers its own
  *   address, for a second function to try to reach.
  */
@@ -49,6 +50,9 @@ def handle(event, context):
     mode = event.query.get("mode", "probe")
     if mode == "ifaces":
         return json.dumps(sorted(name for _, name in socket.if_nameindex()))
+    if mode == "caps":
+        with open("/proc/self/status") as f:
+            return next(l.split()[1] for l in f if l.startswith("CapEff:"))
     if mode == "listen":
         if not _listening:
             threading.Thread(target=_serve, daemon=True).start()
