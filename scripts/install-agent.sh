@@ -368,9 +368,7 @@ Environment=GCFAAS_NO_BUILD_IMAGES=1
 # docs/security.md has the details.
 Environment=GCFAAS_ENGINE_MOUNT_NS=/proc/1/ns/mnt
 ProtectSystem=strict
-ReadWritePaths=$state_dir
-# iptables' lock, for --egress (the legacy backend takes it; nf_tables ignores it).
-ReadWritePaths=-/run/xtables.lock
+ReadWritePaths=$state_dir$([ "$egress" = 1 ] && printf '\n%s' "# iptables' lock, for --egress (the legacy backend takes it; nf_tables ignores it)." "ReadWritePaths=-/run/xtables.lock")
 ProtectHome=yes
 PrivateTmp=yes
 ProtectKernelTunables=yes
