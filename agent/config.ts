@@ -14,7 +14,9 @@ import { parseResolvers } from "./egress/dns.js";
  * place: a bad value stops the agent at start with a message naming it.
  */
 const schema = z.object({
-  url: z.url({ error: "must be the control plane's URL, e.g. https://api.example.com" }),
+  url: z.url({ protocol: /^https?$/, error: "must be the control plane's http(s) URL, e.g. https://api.example.com" }),
+  /** Accept plain http to a host other than this one (the agent token then crosses the network in clear). */
+  insecure: z.boolean(),
   token: z.string().regex(/^gca_[0-9a-f]{64}$/, "must be an agent token (gca_…) minted for this node with POST /v1/admin/agent-tokens"),
   /** Must be the node id the token was minted for (the agent checks at start). */
   nodeId,
@@ -64,13 +66,24 @@ const schema = z.object({
     .transform(parseListenAddress)
     .refine((a) => a === null || a.port <= 65535, "port must be at most 65535"),
 });
-export type AgentConfig = z.infer<typeof schema> & { cpus: number; memMiB: number };
+export type AgentConfig = z.infer<typeof checked> & { cpus: number; memMiB: number };
+
+/** Loopback hosts, where plain http never leaves the machine: 127.0.0.0/8, ::1, localhost. */
+const isLoopback = (host: string) => host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+
+const checked = schema.superRefine((c, ctx) => {
+  const u = new URL(c.url);
+  if (u.protocol === "http:" && !isLoopback(u.hostname) && !c.insecure) {
+    ctx.addIssue({ code: "custom", path: ["url"], message: `${c.url} is plain http to another host: the agent token would cross the network in clear. Use https://, a loopback address, or --insecure (GCFAAS_INSECURE=1) to accept it` });
+  }
+});
 
 const FLAGS = {
   url: { type: "string", env: "GCFAAS_URL" },
   token: { type: "string", env: "GCFAAS_AGENT_TOKEN" },
   "token-file": { type: "string", env: "GCFAAS_AGENT_TOKEN_FILE" },
   "node-id": { type: "string", env: "GCFAAS_NODE_ID" },
+  insecure: { type: "boolean", env: "GCFAAS_INSECURE" },
   slots: { type: "string", env: "GCFAAS_SLOTS" },
   privileged: { type: "boolean", env: "GCFAAS_ALLOW_PRIVILEGED" },
   egress: { type: "boolean", env: "GCFAAS_EGRESS" },
@@ -108,6 +121,8 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --token TOKEN          agent token, minted for this node id; prefer the file or the
                          environment: a command line shows in ps (GCFAAS_AGENT_TOKEN)
   --node-id ID           this host's id, as its token [hostname] (GCFAAS_NODE_ID)
+  --insecure             accept an http:// URL to another host: the token would travel
+                         in clear [refused]                     (GCFAAS_INSECURE=1)
   --slots N              concurrent builds+tasks [2 x CPUs]     (GCFAAS_SLOTS)
   --privileged           allow privileged functions [no]        (GCFAAS_ALLOW_PRIVILEGED=1)
   --egress               run functions that asked for network egress: public
@@ -182,6 +197,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     url: get("url"),
     token: get("token") ?? tokenFromFile(get("token-file") as string | undefined),
     nodeId,
+    insecure: get("insecure") ?? false,
     slots: get("slots") ?? String(os.cpus().length * 2),
     privileged: get("privileged") ?? false,
     egress: get("egress") ?? false,
@@ -210,7 +226,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     metrics: get("metrics") ?? "127.0.0.1:9464",
     sandbox: get("sandbox") ?? "auto",
   };
-  const parsed = schema.safeParse(raw);
+  const parsed = checked.safeParse(raw);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`invalid agent configuration:\n${lines.join("\n")}\n\n${USAGE}`);

@@ -113,6 +113,8 @@ fi
 # --- settings: flags, else the existing environment file, else defaults --------------------
 url_given="$url"
 url="${url:-$(env_value GCFAAS_URL)}"
+# A re-run that keeps the URL keeps its acceptance of plain http too.
+[ -z "$url_given" ] && [ "$(env_value GCFAAS_INSECURE)" = 1 ] && insecure=1
 # The token: --token-file (a file or standard input), else the environment, else what an earlier
 # run stored (the token file, or the env file of an install from before there was one).
 token=""
@@ -296,7 +298,7 @@ install -d -m 700 "$state_dir"
 chmod 600 "$TOKEN_FILE.tmp"
 mv "$TOKEN_FILE.tmp" "$TOKEN_FILE"
 say "wrote $TOKEN_FILE"
-managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|GCFAAS_SLOTS|GCFAAS_LANGS|GCFAAS_STATE_DIR|GCFAAS_IMAGE_TAG|GCFAAS_EGRESS|GCFAAS_EGRESS_ALLOW)='
+managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|GCFAAS_SLOTS|GCFAAS_LANGS|GCFAAS_STATE_DIR|GCFAAS_IMAGE_TAG|GCFAAS_EGRESS|GCFAAS_EGRESS_ALLOW|GCFAAS_INSECURE)='
 (
   umask 077
   {
@@ -308,6 +310,8 @@ managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|
     [ -n "$langs" ] && echo "GCFAAS_LANGS=$langs"
     echo "GCFAAS_STATE_DIR=$state_dir"
     [ "$egress" = 1 ] && echo "GCFAAS_EGRESS=1"
+    # The agent refuses plain http to another host by itself too, unless told the same.
+    [ "$insecure" -eq 1 ] && [[ "$url" == http://* ]] && echo "GCFAAS_INSECURE=1"
     [ "$egress" = 1 ] && [ -n "$egress_allow" ] && echo "GCFAAS_EGRESS_ALLOW=$egress_allow"
     # Images built under another tag than "offline" are the ones this agent must use.
     [ -n "${GCFAAS_IMAGE_TAG:-}" ] && echo "GCFAAS_IMAGE_TAG=$GCFAAS_IMAGE_TAG"
