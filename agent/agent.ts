@@ -113,6 +113,7 @@ export class Agent {
       cpus: this.config.cpus,
       memMiB: this.config.memMiB,
       privileged: this.config.privileged,
+      ...(this.config.egress ? { egress: true } : {}),
       langs: this.config.langs,
       // Each shard assigns on its own: it is offered its share, so that the shards together never
       // hand this node more than its slots.

@@ -6,18 +6,36 @@ import { DEFAULT_BUILD_LIMITS } from "./builder/build-function.js";
 import { LANGS, type Lang } from "./runtimes/languages.js";
 import { nodeId } from "../shared/protocol/messages.js";
 import { readTokenFile } from "./token-file.js";
+import { formatCidr, parseAllowList, parseCidr, within } from "./egress/ranges.js";
+import { parseResolvers } from "./egress/dns.js";
 
 /**
  * Every setting is a flag or an environment variable (flags win), parsed and checked in one
  * place: a bad value stops the agent at start with a message naming it.
  */
 const schema = z.object({
-  url: z.url({ error: "must be the control plane's URL, e.g. https://api.example.com" }),
+  url: z.url({ protocol: /^https?$/, error: "must be the control plane's http(s) URL, e.g. https://api.example.com" }),
+  /** Accept plain http to a host other than this one (the agent token then crosses the network in clear). */
+  insecure: z.boolean(),
   token: z.string().regex(/^gca_[0-9a-f]{64}$/, "must be an agent token (gca_…) minted for this node with POST /v1/admin/agent-tokens"),
   /** Must be the node id the token was minted for (the agent checks at start). */
   nodeId,
   slots: z.coerce.number().int().min(1).max(1024),
   privileged: z.boolean(),
+  /** Runs functions that asked for network egress (agent/egress/); off by default. */
+  egress: z.boolean(),
+  egressAllow: z.string().transform((v, ctx) => parseOr(ctx, () => parseAllowList(v))),
+  /** Empty: the node's own upstream resolvers. */
+  egressDns: z.string().transform((v, ctx) => (v.trim() ? parseOr(ctx, () => parseResolvers(v)) : undefined)),
+  egressNetwork: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, "must be a Docker network name"),
+  egressSubnet: z.string().transform((v, ctx) =>
+    parseOr(ctx, () => {
+      const c = parseCidr(v);
+      if (c.prefix < 16 || c.prefix > 28) throw new Error("the prefix length must be 16-28");
+      if (!PRIVATE.some((p) => within(c, parseCidr(p)))) throw new Error(`must be a private range (${PRIVATE.join(", ")})`);
+      return formatCidr(c);
+    }),
+  ),
   defaultCpus: z.coerce.number().positive().max(64),
   defaultMemoryMiB: z.coerce.number().int().min(16),
   stateDir: z.string().min(1),
@@ -48,15 +66,31 @@ const schema = z.object({
     .transform(parseListenAddress)
     .refine((a) => a === null || a.port <= 65535, "port must be at most 65535"),
 });
-export type AgentConfig = z.infer<typeof schema> & { cpus: number; memMiB: number };
+export type AgentConfig = z.infer<typeof checked> & { cpus: number; memMiB: number };
+
+/** Loopback hosts, where plain http never leaves the machine: 127.0.0.0/8, ::1, localhost. */
+const isLoopback = (host: string) => host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+
+const checked = schema.superRefine((c, ctx) => {
+  const u = new URL(c.url);
+  if (u.protocol === "http:" && !isLoopback(u.hostname) && !c.insecure) {
+    ctx.addIssue({ code: "custom", path: ["url"], message: `${c.url} is plain http to another host: the agent token would cross the network in clear. Use https://, a loopback address, or --insecure (GCFAAS_INSECURE=1) to accept it` });
+  }
+});
 
 const FLAGS = {
   url: { type: "string", env: "GCFAAS_URL" },
   token: { type: "string", env: "GCFAAS_AGENT_TOKEN" },
   "token-file": { type: "string", env: "GCFAAS_AGENT_TOKEN_FILE" },
   "node-id": { type: "string", env: "GCFAAS_NODE_ID" },
+  insecure: { type: "boolean", env: "GCFAAS_INSECURE" },
   slots: { type: "string", env: "GCFAAS_SLOTS" },
   privileged: { type: "boolean", env: "GCFAAS_ALLOW_PRIVILEGED" },
+  egress: { type: "boolean", env: "GCFAAS_EGRESS" },
+  "egress-allow": { type: "string", env: "GCFAAS_EGRESS_ALLOW" },
+  "egress-dns": { type: "string", env: "GCFAAS_EGRESS_DNS" },
+  "egress-network": { type: "string", env: "GCFAAS_EGRESS_NETWORK" },
+  "egress-subnet": { type: "string", env: "GCFAAS_EGRESS_SUBNET" },
   "default-cpus": { type: "string", env: "GCFAAS_DEFAULT_CPUS" },
   "default-memory": { type: "string", env: "GCFAAS_DEFAULT_MEMORY_MIB" },
   "state-dir": { type: "string", env: "GCFAAS_STATE_DIR" },
@@ -87,8 +121,17 @@ export const USAGE = `gcfaas-agent: runs builds and tasks of the control plane i
   --token TOKEN          agent token, minted for this node id; prefer the file or the
                          environment: a command line shows in ps (GCFAAS_AGENT_TOKEN)
   --node-id ID           this host's id, as its token [hostname] (GCFAAS_NODE_ID)
+  --insecure             accept an http:// URL to another host: the token would travel
+                         in clear [refused]                     (GCFAAS_INSECURE=1)
   --slots N              concurrent builds+tasks [2 x CPUs]     (GCFAAS_SLOTS)
   --privileged           allow privileged functions [no]        (GCFAAS_ALLOW_PRIVILEGED=1)
+  --egress               run functions that asked for network egress: public
+                         addresses only, policed by iptables outside the sandbox [no] (GCFAAS_EGRESS=1)
+  --egress-allow CIDR,...  private ranges egress functions may reach too, e.g. a
+                         database on the LAN [none]             (GCFAAS_EGRESS_ALLOW)
+  --egress-dns IP,...    resolvers of egress functions [the host's upstream ones] (GCFAAS_EGRESS_DNS)
+  --egress-network NAME  the Docker network of egress functions [gcfaas-egress] (GCFAAS_EGRESS_NETWORK)
+  --egress-subnet CIDR   its private subnet [10.213.0.0/22]     (GCFAAS_EGRESS_SUBNET)
   --default-cpus N       CPUs for cpuCount 0 [1]                (GCFAAS_DEFAULT_CPUS)
   --default-memory MIB   memory for memSize 0 [256]             (GCFAAS_DEFAULT_MEMORY_MIB)
   --state-dir DIR        artifacts, sockets, builds [./.state/agent-<node-id>]  (GCFAAS_STATE_DIR)
@@ -122,6 +165,18 @@ function parseListenAddress(value: string): { host: string; port: number } | nul
   return { host, port };
 }
 
+const PRIVATE = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"];
+
+/** A parse that throws a sentence becomes a zod issue naming the setting. */
+function parseOr<T>(ctx: z.RefinementCtx, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: (err as Error).message });
+    return z.NEVER;
+  }
+}
+
 const tokenFromFile = (file: string | undefined) => (file ? readTokenFile(file) : undefined);
 
 const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v);
@@ -142,8 +197,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     url: get("url"),
     token: get("token") ?? tokenFromFile(get("token-file") as string | undefined),
     nodeId,
+    insecure: get("insecure") ?? false,
     slots: get("slots") ?? String(os.cpus().length * 2),
     privileged: get("privileged") ?? false,
+    egress: get("egress") ?? false,
+    egressAllow: get("egress-allow") ?? "",
+    egressDns: get("egress-dns") ?? "",
+    egressNetwork: get("egress-network") ?? "gcfaas-egress",
+    egressSubnet: get("egress-subnet") ?? "10.213.0.0/22",
     defaultCpus: get("default-cpus") ?? "1",
     defaultMemoryMiB: get("default-memory") ?? "256",
     stateDir: path.resolve((get("state-dir") as string | undefined) ?? `.state/agent-${nodeId}`),
@@ -165,7 +226,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env)
     metrics: get("metrics") ?? "127.0.0.1:9464",
     sandbox: get("sandbox") ?? "auto",
   };
-  const parsed = schema.safeParse(raw);
+  const parsed = checked.safeParse(raw);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`invalid agent configuration:\n${lines.join("\n")}\n\n${USAGE}`);

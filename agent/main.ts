@@ -6,6 +6,7 @@ import { Runner } from "./runner/index.js";
 import { ensureOfflineImages } from "./runtimes/images.js";
 import { dockerClient } from "./docker/client.js";
 import { resolveSandbox } from "./docker/sandbox-runtime.js";
+import { prepareEgress } from "./egress/index.js";
 
 /** config → images → runner → agent; SIGTERM/SIGINT drain, a second signal stops at once. */
 async function main() {
@@ -20,6 +21,9 @@ async function main() {
   if (config.buildImages) await ensureOfflineImages(config.langs, (line) => log("info", line, { component: "images" }));
   const sandbox = await resolveSandbox(dockerClient(), config.sandbox);
   log("info", "sandbox runtime", { runtime: sandbox, asked: config.sandbox });
+  const egress = config.egress
+    ? await prepareEgress({ docker: dockerClient(), network: config.egressNetwork, subnet: config.egressSubnet, allow: config.egressAllow, ...(config.egressDns ? { dns: config.egressDns } : {}), stateDir: config.stateDir, sandbox })
+    : null;
   const runner = await Runner.create({
     runtime: sandbox === "runsc" ? "runsc" : "",
     stateDir: config.stateDir,
@@ -29,6 +33,7 @@ async function main() {
     defaultCpus: config.defaultCpus,
     defaultMemoryMiB: config.defaultMemoryMiB,
     allowPrivileged: config.privileged,
+    egress,
     pool: { size: config.poolSize, max: Math.max(config.poolSize, config.poolMax), idleMs: config.poolIdleMs, languages: config.poolLangs },
   });
   const agent = new Agent(config, runner, sandbox);

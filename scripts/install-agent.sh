@@ -5,7 +5,7 @@
 #
 #   install-agent.sh --url URL --token-file FILE|- [--node-id ID] [--slots N] [--langs py,js,…]
 #                    [--state-dir DIR] [--images-tar FILE | --no-images] [--nodesource]
-#                    [--release-sha256 HEX] [--insecure]
+#                    [--release-sha256 HEX] [--insecure] [--egress [--egress-allow CIDR,…] | --no-egress]
 #   install-agent.sh --uninstall [--remove-images]
 #
 # The token comes from a file, from standard input (--token-file -) or from GCFAAS_AGENT_TOKEN,
@@ -33,7 +33,7 @@ say() { echo "install-agent: $*"; }
 die() { echo "install-agent: $*" >&2; exit 1; }
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
-url="" token_file="" node_id="" slots="" langs="" state_dir="" images_tar="" release="" release_sha256=""
+url="" token_file="" node_id="" slots="" langs="" state_dir="" images_tar="" release="" release_sha256="" egress="" egress_allow=""
 build_images=1 uninstall=0 remove_images=0 nodesource=0 insecure=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -50,6 +50,9 @@ while [ $# -gt 0 ]; do
     --release) release="${2:?--release needs a folder}"; shift ;;
     --no-images) build_images=0 ;;
     --nodesource) nodesource=1 ;;
+    --egress) egress=1 ;;
+    --no-egress) egress=0 ;;
+    --egress-allow) egress_allow="${2:?--egress-allow needs CIDR ranges, e.g. 10.0.5.0/24}"; shift ;;
     --uninstall) uninstall=1 ;;
     --remove-images) remove_images=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -101,13 +104,17 @@ if [ "$uninstall" -eq 1 ]; then
     say "removed the runtime images"
   fi
   [ "$remove_images" -eq 1 ] || say "the runtime images stay (--remove-images removes them)"
-  say "uninstalled; Docker, runsc, Node.js and the runsc entry of $DAEMON_JSON stay"
+  # The kernel settings stay in force until a reboot: other software may rely on forwarding too.
+  rm -f /etc/modules-load.d/gcfaas-egress.conf /etc/sysctl.d/60-gcfaas-egress.conf
+  say "uninstalled; Docker, runsc, Node.js and the runsc entries of $DAEMON_JSON stay"
   exit 0
 fi
 
 # --- settings: flags, else the existing environment file, else defaults --------------------
 url_given="$url"
 url="${url:-$(env_value GCFAAS_URL)}"
+# A re-run that keeps the URL keeps its acceptance of plain http too.
+[ -z "$url_given" ] && [ "$(env_value GCFAAS_INSECURE)" = 1 ] && insecure=1
 # The token: --token-file (a file or standard input), else the environment, else what an earlier
 # run stored (the token file, or the env file of an install from before there was one).
 token=""
@@ -127,6 +134,10 @@ slots="${slots:-$(env_value GCFAAS_SLOTS)}"
 langs="${langs:-$(env_value GCFAAS_LANGS)}"
 state_dir="${state_dir:-$(env_value GCFAAS_STATE_DIR)}"
 state_dir="${state_dir:-$DEFAULT_STATE_DIR}"
+egress="${egress:-$(env_value GCFAAS_EGRESS)}"
+egress_allow="${egress_allow:-$(env_value GCFAAS_EGRESS_ALLOW)}"
+[ -z "$egress_allow" ] || [[ "$egress_allow" =~ ^[0-9./]+(,[0-9./]+)*$ ]] || die "--egress-allow must be IPv4 ranges separated by commas, e.g. 10.0.5.0/24,192.168.7.0/24"
+[ -z "$egress_allow" ] || [ "$egress" = 1 ] || die "--egress-allow needs --egress"
 # No quotes, spaces, $ or ; in values: the env file is read by systemd and by a shell (set -a; . file).
 url_re='^https?://[A-Za-z0-9._~:/%@-]+$'
 [[ "$url" =~ $url_re ]] || die "--url must be the control plane's http(s) URL"
@@ -287,7 +298,7 @@ install -d -m 700 "$state_dir"
 chmod 600 "$TOKEN_FILE.tmp"
 mv "$TOKEN_FILE.tmp" "$TOKEN_FILE"
 say "wrote $TOKEN_FILE"
-managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|GCFAAS_SLOTS|GCFAAS_LANGS|GCFAAS_STATE_DIR|GCFAAS_IMAGE_TAG)='
+managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|GCFAAS_SLOTS|GCFAAS_LANGS|GCFAAS_STATE_DIR|GCFAAS_IMAGE_TAG|GCFAAS_EGRESS|GCFAAS_EGRESS_ALLOW|GCFAAS_INSECURE)='
 (
   umask 077
   {
@@ -298,6 +309,10 @@ managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|
     [ -n "$slots" ] && echo "GCFAAS_SLOTS=$slots"
     [ -n "$langs" ] && echo "GCFAAS_LANGS=$langs"
     echo "GCFAAS_STATE_DIR=$state_dir"
+    [ "$egress" = 1 ] && echo "GCFAAS_EGRESS=1"
+    # The agent refuses plain http to another host by itself too, unless told the same.
+    [ "$insecure" -eq 1 ] && [[ "$url" == http://* ]] && echo "GCFAAS_INSECURE=1"
+    [ "$egress" = 1 ] && [ -n "$egress_allow" ] && echo "GCFAAS_EGRESS_ALLOW=$egress_allow"
     # Images built under another tag than "offline" are the ones this agent must use.
     [ -n "${GCFAAS_IMAGE_TAG:-}" ] && echo "GCFAAS_IMAGE_TAG=$GCFAAS_IMAGE_TAG"
     # Settings the operator added by hand survive a re-run.
@@ -307,6 +322,22 @@ managed='^(GCFAAS_URL|GCFAAS_AGENT_TOKEN|GCFAAS_AGENT_TOKEN_FILE|GCFAAS_NODE_ID|
 chmod 600 "$ENV_FILE.tmp"
 mv "$ENV_FILE.tmp" "$ENV_FILE"
 say "wrote $ENV_FILE"
+
+# --- network egress: kernel settings the sandboxed agent may not change itself ---------------
+# ProtectKernelTunables and ProtectKernelModules keep the agent from writing /proc/sys and loading
+# modules, so what its egress policy needs is set here, and kept across reboots.
+if [ "$egress" = 1 ]; then
+  install -d -m 755 /etc/modules-load.d /etc/sysctl.d
+  echo br_netfilter >/etc/modules-load.d/gcfaas-egress.conf
+  printf '%s\n' "# gcfaas agent --egress: forwarding for the egress bridge, and bridged frames through iptables" \
+    "# (the policy that keeps one function from another's container)" \
+    net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1 >/etc/sysctl.d/60-gcfaas-egress.conf
+  modprobe br_netfilter 2>/dev/null || true
+  sysctl -q -p /etc/sysctl.d/60-gcfaas-egress.conf >/dev/null || die "could not apply /etc/sysctl.d/60-gcfaas-egress.conf (is br_netfilter available?)"
+  say "egress on: functions that ask for it reach public addresses${egress_allow:+ and $egress_allow}"
+else
+  rm -f /etc/modules-load.d/gcfaas-egress.conf /etc/sysctl.d/60-gcfaas-egress.conf
+fi
 
 # --- the service ---------------------------------------------------------------------------
 install -d -m 755 "$(dirname "$UNIT_FILE")"
@@ -341,7 +372,7 @@ Environment=GCFAAS_NO_BUILD_IMAGES=1
 # docs/security.md has the details.
 Environment=GCFAAS_ENGINE_MOUNT_NS=/proc/1/ns/mnt
 ProtectSystem=strict
-ReadWritePaths=$state_dir
+ReadWritePaths=$state_dir$([ "$egress" = 1 ] && printf '\n%s' "# iptables' lock, for --egress (the legacy backend takes it; nf_tables ignores it)." "ReadWritePaths=-/run/xtables.lock")
 ProtectHome=yes
 PrivateTmp=yes
 ProtectKernelTunables=yes

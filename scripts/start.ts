@@ -72,7 +72,7 @@ async function main() {
   const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log") });
   const creds = await ensureCredentials(worker, state);
   say("starting one agent");
-  const agent = await AgentProcess.start(worker, creds.agentToken, AGENT_NODE, ["--state-dir", path.join(STATE, "agent"), "--langs", LANGS_SERVED.join(","), "--metrics", "127.0.0.1:9464"], path.join(STATE, "logs/agent.log"));
+  const agent = await AgentProcess.start(worker, creds.agentToken, AGENT_NODE, ["--state-dir", path.join(STATE, "agent"), "--langs", LANGS_SERVED.join(","), "--metrics", "127.0.0.1:9464", "--egress"], path.join(STATE, "logs/agent.log"));
 
   let stopping = false;
   const stop = async () => {

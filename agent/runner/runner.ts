@@ -14,8 +14,9 @@ import { MAX_CALL_LOG_BYTES, type CallLog, type LogBounds } from "./invocation-l
 import { ResponseTooLargeError } from "./shim-client.js";
 import type { ContainerInfo, InvokeRequest, InvokeResult, RunnerOptions } from "./types.js";
 import { configFingerprint } from "./config-fingerprint.js";
+import type { EgressSandbox } from "../egress/index.js";
 
-type Settings = Required<Omit<RunnerOptions, "docker" | "images" | "pool">>;
+type Settings = Required<Omit<RunnerOptions, "docker" | "images" | "pool" | "egress">>;
 
 interface Slot {
   key: string;
@@ -38,6 +39,7 @@ export class Runner {
   private readonly settings: Settings;
   private readonly artifacts: ArtifactCache;
   private readonly pool: RuntimePool | null;
+  private readonly egress: EgressSandbox | null;
   private readonly slots = new Set<Slot>();
   private starting = 0;
   private readonly capacityWaiters: (() => void)[] = [];
@@ -61,6 +63,7 @@ export class Runner {
       maxLogBytes: options.maxLogBytes ?? MAX_CALL_LOG_BYTES,
       runtime: options.runtime ?? "",
     };
+    this.egress = options.egress ?? null;
     this.artifacts = new ArtifactCache(path.join(this.settings.stateDir, "artifacts"));
     const pool = options.pool;
     this.pool =
@@ -72,7 +75,7 @@ export class Runner {
             socketsDir: path.join(this.settings.stateDir, "sockets"),
             dir: path.join(this.settings.stateDir, "pool"),
             logBounds: this.logBounds(),
-            defaultLimits: this.limitsFor({ timeout: 1, cpuCount: 0, memSize: 0, privileged: false }),
+            defaultLimits: this.limitsFor({ timeout: 1, cpuCount: 0, memSize: 0, privileged: false, egress: false }),
             hasRoom: () => this.used() < this.settings.maxContainers,
           })
         : null;
@@ -97,10 +100,11 @@ export class Runner {
     if (caps.privileged && !this.settings.allowPrivileged) {
       throw new Error("this node does not run privileged functions");
     }
+    if (caps.egress && !this.egress) throw new Error("this node does not run functions with network egress (agent --egress)");
     if (!(caps.timeout > 0)) throw new Error(`timeout must be a positive number of seconds, got ${caps.timeout}`);
     const deadline = started + caps.timeout * 1000;
     const limits = this.limitsFor(caps);
-    const base = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout].join("|");
+    const base = [call.functionId, call.buildId, call.lang, limits.cpus, limits.memoryMiB, caps.privileged, caps.timeout, !!caps.egress].join("|");
     // A container keeps the configuration it first served (a handler may read it once, at load):
     // a call with another one never reuses it.
     const key = `${base}|${configFingerprint(call.env)}`;
@@ -112,7 +116,8 @@ export class Runner {
     const kind: "cold" | "warm" = slot ? "warm" : "cold";
     if (!slot) {
       // A pooled container already holds its place under the node's cap: it moves to `starting`.
-      const taken = this.pool?.take(call.lang, limits);
+      // Pooled containers have no network, and a running container under gVisor cannot join one.
+      const taken = limits.egress ? undefined : this.pool?.take(call.lang, limits);
       if (taken) this.starting += 1;
       else await this.reserveCapacity();
       try {
@@ -235,6 +240,8 @@ export class Runner {
   }
 
   private limitsFor(caps: InvokeRequest["capabilities"]): SandboxLimits {
+    const egress = caps.egress && this.egress ? { network: this.egress.network, resolvConf: this.egress.resolvConf } : undefined;
+    const sandbox = caps.privileged ? undefined : this.settings.runtime || undefined;
     return {
       // Docker refuses more CPUs than the host has; a function asking for more gets them all.
       cpus: Math.min(caps.cpuCount > 0 ? caps.cpuCount : this.settings.defaultCpus, os.cpus().length),
@@ -242,7 +249,9 @@ export class Runner {
       pids: this.settings.pidsLimit,
       tmpfsMiB: this.settings.tmpfsMiB,
       privileged: caps.privileged,
-      runtime: caps.privileged ? undefined : this.settings.runtime || undefined,
+      // gVisor's own network stack does not start on these kernels: egress runs it in host mode, inside the container's namespace.
+      runtime: egress && sandbox === "runsc" ? this.egress!.runtime : sandbox,
+      egress,
     };
   }
 

@@ -1,3 +1,4 @@
+import type { EgressSandbox } from "../egress/index.js";
 import type Docker from "dockerode";
 import type { PoolSettings } from "../pool/runtime-pool.js";
 import type { Lang, RuntimeImages } from "../runtimes/languages.js";
@@ -12,6 +13,8 @@ export interface Capabilities {
   /** MiB; 0 = the node's default. */
   memSize: number;
   privileged: boolean;
+  /** The function reaches public addresses through the node's egress network; absent: no network. */
+  egress?: boolean;
 }
 
 export interface FunctionRequest {
@@ -92,6 +95,11 @@ export interface RunnerOptions {
    * always run under runc (gVisor cannot give them what they ask for). Default "" (Docker's default).
    */
   runtime?: string;
+  /**
+   * The node's egress network (agent/egress/, `--egress`). Absent: a call whose capabilities ask
+   * for egress is refused, and every container runs without a network.
+   */
+  egress?: EgressSandbox | null;
   /** Pre-started runtime containers (see agent/pool/). Absent or size 0: no pool, cold starts as before. */
   pool?: PoolSettings;
 }

@@ -81,6 +81,9 @@ describe("install-agent.sh settings", () => {
       // The unit's ProtectHome and PrivateTmp would hide such a folder from the agent.
       ["--state-dir", "/tmp/gcfaas", /--state-dir cannot be under \/home, \/root, \/run\/user, \/tmp or \/var\/tmp/],
       ["--state-dir", "/home/ops/gcfaas", /--state-dir cannot be under/],
+      ["--egress-allow", "10.0.5.0/24;touch /tmp/ran", /--egress-allow must be IPv4 ranges separated by commas/],
+      // Without --egress the allowance would sit unused in the env file, misleading whoever reads it.
+      ["--egress-allow", "10.0.5.0/24", /--egress-allow needs --egress/],
     ] as const) {
       const args = { "--url": worker.url, "--node-id": NODE_ID, "--slots": "2", [flag]: value };
       const { code, output } = await debian.run([...INSTALLER, ...Object.entries(args).flat()], { GCFAAS_AGENT_TOKEN: token });
@@ -181,11 +184,16 @@ describe("install-agent.sh on a clean Debian 12", () => {
     expect(installed.code, output).toBe(0);
   }, 600_000);
 
-  it("installs the Docker engine and gVisor from Debian and registers runsc with --network=none and --fsgofer-host-uds", async () => {
+  it("installs the Docker engine and gVisor from Debian and registers runsc with --network=none and --fsgofer-host-uds, and runsc-egress with --network=host", async () => {
     expect(output).toMatch(/installing .*docker\.io.*runsc/);
     expect(existsSync(debian.file("usr/sbin/dockerd"))).toBe(true);
     expect(existsSync(debian.file("usr/bin/runsc"))).toBe(true);
-    expect(JSON.parse(await readRoot("etc/docker/daemon.json"))).toEqual({ runtimes: { runsc: { path: "/usr/bin/runsc", runtimeArgs: ["--network=none", "--fsgofer-host-uds"] } } });
+    expect(JSON.parse(await readRoot("etc/docker/daemon.json"))).toEqual({
+      runtimes: {
+        runsc: { path: "/usr/bin/runsc", runtimeArgs: ["--network=none", "--fsgofer-host-uds"] },
+        "runsc-egress": { path: "/usr/bin/runsc", runtimeArgs: ["--network=host", "--fsgofer-host-uds"] },
+      },
+    });
   });
 
   it("places the bundled agent with its runtime definitions and builds the language's image", async () => {
