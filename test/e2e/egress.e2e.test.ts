@@ -85,7 +85,7 @@ describe("PUT /v1/function/<id>/network without the operator's grant", () => {
 
 describe("an egress task when no node of the fleet allows egress", () => {
   it("fails at once with 503 and a log line saying why", async () => {
-    await admin.json("PATCH", `/v1/admin/accounts/${ownerId}`, 200, { json: { egress: true } });
+    await admin.json("PATCH", `/v1/admin/accounts/${ownerId}`, 204, { json: { egress: true } });
     const put = await owner("PUT", `/v1/function/${functionId}/network`, { json: { egress: "internet" } });
     expect(put.status).toBe(204);
     const out = await probe([at(lan.hosts.public)]);
