@@ -4,7 +4,7 @@
 # release is built first). Idempotent: a re-run upgrades the agent and keeps settings not given.
 #
 #   install-agent.sh --url URL --token-file FILE|- [--node-id ID] [--slots N] [--langs py,js,…]
-#                    [--state-dir DIR] [--images-tar FILE | --no-images] [--nodesource]
+#                    [--state-dir DIR] [--images-tar FILE | --no-images]
 #                    [--release-sha256 HEX] [--insecure] [--egress [--egress-allow CIDR,…] | --no-egress]
 #   install-agent.sh --uninstall [--remove-images]
 #
@@ -13,8 +13,8 @@
 # unless it is loopback or --insecure is given. The release is checked against its SHA256SUMS
 # (and that file against --release-sha256), an images tarball against FILE.sha256, before anything
 # is installed. Installs what is missing: Docker Engine (Debian's docker.io), gVisor (runsc,
-# registered as a Docker runtime) and Node.js >= 20 (Debian's nodejs when its version suffices;
-# NodeSource's repository only with --nodesource). Places the agent in /opt/gcfaas-agent, builds
+# registered as a Docker runtime). Node.js comes with the release (node/bin/node, the pinned LTS of
+# scripts/node-runtime.env): the host needs none. Places the agent in /opt/gcfaas-agent, builds
 # the runtime images (or loads --images-tar), writes /etc/gcfaas/agent-token and agent.env (mode
 # 600) and the unit gcfaas-agent.service, and starts it when systemd runs. See docs/agents.md.
 set -euo pipefail
@@ -34,7 +34,7 @@ die() { echo "install-agent: $*" >&2; exit 1; }
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 
 url="" token_file="" node_id="" slots="" langs="" state_dir="" images_tar="" release="" release_sha256="" egress="" egress_allow=""
-build_images=1 uninstall=0 remove_images=0 nodesource=0 insecure=0
+build_images=1 uninstall=0 remove_images=0 insecure=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --url) url="${2:?--url needs a value}"; shift ;;
@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
     --images-tar) images_tar="${2:?--images-tar needs a file}"; shift ;;
     --release) release="${2:?--release needs a folder}"; shift ;;
     --no-images) build_images=0 ;;
-    --nodesource) nodesource=1 ;;
+    --nodesource) say "--nodesource is no longer needed: the release carries its own Node.js; ignored" ;;
     --egress) egress=1 ;;
     --no-egress) egress=0 ;;
     --egress-allow) egress_allow="${2:?--egress-allow needs CIDR ranges, e.g. 10.0.5.0/24}"; shift ;;
@@ -174,6 +174,7 @@ if [ ! -f "$release/gcfaas-agent.mjs" ] && [ -f "$here/release-agent.sh" ]; then
   bash "$here/release-agent.sh" "$release" >/dev/null
 fi
 [ -f "$release/gcfaas-agent.mjs" ] || die "no gcfaas-agent.mjs in $release (run scripts/release-agent.sh, or pass --release DIR)"
+[ -f "$release/node/bin/node" ] || die "no node/bin/node in $release: a release of an older release-agent.sh, made before the agent carried its own Node.js; build it again with scripts/release-agent.sh"
 [ -z "$images_tar" ] && [ -f "$release/images.tar" ] && images_tar="$release/images.tar"
 
 # --- digests: the release and the images are checked before anything is installed -----------
@@ -205,7 +206,6 @@ if [ -n "$images_tar" ] && [ "$(realpath "$images_tar")" != "$(realpath "$releas
 fi
 
 # --- packages ------------------------------------------------------------------------------
-node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 need=()
 command -v dockerd >/dev/null 2>&1 || docker_answers || need+=(docker.io)
 command -v docker >/dev/null 2>&1 || need+=(docker.io)
@@ -216,7 +216,6 @@ command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
 command -v losetup >/dev/null 2>&1 || need+=(mount)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 [ "$build_images" -eq 1 ] && [ -z "$images_tar" ] && ! command -v mmdebstrap >/dev/null 2>&1 && need+=(mmdebstrap)
-[ "$(node_major)" -ge 20 ] || need+=(nodejs)
 if [ ${#need[@]} -gt 0 ]; then
   say "updating the package lists"
   apt-get update -qq
@@ -225,25 +224,14 @@ if [[ " ${need[*]} " == *" runsc "* ]] && ! apt-cache show runsc >/dev/null 2>&1
   say "warning: no runsc package in this host's apt sources; functions run under runc"
   need=("${need[@]/runsc/}")
 fi
-if [[ " ${need[*]} " == *" nodejs "* ]]; then
-  candidate="$(apt-cache policy nodejs 2>/dev/null | sed -n 's/^ *Candidate: *\([0-9]*:\)\{0,1\}\([0-9]*\).*/\2/p')"
-  if [ "${candidate:-0}" -lt 20 ] && [ "$nodesource" -eq 1 ]; then
-    say "adding NodeSource's apt repository for Node.js 22"
-    apt-get install -y -qq --no-install-recommends ca-certificates curl gnupg >/dev/null
-    install -d -m 755 /etc/apt/keyrings
-    curl -fsSL --max-time 60 https://deb.nodesource.com/gpgkey/nodesource-repo.gpg.key | gpg --dearmor --yes -o /etc/apt/keyrings/nodesource.gpg
-    echo "deb [signed-by=/etc/apt/keyrings/nodesource.gpg] https://deb.nodesource.com/node_22.x nodistro main" >/etc/apt/sources.list.d/nodesource.list
-    apt-get update -qq
-    candidate=22
-  fi
-  [ "${candidate:-0}" -ge 20 ] || die "the agent needs Node.js >= 20; this host has $(node --version 2>/dev/null || echo none) and its apt sources offer ${candidate:-none}. Re-run with --nodesource (adds deb.nodesource.com), or install Node.js >= 20 on the PATH yourself and re-run"
-fi
 mapfile -t need < <(printf '%s\n' "${need[@]}" | grep . | sort -u)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-node_bin="$(command -v node)"
+# The release's own Node until the agent is placed, then the placed copy (the unit runs that one).
+node_bin="$release/node/bin/node"
+chmod 755 "$node_bin"
 
 # --- gVisor as a Docker runtime ------------------------------------------------------------
 if command -v runsc >/dev/null 2>&1; then
@@ -267,13 +255,16 @@ docker_answers || die "no Docker Engine answers on this host (start dockerd, the
 rm -rf "$PREFIX.new" "$PREFIX.old"
 install -d -m 755 "$PREFIX.new" "$PREFIX.new/agent" "$PREFIX.new/scripts"
 cp "$release/gcfaas-agent.mjs" "$PREFIX.new/"
+cp -r "$release/node" "$PREFIX.new/node"
+chmod 755 "$PREFIX.new/node/bin/node"
 [ -f "$release/VERSION" ] && cp "$release/VERSION" "$PREFIX.new/"
 cp -r "$release/agent/runtimes" "$PREFIX.new/agent/runtimes"
 cp -r "$release/scripts/images" "$PREFIX.new/scripts/images"
 [ -d "$PREFIX" ] && mv "$PREFIX" "$PREFIX.old"
 mv "$PREFIX.new" "$PREFIX"
 rm -rf "$PREFIX.old"
-say "placed the agent $(cat "$PREFIX/VERSION" 2>/dev/null || echo) in $PREFIX"
+node_bin="$PREFIX/node/bin/node"
+say "placed the agent $(cat "$PREFIX/VERSION" 2>/dev/null || echo) in $PREFIX, with Node.js $("$node_bin" --version)"
 
 # --- runtime images ------------------------------------------------------------------------
 if [ -n "$images_tar" ]; then

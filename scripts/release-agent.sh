@@ -9,7 +9,9 @@
 # --with-images also saves those built runtime images (gcfaas/<lang>:offline, or the tag in
 # GCFAAS_IMAGE_TAG) into OUT_DIR/images.tar, which install-agent.sh then loads instead of building.
 #
-#   OUT_DIR/gcfaas-agent.mjs        the agent (node gcfaas-agent.mjs --help)
+#   OUT_DIR/gcfaas-agent.mjs        the agent (node/bin/node gcfaas-agent.mjs --help)
+#   OUT_DIR/node/bin/node           the Node.js it runs on, the pinned LTS of scripts/node-runtime.env
+#                                   (official build, SHA-512 checked): the host needs no Node of its own
 #   OUT_DIR/agent/runtimes/<lang>/  shims, Dockerfiles and Debian package lists per language
 #   OUT_DIR/scripts/images/         build-offline.sh, shim-hash.sh, ensure-docker.sh
 #   OUT_DIR/install-agent.sh        the installer (run it from this folder)
@@ -30,13 +32,19 @@ fi
 OUT="$(mkdir -p "${1:-$ROOT/dist/agent}" && cd "${1:-$ROOT/dist/agent}" && pwd)"
 cd "$ROOT"
 
-rm -rf "$OUT/agent" "$OUT/scripts" "$OUT/images.tar" "$OUT/images.tar.sha256" "$OUT/SHA256SUMS"
-mkdir -p "$OUT/agent" "$OUT/scripts"
+rm -rf "$OUT/agent" "$OUT/scripts" "$OUT/node" "$OUT/images.tar" "$OUT/images.tar.sha256" "$OUT/SHA256SUMS"
+mkdir -p "$OUT/agent" "$OUT/scripts" "$OUT/node/bin"
+
+# shellcheck source=lib/ensure-node.sh
+. "$ROOT/scripts/lib/ensure-node.sh"
+ensure_node >&2
+cp "$(command -v node)" "$OUT/node/bin/node"
+[ -f "$(pinned_node_dir)/LICENSE" ] && cp "$(pinned_node_dir)/LICENSE" "$OUT/node/LICENSE"
 
 # ESM output: bundled CommonJS packages still call require() for Node's built-in modules, which
 # an ES module lacks, so the banner gives them one. ssh2 (and through it cpu-features) carries
 # optional native add-ons; docker-modem loads it only for ssh:// Docker hosts, so a stub stands in.
-node_modules/.bin/esbuild agent/main.ts --bundle --platform=node --format=esm --target=node20 \
+node_modules/.bin/esbuild agent/main.ts --bundle --platform=node --format=esm --target=node24 \
   --outfile="$OUT/gcfaas-agent.mjs" --log-level=warning --legal-comments=none \
   --alias:ssh2=./scripts/release/ssh2-unsupported.cjs \
   '--banner:js=import { createRequire as __gcfaasCreateRequire } from "node:module"; const require = __gcfaasCreateRequire(import.meta.url);'

@@ -5,6 +5,9 @@
 # containers on the machine depend on it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The pinned LTS Node (scripts/node-runtime.env) runs everything below, whatever Node the machine has.
+. scripts/lib/ensure-node.sh
+ensure_node
 bash scripts/images/ensure-docker.sh
 # --loglevel=error: npm's warnings (install scripts are reviewed in package.json's allowScripts) are not the start's business.
 [ -d node_modules/wrangler ] || npm ci --no-audit --no-fund --loglevel=error

@@ -16,6 +16,9 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do projects+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 [ ${#projects[@]} -eq 0 ] && projects=(worker agent e2e cli)
 
+# The pinned LTS Node (scripts/node-runtime.env) runs everything below, whatever Node the machine has.
+. scripts/lib/ensure-node.sh
+ensure_node
 bash scripts/images/ensure-docker.sh
 bash scripts/ensure-chromium.sh
 if [ ! -x node_modules/.bin/vitest ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -19,9 +19,8 @@ const run = promisify(execFile);
 // does not run; the agent it installs is then started the way its unit starts it and runs a task
 // of a Worker on local workerd. The root's packages come from Debian's mirror, like a host's.
 //
-// One arrangement of the test: bookworm's own nodejs is 18, too old for the agent, and no NodeSource
-// mirror is reachable here, so after checking that the script refuses such a host, the test
-// copies this machine's Node 20 binary into /usr/local/bin as an operator would.
+// The root has no Node.js at all (bookworm's own nodejs is 18, past its end of life): the release
+// carries the pinned LTS (scripts/node-runtime.env) and the unit runs that.
 //
 // The images are built under a tag of this test's own (GCFAAS_IMAGE_TAG), so that a checkout whose
 // shims differ never replaces the gcfaas/<lang>:offline images other suites on this engine use.
@@ -159,21 +158,11 @@ describe("install-agent.sh digests", () => {
   });
 });
 
-describe("install-agent.sh on a host without Node.js 20", () => {
-  it("refuses, naming the way out, before installing anything", async () => {
-    const { code, output } = await debian.run([...INSTALLER, "--url", worker.url, "--node-id", NODE_ID], { GCFAAS_AGENT_TOKEN: token });
-    expect(code, output).toBe(1);
-    expect(output).toMatch(/needs Node\.js >= 20; this host has none and its apt sources offer 18\. Re-run with --nodesource/);
-    expect(existsSync(debian.file("usr/sbin/dockerd"))).toBe(false);
-    expect(existsSync(debian.file("opt/gcfaas-agent"))).toBe(false);
-  });
-});
-
 describe("install-agent.sh on a clean Debian 12", () => {
   let output = "";
 
   beforeAll(async () => {
-    await fs.copyFile(process.execPath, debian.file("usr/local/bin/node"));
+    expect(existsSync(debian.file("usr/bin/node")) || existsSync(debian.file("usr/local/bin/node"))).toBe(false);
     // The token on standard input: neither the command line nor the environment holds it.
     const installed = await debian.run(
       [...INSTALLER, "--url", worker.url, "--token-file", "-", "--node-id", NODE_ID, "--langs", "py", "--state-dir", path.join(debian.shared, "state")],
@@ -194,6 +183,14 @@ describe("install-agent.sh on a clean Debian 12", () => {
         "runsc-egress": { path: "/usr/bin/runsc", runtimeArgs: ["--network=host", "--fsgofer-host-uds"] },
       },
     });
+  });
+
+  it("places the agent with its own Node.js, the pinned LTS, on a host that has none", async () => {
+    const pinned = /NODE_VERSION=(\S+)/.exec(await fs.readFile(path.join(ROOT, "scripts/node-runtime.env"), "utf8"))![1];
+    expect(output).toContain(`with Node.js v${pinned}`);
+    const { stdout } = await run(debian.file("opt/gcfaas-agent/node/bin/node"), ["--version"]);
+    expect(stdout.trim()).toBe(`v${pinned}`);
+    expect(existsSync(debian.file("usr/bin/node")) || existsSync(debian.file("usr/local/bin/node"))).toBe(false);
   });
 
   it("places the bundled agent with its runtime definitions and builds the language's image", async () => {
@@ -226,7 +223,7 @@ describe("install-agent.sh on a clean Debian 12", () => {
     const unit = parseUnit(await readRoot("etc/systemd/system/gcfaas-agent.service"));
     expect(unit).toMatchObject({
       EnvironmentFile: "/etc/gcfaas/agent.env",
-      ExecStart: "/usr/local/bin/node /opt/gcfaas-agent/gcfaas-agent.mjs",
+      ExecStart: "/opt/gcfaas-agent/node/bin/node /opt/gcfaas-agent/gcfaas-agent.mjs",
       WorkingDirectory: "/opt/gcfaas-agent",
       Restart: "always",
       KillSignal: "SIGTERM",
