@@ -54,6 +54,9 @@ export type Exchange =
 // After the response, the end markers travel through dockerd's attach stream; they normally trail
 // by well under a millisecond, this only bounds a shim that died right after answering.
 const MARKER_GRACE_MS = 1000;
+/** How long a SIGKILLed container's OOM mark may trail its exit in dockerd (see exitState). */
+const OOM_EVENT_POLLS = 5;
+const OOM_EVENT_POLL_MS = 200;
 
 /** One container running one build's shim; it serves one call at a time. */
 export class FunctionContainer {
@@ -172,11 +175,26 @@ export class FunctionContainer {
     } catch (err) {
       await this.waitExit(2000);
       if (this.exited) {
-        const state = (await this.spec.docker.getContainer(this.id).inspect().catch(() => null))?.State;
+        const state = await this.exitState();
         return { kind: "crashed", oomKilled: state?.OOMKilled ?? false, exitCode: state?.ExitCode ?? null, log: this.log.takeUnfinished() };
       }
       return { kind: "failed", error: err instanceof Error ? err : new Error(String(err)), log: this.log.takeUnfinished() };
     }
+  }
+
+  /**
+   * How the container ended. dockerd learns of an OOM kill and of the exit through two separate
+   * containerd events, and under load it may record the exit first: a SIGKILL (137) not (yet)
+   * marked OOMKilled is asked again for a short while before it is taken for another kill.
+   */
+  private async exitState(): Promise<{ OOMKilled?: boolean; ExitCode?: number } | undefined> {
+    const inspect = () => this.spec.docker.getContainer(this.id).inspect().then((i) => i.State, () => undefined);
+    let state = await inspect();
+    for (let i = 0; state?.ExitCode === 137 && !state.OOMKilled && i < OOM_EVENT_POLLS; i++) {
+      await new Promise((r) => setTimeout(r, OOM_EVENT_POLL_MS));
+      state = await inspect();
+    }
+    return state;
   }
 
   /**
