@@ -24,6 +24,7 @@ import { release, rollback } from "./commands/release.js";
 import { accounts } from "./commands/accounts.js";
 import { env } from "./commands/env.js";
 import { secret } from "./commands/secret.js";
+import { up } from "./commands/up.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -32,6 +33,7 @@ export const COMMANDS: Command[] = [
   config,
   init,
   deploy,
+  up,
   invoke,
   result,
   logs,

@@ -75,6 +75,21 @@ export function show(r: CliRun): string {
 }
 
 /**
+ * `gcfaas` as an account (its token in the environment, no login file), run from `cwd()`: `gc` runs a
+ * command, `ok` runs one that must succeed. The getters are read at each call, after `beforeAll`.
+ */
+export function asUser(url: () => string, token: () => string, cwd: () => string) {
+  const gc = (args: string[], o: CliOptions = {}) =>
+    runCli(args, { cwd: cwd(), ...o, env: { GCFAAS_URL: url(), GCFAAS_TOKEN: token(), GCFAAS_CONFIG: "/nonexistent/gcfaas.json", ...o.env } });
+  const ok = async (args: string[], o: CliOptions = {}) => {
+    const r = await gc(args, o);
+    expect(r.code, `gcfaas ${args.join(" ")}\n${show(r)}`).toBe(0);
+    return r;
+  };
+  return { gc, ok };
+}
+
+/**
  * `gcfaas` as the operator of the Worker at `url()` (its ADMIN_TOKEN, no login file): `gc` runs a
  * command, `ok` runs one that must succeed.
  */
