@@ -25,6 +25,7 @@ import { accounts } from "./commands/accounts.js";
 import { env } from "./commands/env.js";
 import { secret } from "./commands/secret.js";
 import { up } from "./commands/up.js";
+import { templates } from "./commands/templates.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -32,6 +33,7 @@ export const COMMANDS: Command[] = [
   logout,
   config,
   init,
+  templates,
   deploy,
   up,
   invoke,

@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
-import { ADMIN_TOKEN, ROOT } from "../e2e/harness.js";
+import fs from "node:fs/promises";
+import { ADMIN_TOKEN, ROOT, type AgentProcess, type LocalWorker } from "../e2e/harness.js";
 
 export const BIN = path.join(ROOT, "cli/bin.js");
 
@@ -101,4 +102,11 @@ export function asOperator(url: () => string) {
     return r;
   };
   return { gc, ok };
+}
+
+/** The end of a suite with one agent, one Worker and a temporary folder (each may be missing after a failed start). */
+export async function stopSuite(agent: AgentProcess | undefined, worker: LocalWorker | undefined, tmp: string | undefined): Promise<void> {
+  await agent?.stop();
+  await worker?.dispose();
+  if (tmp) await fs.rm(tmp, { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { localStack, type AgentProcess, type Api, type LocalWorker } from "../e2e/harness.js";
-import { asUser, show } from "./run-cli.js";
+import { asUser, show, stopSuite } from "./run-cli.js";
 
 // `gcfaas up` against a Worker on local workerd and a Python agent: the file is the truth, a second
 // run changes nothing, an edit changes only what was edited.
@@ -74,11 +74,7 @@ beforeAll(async () => {
   await fs.writeFile(path.join(tmp, "gcfaas.yml"), STACK);
 }, 900_000);
 
-afterAll(async () => {
-  await agent?.stop();
-  await worker?.dispose();
-  if (tmp) await fs.rm(tmp, { recursive: true, force: true });
-});
+afterAll(() => stopSuite(agent, worker, tmp));
 
 describe("up --dry-run", () => {
   it("prints the plan and changes nothing", async () => {
