@@ -89,7 +89,7 @@ export const up: Command = {
     for (const c of changes) {
       if (c.apply) {
         const said = await c.apply(run);
-        if (said) c.detail = c.detail ? `${c.detail}: ${said}` : said;
+        if (said) c.detail = c.detail ? `${c.detail} (${said})` : said;
       }
       if (!ctx.out.json) ctx.out.line(changeLine(c, false));
     }

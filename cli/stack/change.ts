@@ -43,6 +43,11 @@ export function thing(c: Change): string {
     case "capabilities":
     case "env":
       return `${c.kind} of ${c.fn}`;
+    case "trigger": {
+      // A declared trigger's key is `next/status`; one the file does not declare has only its id.
+      const [next, status] = (c.key ?? "").split("/");
+      return status ? `trigger ${c.fn} -> ${next} on ${status}` : `trigger ${c.fn}/${c.key ?? c.id}`;
+    }
     default:
       return `${c.kind} ${c.fn}/${c.key ?? c.id ?? "?"}`;
   }

@@ -31,7 +31,7 @@ export async function planFunction(name: string, decl: StackFunction, folder: St
         const body = { name, lang: apiLang(decl.lang), type: "DOCKER", ...(decl.description !== undefined ? { description: decl.description } : {}) };
         const { id } = await run.api.call<{ id: string }>("POST", "/v1/function", { json: body });
         run.ids.set(name, id);
-        return `${LANG_NAMES[decl.lang]}, ${id}`;
+        return id;
       },
     });
   } else if (state.lang !== decl.lang) {
