@@ -176,12 +176,14 @@ describe("pause and resume", () => {
 });
 
 describe("invoke", () => {
-  it("sends any body with --data-binary and --content-type, and shows status and headers with -i", async () => {
+  it("sends any body with --data-binary and --content-type, and shows the status and the function's headers with -i", async () => {
     await fs.writeFile(path.join(elsewhere, "body.json"), '{"from": "file"}');
     const r = await ok(["invoke", "hellopy", "--data-binary", "@body.json", "--content-type", "application/json", "-i", "-q", "name=Head"]);
     expect(r.stdout).toMatch(/^status: 200$/m);
     expect(r.stdout).toMatch(/^x-task-id: \w+$/m);
     expect(r.stdout).toMatch(/^content-type: application\/json/m);
+    // The function's own header (hello sets X-Greeting), which the result alone does not carry.
+    expect(r.stdout).toMatch(/^x-greeting: Head$/m);
     expect(JSON.parse(r.stdout.slice(r.stdout.indexOf("\n\n") + 2))).toMatchObject({ received: { from: "file" } });
     const stdin = await ok(["invoke", "hellopy", "--data-binary", "-", "--content-type", "application/json", "--json"], { input: "[1, 2]" });
     expect(stdin.json()).toMatchObject({ body: { received: [1, 2] } });
