@@ -90,6 +90,7 @@ const FILES: Record<string, (v: Record<string, string>) => Promise<Buffer | stri
   "photo.png": async () => Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255]),
   "password.txt": async () => "correct horse battery staple\n",
   ".gcfaas.json": async (v) => projectFile(v.FN!),
+  "hello/.gcfaas.json": async (v) => projectFile(v.FN!),
   "resize/.gcfaas.json": async (v) => projectFile(v.FN!),
   "report/.gcfaas.json": async (v) => projectFile(v.FN!),
   "notify/.gcfaas.json": async (v) => projectFile(v.FN2!),
