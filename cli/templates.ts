@@ -12,12 +12,12 @@ import { RUNTIME_DIR } from "../agent/runtimes/languages.js";
 export interface Template {
   name: string;
   summary: string;
-  /** How to try it once deployed (arguments after `gcfaas invoke <name>`), per language where it differs. */
-  tryWith?: Partial<Record<LangCode, string>>;
+  /** How to try it once deployed (arguments after `gcfaas invoke <name>`): for every language, or per language. */
+  tryWith?: string | Partial<Record<LangCode, string>>;
 }
 
 export const TEMPLATES: readonly Template[] = [
-  { name: "hello", summary: "greets the caller; shows how query, headers, body, status and errors travel", tryWith: { py: "-q name=Ada", js: "-q name=Ada", go: "-q name=Ada", rb: "-q name=Ada", rs: "-q name=Ada", cs: "-q name=Ada" } },
+  { name: "hello", summary: "greets the caller; shows how query, headers, body, status and errors travel", tryWith: "-q name=Ada" },
   {
     name: "with-dependency",
     summary: "uses a third-party package, vendored so the build needs no network (py tabulate, js ms, go uuid, rb mustache, rs heck, cs Newtonsoft.Json)",
@@ -32,6 +32,8 @@ export const templateDir = (lang: LangCode, template = DEFAULT_TEMPLATE) => path
 
 /** The languages a template exists in. */
 export const templateLangs = (t: Template): LangCode[] => LANG_CODES.filter((l) => existsSync(templateDir(l, t.name)));
+
+export const tryWith = (t: Template, lang: LangCode): string | undefined => (typeof t.tryWith === "string" ? t.tryWith : t.tryWith?.[lang]);
 
 export const findTemplate = (name: string): Template | undefined => TEMPLATES.find((t) => t.name === name);
 

@@ -5,7 +5,7 @@ import { cmd } from "../cli-name.js";
 import { UsageError } from "../errors.js";
 import { LANG_CODES, LANG_NAMES, parseLangCode } from "../langs.js";
 import { nameFromFolder, PROJECT_FILE, writeProject } from "../project.js";
-import { DEFAULT_TEMPLATE, findTemplate, templateLangs, TEMPLATES, writeTemplate } from "../templates.js";
+import { DEFAULT_TEMPLATE, findTemplate, templateLangs, TEMPLATES, tryWith, writeTemplate } from "../templates.js";
 
 export const init: Command = {
   name: "init",
@@ -54,8 +54,8 @@ export const init: Command = {
       if (vendored) ctx.out.line(`  and ${vendored} vendored file${vendored === 1 ? "" : "s"} of its dependency (${[...new Set(files.filter((f) => !shown.includes(f)).map((f) => f.split("/")[0]))].join(", ")}/)`);
       if (renamed) ctx.out.line(`the function will be named ${renamed}: names are 1 to 64 letters or digits, and "${path.basename(dir)}" is not one (choose another with --name)`);
       else ctx.out.line(`the function will be named ${name}`);
-      const tryWith = template.tryWith?.[lang];
-      ctx.out.line(`next: ${cmd(`deploy ${dirArg}`)}, then ${cmd(`invoke ${name}${tryWith ? ` ${tryWith}` : ""}`)}`);
+      const args = tryWith(template, lang);
+      ctx.out.line(`next: ${cmd(`deploy ${dirArg}`)}, then ${cmd(`invoke ${name}${args ? ` ${args}` : ""}`)}`);
     });
   },
 };
