@@ -29,13 +29,14 @@ export async function loadStack(file: string): Promise<LoadedStack> {
 /** Parses the YAML text of a stack file named `name` (for messages). */
 export function parseStack(text: string, name: string): StackFile {
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  // Merge keys (`<<: *defaults`) let functions share settings, as in docker-compose files.
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, merge: true });
   const at = (offset: number) => `${name}:${lines.linePos(offset).line}`;
   if (doc.errors.length > 0) {
     const details = doc.errors.map((e): ErrorDetail => ({ field: at(e.pos[0]), message: e.message.split("\n")[0]!.slice(0, 200) }));
     throw new CliError("invalid_stack_file", `${name} is not valid YAML`, details, 2);
   }
-  const parsed = stackFile.safeParse(doc.toJS() ?? {});
+  const parsed = stackFile.safeParse(withoutExtensions(doc.toJS() ?? {}));
   if (parsed.success) return parsed.data;
   const details = parsed.error.issues.map((issue) => describeIssue(doc, issue, at));
   throw new CliError("invalid_stack_file", `${name} has ${details.length === 1 ? "a mistake" : `${details.length} mistakes`}; nothing was changed`, details, 2);
@@ -70,4 +71,10 @@ function keyOffset(doc: Document, p: readonly (string | number)[], key: string):
   if (!isMap(parent)) return undefined;
   const pair = parent.items.find((i) => isPair(i) && isScalar(i.key) && i.key.value === key);
   return pair && isScalar(pair.key) && pair.key.range ? pair.key.range[0] : undefined;
+}
+
+/** Top-level keys starting with `x-` hold anchors for merge keys (`x-defaults: &defaults`); they declare nothing. */
+function withoutExtensions(raw: unknown): unknown {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw;
+  return Object.fromEntries(Object.entries(raw).filter(([k]) => !k.startsWith("x-")));
 }

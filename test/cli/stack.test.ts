@@ -24,10 +24,12 @@ def handle(event, context):
 `;
 const NOTIFY = "def handle(event, context):\n    return {'notified': True}\n";
 
-const STACK = `# two functions, what hangs off them
+const STACK = `# two functions, what hangs off them; both Python through a merge key
+x-python: &python
+  lang: py
 functions:
   greeter:
-    lang: py
+    <<: *python
     description: says hello
     capabilities:
       timeout: 20
@@ -46,7 +48,7 @@ functions:
       - next: notify
         includeResult: true
   notify:
-    lang: py
+    <<: *python
     folder: ./notify
 `;
 
@@ -92,8 +94,8 @@ describe("up", () => {
     const r = await gc(["up", "-f", "bad.yml"], { env: { API_KEY: "k-1" } });
     expect(r.code, show(r)).toBe(2);
     expect(r.stderr).toContain("error: invalid_stack_file: bad.yml has 2 mistakes; nothing was changed");
-    expect(r.stderr).toContain("  - bad.yml:7 functions.greeter.capabilities.timeout: must be an integer from 10 to 120 (seconds)");
-    expect(r.stderr).toContain("  - bad.yml:8 functions.greeter.capabilities.memsize: unknown field (check its spelling)");
+    expect(r.stderr).toContain("  - bad.yml:9 functions.greeter.capabilities.timeout: must be an integer from 10 to 120 (seconds)");
+    expect(r.stderr).toContain("  - bad.yml:10 functions.greeter.capabilities.memsize: unknown field (check its spelling)");
     expect(await user.json("GET", "/v1/function/list", 200)).toEqual([]);
   });
 
