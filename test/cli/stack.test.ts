@@ -160,6 +160,16 @@ describe("up", () => {
   });
 });
 
+describe("deploy, then up", () => {
+  it("up does not build again what a deploy of the folder just built", async () => {
+    await ok(["deploy", "greeter"]);
+    expect(await buildCount("greeter")).toBe(3);
+    const changes = await up();
+    expect(changes.find((c) => c.kind === "build" && c.function === "greeter")).toMatchObject({ verb: "unchanged" });
+    expect(await buildCount("greeter")).toBe(3);
+  });
+});
+
 describe("up --prune", () => {
   it("leaves what the file does not mention unless --prune, which deletes it but never a function", async () => {
     const greeter = await fnId("greeter");
