@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../e2e/harness.js";
-import { BIN, pathWithoutGcfaas, runCli, show, type CliOptions } from "./run-cli.js";
+import { asUser, BIN, pathWithoutGcfaas, show, stopSuite } from "./run-cli.js";
 
 // Issue #25's findings, as a newcomer meets them: one Worker, one agent serving Python (not
 // privileged), and the CLI run as a child process from folders other than the function's.
@@ -17,13 +17,7 @@ let accountId: string;
 let tmp: string;
 let elsewhere: string;
 
-const gc = (args: string[], o: CliOptions = {}) =>
-  runCli(args, { cwd: elsewhere, ...o, env: { GCFAAS_URL: worker.url, GCFAAS_TOKEN: token, GCFAAS_CONFIG: "/nonexistent/gcfaas.json", ...o.env } });
-const ok = async (args: string[], o: CliOptions = {}) => {
-  const r = await gc(args, o);
-  expect(r.code, `gcfaas ${args.join(" ")}\n${show(r)}`).toBe(0);
-  return r;
-};
+const { gc, ok } = asUser(() => worker.url, () => token, () => elsewhere);
 async function pyFolder(name: string, handler: string): Promise<string> {
   const dir = path.join(tmp, name);
   await fs.mkdir(dir, { recursive: true });
@@ -45,11 +39,7 @@ beforeAll(async () => {
   await ok(["deploy", "hello-py"], { cwd: tmp });
 }, 900_000);
 
-afterAll(async () => {
-  await agent?.stop();
-  await worker?.dispose();
-  if (tmp) await fs.rm(tmp, { recursive: true, force: true });
-});
+afterAll(() => stopSuite(agent, worker, tmp));
 
 describe("init", () => {
   it("says which name the function gets when the folder's name is not one", async () => {
