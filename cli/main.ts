@@ -25,6 +25,8 @@ import { accounts } from "./commands/accounts.js";
 import { env } from "./commands/env.js";
 import { secret } from "./commands/secret.js";
 import { network } from "./commands/network.js";
+import { up } from "./commands/up.js";
+import { templates } from "./commands/templates.js";
 
 /** Every command, in the order `gcfaas --help` shows them. */
 export const COMMANDS: Command[] = [
@@ -32,7 +34,9 @@ export const COMMANDS: Command[] = [
   logout,
   config,
   init,
+  templates,
   deploy,
+  up,
   invoke,
   result,
   logs,

@@ -12,6 +12,9 @@ export interface ProjectFile {
   functionId?: string;
   name?: string;
   lang?: LangCode;
+  /** `up`: the content hash of the folder (cli/zip.ts) as of `buildId`, the build made from it. */
+  sourceHash?: string;
+  buildId?: string;
 }
 
 export async function isDirectory(p: string): Promise<boolean> {
@@ -41,6 +44,8 @@ export async function readProject(dir: string): Promise<ProjectFile | undefined>
   if (typeof raw.functionId === "string" && raw.functionId) out.functionId = raw.functionId;
   if (typeof raw.name === "string" && raw.name) out.name = raw.name;
   if (typeof raw.lang === "string" && (LANG_CODES as readonly string[]).includes(raw.lang)) out.lang = raw.lang as LangCode;
+  if (typeof raw.sourceHash === "string" && raw.sourceHash) out.sourceHash = raw.sourceHash;
+  if (typeof raw.buildId === "string" && raw.buildId) out.buildId = raw.buildId;
   return out;
 }
 
@@ -49,6 +54,10 @@ export async function writeProject(dir: string, project: ProjectFile): Promise<v
   if (project.functionId) ordered.functionId = project.functionId;
   if (project.name) ordered.name = project.name;
   if (project.lang) ordered.lang = project.lang;
+  if (project.sourceHash && project.buildId) {
+    ordered.sourceHash = project.sourceHash;
+    ordered.buildId = project.buildId;
+  }
   await fs.writeFile(path.join(dir, PROJECT_FILE), `${JSON.stringify(ordered, null, 2)}\n`);
 }
 

@@ -27,6 +27,18 @@ export function headerList(h: Headers): [string, string][] {
   return [...h.entries()];
 }
 
+/**
+ * The result with the headers the function answered with, for `invoke -i`: the result operation
+ * replays only their Content-Type, the task record has them all (`responseHeaders`). A service
+ * from before that field keeps the result's own headers.
+ */
+export async function withFunctionHeaders(api: ApiClient, r: TaskResult): Promise<TaskResult> {
+  const task = await api.get<{ responseHeaders?: Record<string, string> | null }>(`/v1/task/${r.id}`);
+  if (!task.responseHeaders) return r;
+  const own = Object.entries(task.responseHeaders).map(([k, v]): [string, string] => [k.toLowerCase(), v]);
+  return { ...r, headers: [["x-task-id", r.id], ...own.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))] };
+}
+
 /** One read of the result operation, holding up to `wait` seconds for the task to finish. */
 export async function readResult(api: ApiClient, taskId: string, wait: number): Promise<TaskResult> {
   const res = await api.raw("GET", `/v1/task/${taskId}/result`, { query: { wait } });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 import yazl from "yazl";
@@ -9,6 +10,11 @@ const SKIP = new Set([PROJECT_FILE, ".git", ".hg", ".svn", ".DS_Store"]);
 export interface ZipResult {
   zip: Buffer;
   files: string[];
+  /**
+   * SHA-256 of the uploaded files' paths, modes and contents (not of the zip, whose bytes carry
+   * times): the same folder content gives the same hash, so `up` can tell when to rebuild.
+   */
+  hash: string;
 }
 
 /**
@@ -18,6 +24,7 @@ export interface ZipResult {
 export async function zipFolderContents(dir: string): Promise<ZipResult> {
   const zip = new yazl.ZipFile();
   const files: string[] = [];
+  const sha = createHash("sha256");
   const walk = async (rel: string): Promise<void> => {
     const entries = (await fs.readdir(path.join(dir, rel), { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
@@ -28,7 +35,9 @@ export async function zipFolderContents(dir: string): Promise<ZipResult> {
       if (!st) continue;
       if (st.isDirectory()) await walk(r);
       else if (st.isFile()) {
-        zip.addBuffer(await fs.readFile(abs), r, { mtime: st.mtime, mode: st.mode & 0o777 });
+        const data = await fs.readFile(abs);
+        zip.addBuffer(data, r, { mtime: st.mtime, mode: st.mode & 0o777 });
+        sha.update(`${r}\0${(st.mode & 0o777).toString(8)}\0${data.length}\0`).update(data);
         files.push(r);
       }
     }
@@ -41,5 +50,5 @@ export async function zipFolderContents(dir: string): Promise<ZipResult> {
     zip.outputStream.on("error", reject);
     zip.end();
   });
-  return { zip: buffer, files };
+  return { zip: buffer, files, hash: sha.digest("hex") };
 }

@@ -62,7 +62,7 @@ export const deploy: Command = {
     const description = a.str("description");
 
     const project = (await readProject(dir)) ?? {};
-    const { zip, files } = await zipFolderContents(dir);
+    const { zip, files, hash } = await zipFolderContents(dir);
     if (files.length === 0) throw new UsageError(`${dirArg} holds no files to deploy`, "deploy");
     if (zip.length > MAX_ZIP_BYTES) throw new CliError("payload_too_large", `the zip of ${dirArg} is ${(zip.length / 1048576).toFixed(1)} MiB; the limit is 50 MiB`);
 
@@ -118,6 +118,8 @@ export const deploy: Command = {
     ctx.out.result(build, () => {
       if (build.status === "SUCCESS") ctx.out.line(runnable(`deployed ${fn.name} (${fn.id})${created ? " (new function)" : ""}; run it with: gcfaas invoke ${dirArg}`));
     });
+    // `up` skips a rebuild of content this build was made from.
+    if (build.status === "SUCCESS") await writeProject(dir, { ...project, functionId: fn.id, name: fn.name, lang: parseLangCode(fn.lang), sourceHash: hash, buildId });
     if (build.status !== "SUCCESS") {
       ctx.out.stderr.write(`error: build_failed: build ${buildId} of function ${fn.name} (${fn.id}) FAILED${build.log.length ? `: ${build.log[build.log.length - 1]}` : ""}\n`);
       if (created && !a.flag("keep-failed")) {

@@ -6,7 +6,7 @@ import { ApiError, CliError, UsageError } from "../errors.js";
 import { fmtTaskStatus } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
 import { parseHeaders, parseQuery, taskBody } from "../task-input.js";
-import { decodeBody, headerList, printResult, readResult, waitResult } from "../task-result.js";
+import { decodeBody, headerList, printResult, readResult, waitResult, withFunctionHeaders, type TaskResult } from "../task-result.js";
 
 /**
  * A paused function holds its tasks until it is resumed: waiting for one would only run out the
@@ -43,7 +43,7 @@ export const invoke: Command = {
     "--content-type TYPE       the body's Content-Type (default application/octet-stream with --data-binary)",
     "--query, -q k=v           a query parameter handed to the function (repeatable)",
     "--header, -H 'K: V'       a header handed to the function (repeatable)",
-    "--include, -i             print the response's status and headers before its body",
+    "--include, -i             print the status and the headers the function answered with before its body",
     "--no-wait                 print the task id and return",
     "--max-wait SECONDS        give up waiting after this long in all (default 300)",
     "",
@@ -94,17 +94,18 @@ export const invoke: Command = {
       ctx.out.result({ id }, () => ctx.out.line(id));
       return 0;
     }
+    const show = async (r: TaskResult) => (a.flag("include") ? printResult(ctx, await withFunctionHeaders(api, r), true) : printResult(ctx, r));
     // One round trip when the function answers within the synchronous wait (RFC 7240 Prefer).
     const { res, text } = await create({ prefer: `wait=${Math.min(30, maxWait)}` });
     const contentType = res.headers.get("content-type");
     if (res.headers.get("preference-applied") === "wait") {
       const id = res.headers.get("x-task-id") ?? "";
-      return printResult(ctx, { id, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType), headers: headerList(res.headers) }, a.flag("include"));
+      return show({ id, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType), headers: headerList(res.headers) });
     }
     if (!res.ok) throw await withHint(api, errorFromResponse(res, text), refArg, ref.id);
     const { id } = JSON.parse(text) as { id: string };
     ctx.out.note(`task ${id} created; waiting for its result`);
-    return printResult(ctx, await waitResult(api, id, deadline, maxWait), a.flag("include"));
+    return show(await waitResult(api, id, deadline, maxWait));
   },
 };
 

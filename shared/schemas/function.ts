@@ -46,12 +46,17 @@ export const CAPABILITY_DEFAULTS = {
  * Setting capabilities. `privilaged` (the requirements' spelling) is an alias of `privileged`;
  * `networkLatency` is measured by the dispatcher, so sending it is an error.
  */
+/** The capabilities a caller may set, each optional (the CLI's stack file declares the same). */
+export const capabilityFields = {
+  timeout: z.int({ error: "must be an integer from 10 to 120 (seconds)" }).min(10, "must be an integer from 10 to 120 (seconds)").max(120, "must be an integer from 10 to 120 (seconds)").optional(),
+  cpuCount: z.number({ error: "must be a number from 0 to 4" }).min(0, "must be a number from 0 to 4").max(4, "must be a number from 0 to 4").optional(),
+  memSize: z.int({ error: "must be an integer from 0 to 2048 (MiB)" }).min(0, "must be an integer from 0 to 2048 (MiB)").max(2048, "must be an integer from 0 to 2048 (MiB)").optional(),
+  privileged: z.boolean({ error: "must be a boolean" }).optional(),
+};
+
 export const capabilitiesSet = z
   .strictObject({
-    timeout: z.int({ error: "must be an integer from 10 to 120 (seconds)" }).min(10, "must be an integer from 10 to 120 (seconds)").max(120, "must be an integer from 10 to 120 (seconds)").optional(),
-    cpuCount: z.number({ error: "must be a number from 0 to 4" }).min(0, "must be a number from 0 to 4").max(4, "must be a number from 0 to 4").optional(),
-    memSize: z.int({ error: "must be an integer from 0 to 2048 (MiB)" }).min(0, "must be an integer from 0 to 2048 (MiB)").max(2048, "must be an integer from 0 to 2048 (MiB)").optional(),
-    privileged: z.boolean({ error: "must be a boolean" }).optional(),
+    ...capabilityFields,
     privilaged: z.boolean({ error: "must be a boolean" }).optional(),
     networkLatency: z.unknown().optional(),
   })

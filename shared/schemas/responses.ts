@@ -108,6 +108,8 @@ export const taskGet = z.object({
   parentTaskId: z.string().nullable(),
   runtime: z.string().nullable(),
   scheduledId: z.string().nullable(),
+  /** The function's response headers (GC-Storage taken off); null until finished and after retention. */
+  responseHeaders: z.record(z.string(), z.string()).nullable(),
 });
 export const taskList = z.array(z.object({ id: z.string(), issued: unixSeconds, progress: z.int(), status: z.int() }));
 export const taskPending = z.object({ status: z.literal(0), progress: z.int() });

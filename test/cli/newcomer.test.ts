@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems } from "../support/zip.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker } from "../e2e/harness.js";
-import { BIN, pathWithoutGcfaas, runCli, show, type CliOptions } from "./run-cli.js";
+import { asUser, BIN, pathWithoutGcfaas, show, stopSuite } from "./run-cli.js";
 
 // Issue #25's findings, as a newcomer meets them: one Worker, one agent serving Python (not
 // privileged), and the CLI run as a child process from folders other than the function's.
@@ -17,13 +17,7 @@ let accountId: string;
 let tmp: string;
 let elsewhere: string;
 
-const gc = (args: string[], o: CliOptions = {}) =>
-  runCli(args, { cwd: elsewhere, ...o, env: { GCFAAS_URL: worker.url, GCFAAS_TOKEN: token, GCFAAS_CONFIG: "/nonexistent/gcfaas.json", ...o.env } });
-const ok = async (args: string[], o: CliOptions = {}) => {
-  const r = await gc(args, o);
-  expect(r.code, `gcfaas ${args.join(" ")}\n${show(r)}`).toBe(0);
-  return r;
-};
+const { gc, ok } = asUser(() => worker.url, () => token, () => elsewhere);
 async function pyFolder(name: string, handler: string): Promise<string> {
   const dir = path.join(tmp, name);
   await fs.mkdir(dir, { recursive: true });
@@ -45,11 +39,7 @@ beforeAll(async () => {
   await ok(["deploy", "hello-py"], { cwd: tmp });
 }, 900_000);
 
-afterAll(async () => {
-  await agent?.stop();
-  await worker?.dispose();
-  if (tmp) await fs.rm(tmp, { recursive: true, force: true });
-});
+afterAll(() => stopSuite(agent, worker, tmp));
 
 describe("init", () => {
   it("says which name the function gets when the folder's name is not one", async () => {
@@ -176,12 +166,14 @@ describe("pause and resume", () => {
 });
 
 describe("invoke", () => {
-  it("sends any body with --data-binary and --content-type, and shows status and headers with -i", async () => {
+  it("sends any body with --data-binary and --content-type, and shows the status and the function's headers with -i", async () => {
     await fs.writeFile(path.join(elsewhere, "body.json"), '{"from": "file"}');
     const r = await ok(["invoke", "hellopy", "--data-binary", "@body.json", "--content-type", "application/json", "-i", "-q", "name=Head"]);
     expect(r.stdout).toMatch(/^status: 200$/m);
     expect(r.stdout).toMatch(/^x-task-id: \w+$/m);
     expect(r.stdout).toMatch(/^content-type: application\/json/m);
+    // The function's own header (hello sets X-Greeting), which the result alone does not carry.
+    expect(r.stdout).toMatch(/^x-greeting: Head$/m);
     expect(JSON.parse(r.stdout.slice(r.stdout.indexOf("\n\n") + 2))).toMatchObject({ received: { from: "file" } });
     const stdin = await ok(["invoke", "hellopy", "--data-binary", "-", "--content-type", "application/json", "--json"], { input: "[1, 2]" });
     expect(stdin.json()).toMatchObject({ body: { received: [1, 2] } });

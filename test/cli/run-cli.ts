@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
-import { ADMIN_TOKEN, ROOT } from "../e2e/harness.js";
+import fs from "node:fs/promises";
+import { ADMIN_TOKEN, ROOT, type AgentProcess, type LocalWorker } from "../e2e/harness.js";
 
 export const BIN = path.join(ROOT, "cli/bin.js");
 
@@ -75,6 +76,21 @@ export function show(r: CliRun): string {
 }
 
 /**
+ * `gcfaas` as an account (its token in the environment, no login file), run from `cwd()`: `gc` runs a
+ * command, `ok` runs one that must succeed. The getters are read at each call, after `beforeAll`.
+ */
+export function asUser(url: () => string, token: () => string, cwd: () => string) {
+  const gc = (args: string[], o: CliOptions = {}) =>
+    runCli(args, { cwd: cwd(), ...o, env: { GCFAAS_URL: url(), GCFAAS_TOKEN: token(), GCFAAS_CONFIG: "/nonexistent/gcfaas.json", ...o.env } });
+  const ok = async (args: string[], o: CliOptions = {}) => {
+    const r = await gc(args, o);
+    expect(r.code, `gcfaas ${args.join(" ")}\n${show(r)}`).toBe(0);
+    return r;
+  };
+  return { gc, ok };
+}
+
+/**
  * `gcfaas` as the operator of the Worker at `url()` (its ADMIN_TOKEN, no login file): `gc` runs a
  * command, `ok` runs one that must succeed.
  */
@@ -86,4 +102,11 @@ export function asOperator(url: () => string) {
     return r;
   };
   return { gc, ok };
+}
+
+/** The end of a suite with one agent, one Worker and a temporary folder (each may be missing after a failed start). */
+export async function stopSuite(agent: AgentProcess | undefined, worker: LocalWorker | undefined, tmp: string | undefined): Promise<void> {
+  await agent?.stop();
+  await worker?.dispose();
+  if (tmp) await fs.rm(tmp, { recursive: true, force: true });
 }

@@ -15,10 +15,7 @@ import { deploy, invoke, waitBuild } from "./deploy.js";
  * a local Worker and agent; a block that cannot run says why in its `<!-- doctest: skip … -->` marker.
  */
 
-// docs/cli.md belongs to the CLI's own work on #25 (test/cli runs the CLI); its blocks get markers there.
-const NOT_YET_MARKED: Record<string, string> = { "docs/cli.md": "the CLI's examples; test/cli covers the commands" };
-
-const blocks = runnableBlocks(ROOT).filter((b) => !(b.file in NOT_YET_MARKED));
+const blocks = runnableBlocks(ROOT);
 const shellBlocks = blocks.filter((b) => b.marker?.kind === "run");
 const handlerBlocks = blocks.filter((b) => b.marker?.kind === "handler");
 
@@ -29,8 +26,13 @@ let token: string;
 /** The account of `token` (ME in the blocks: the operator's examples grant it). */
 let accountId: string;
 const work: string[] = [];
+/** A folder holding a `gcfaas` that runs this checkout's CLI, as `npm install -g .` would give. */
+let cliBin: string;
 
 beforeAll(async () => {
+  cliBin = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-doc-bin-"));
+  work.push(cliBin);
+  await fs.writeFile(path.join(cliBin, "gcfaas"), `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, "cli/bin.js")}" "$@"\n`, { mode: 0o755 });
   await ensureOfflineImages(LANGS);
   ({ worker, agent, token, accountId, user } = await localStack({ account: "docs", nodeId: "docs-agent", agentArgs: ["--slots", "4"] }));
 }, 1_800_000);
@@ -55,9 +57,17 @@ function fillPlaceholders(code: string, vars: Record<string, string>): string {
   return out;
 }
 
-function runBash(code: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs a block as a reader would after `gcfaas login` (the CLI on the PATH, the service's URL and
+ * token in GCFAAS_URL and GCFAAS_TOKEN), with `home` as HOME; npm is kept offline, and its global
+ * prefix inside `home` (`npm install -g .` installs there, and its `gcfaas` comes first on the PATH).
+ */
+function runBash(code: string, cwd: string, home: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const npmPrefix = path.join(home, "npm-global");
+  const PATH = [path.join(npmPrefix, "bin"), cliBin, process.env.PATH ?? ""].join(path.delimiter);
+  const npm = { npm_config_prefix: npmPrefix, npm_config_offline: "true", npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
   return new Promise((resolve, reject) => {
-    const child = spawn("bash", ["-c", code], { cwd, env: { PATH: process.env.PATH ?? "", HOME: cwd, ...env } });
+    const child = spawn("bash", ["-c", code], { cwd, env: { PATH, HOME: home, GCFAAS_URL: worker.url, GCFAAS_TOKEN: token, ...npm, ...env } });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -70,10 +80,22 @@ function runBash(code: string, cwd: string, env: Record<string, string>): Promis
 // It keeps a little storage (GC-Storage: "hi"), so the storage examples have some to show and delete.
 const HELLO_PY = "def handle(event, context):\n    return {'statusCode': 200, 'headers': {'GC-Storage': 'aGk='}, 'body': {'ok': True}}\n";
 
-/** The files a block's commands read, by name. */
-const FILES: Record<string, () => Promise<Buffer | string>> = {
+/** A function folder's `.gcfaas.json`, naming the fixture function `id`. */
+const projectFile = (id: string) => `${JSON.stringify({ functionId: id, name: "docfixture", lang: "py" })}\n`;
+
+/** The files a block's commands read, by name (a path makes its folder), made from the block's values. */
+const FILES: Record<string, (v: Record<string, string>) => Promise<Buffer | string>> = {
   "hello.zip": () => zipItems([{ name: "handler.py", data: HELLO_PY }]),
   "data.csv": async () => "id,name\n1,Ada\n",
+  "input.json": async () => '{"n": 2}\n',
+  "params.json": async () => '{"lang": "en"}\n',
+  "photo.png": async () => Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255]),
+  "password.txt": async () => "correct horse battery staple\n",
+  ".gcfaas.json": async (v) => projectFile(v.FN!),
+  "hello/.gcfaas.json": async (v) => projectFile(v.FN!),
+  "resize/.gcfaas.json": async (v) => projectFile(v.FN!),
+  "report/.gcfaas.json": async (v) => projectFile(v.FN!),
+  "notify/.gcfaas.json": async (v) => projectFile(v.FN2!),
 };
 
 /**
@@ -113,11 +135,19 @@ async function fixtures(): Promise<Record<string, string>> {
   return { FN, BUILD, OLDER_BUILD, TASK, FN2, TRIGGER, TAG, SCHED, EP, GC_TASK, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
 }
 
-/** The last JSON answer printed: curl -s adds no newline, so answers may share a line ({…}{…}). */
+/**
+ * The last JSON answer printed: curl -s adds no newline, so answers may share a line ({…}{…}); the
+ * CLI prints JSON over several lines, from a line starting with `{` to the end.
+ */
 function lastAnswer(stdout: string): unknown {
-  const line = stdout.trim().split("\n").at(-1) ?? "";
-  const start = line.lastIndexOf("}{");
-  return JSON.parse(start < 0 ? line : line.slice(start + 1));
+  const lines = stdout.trim().split("\n");
+  const line = lines.at(-1) ?? "";
+  if (line !== "}") {
+    const start = line.lastIndexOf("}{");
+    return JSON.parse(start < 0 ? line : line.slice(start + 1));
+  }
+  const open = lines.findLastIndex((l) => l.startsWith("{"));
+  return JSON.parse(lines.slice(open).join("\n"));
 }
 
 /** The JSON a block's last command says it prints (`curl … # {"message": …}`), when it says one. */
@@ -132,11 +162,12 @@ describe.each(shellBlocks.map((b) => [b.where, b] as const))("shell block %s", (
     const cwd = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-doc-"));
     work.push(cwd);
     const values: Record<string, string> = { URL: worker.url, T: token, TOKEN: token, ME: accountId, ...(await fixtures()) };
-    const marker = block.marker?.kind === "run" ? block.marker : { env: [], fill: {}, files: [] };
+    const marker = block.marker?.kind === "run" ? block.marker : { env: [], fill: {}, files: [], inRepo: false };
     for (const f of marker.files) {
       const data = FILES[f];
       if (data === undefined) throw new Error(`${block.where}: the test has no file ${f}`);
-      await fs.writeFile(path.join(cwd, f), await data());
+      await fs.mkdir(path.dirname(path.join(cwd, f)), { recursive: true });
+      await fs.writeFile(path.join(cwd, f), await data(values));
     }
     const valueOf = (n: string) => {
       const v = values[n];
@@ -146,7 +177,7 @@ describe.each(shellBlocks.map((b) => [b.where, b] as const))("shell block %s", (
     const vars = Object.fromEntries(marker.env.map((n) => [n, valueOf(n)]));
     let code = fillPlaceholders(block.code, vars);
     for (const [placeholder, n] of Object.entries(marker.fill)) code = code.replaceAll(placeholder, valueOf(n));
-    const res = await runBash(code, cwd, vars);
+    const res = await runBash(code, marker.inRepo ? ROOT : cwd, cwd, vars);
     const filled: DocBlock = { ...block, code };
     expect(res.code, `stdout:\n${res.stdout}\nstderr:\n${res.stderr}`).toBe(0);
     // curl -s exits 0 on a refusal: an error body among the answers (each starts a line or follows

@@ -8,6 +8,7 @@ import path from "node:path";
  *   <!-- doctest: run env=URL,T -->        a shell block, run by bash with those variables set
  *   <!-- doctest: run env=URL,T fill=<tag_id>:TAG -->   …and each `<tag_id>` replaced by the test's TAG
  *   <!-- doctest: run … files=hello.zip,data.csv -->      …in a folder holding those files (the test's)
+ *   <!-- doctest: run … cwd=repo -->       …in the repository's own folder (`npx gcfaas`, `npm install -g .`)
  *   <!-- doctest: handler -->              a handler example of docs/runtimes.md, built and called
  *   <!-- doctest: skip <reason> -->        not run, and why
  */
@@ -23,7 +24,7 @@ export interface DocBlock {
 }
 
 export type DocMarker =
-  | { kind: "run"; env: string[]; fill: Record<string, string>; files: string[] }
+  | { kind: "run"; env: string[]; fill: Record<string, string>; files: string[]; inRepo: boolean }
   | { kind: "handler" }
   | { kind: "skip"; reason: string }
   | { kind: "invalid"; text: string };
@@ -37,10 +38,10 @@ export function parseMarker(text: string): DocMarker {
   const [kind, ...rest] = text.split(/\s+/);
   if (kind === "handler" && rest.length === 0) return { kind: "handler" };
   if (kind === "skip" && rest.length > 0) return { kind: "skip", reason: rest.join(" ") };
-  if (kind === "run" && rest.every((r) => /^(env|fill|files)=/.test(r))) {
+  if (kind === "run" && rest.every((r) => /^(env|fill|files)=/.test(r) || r === "cwd=repo")) {
     const list = (key: string) => (rest.find((r) => r.startsWith(`${key}=`))?.slice(key.length + 1).split(",") ?? []).filter(Boolean);
     const pairs = list("fill").map((f) => f.split(":"));
-    if (pairs.every((p) => p.length === 2 && p[0] && p[1])) return { kind: "run", env: list("env"), fill: Object.fromEntries(pairs), files: list("files") };
+    if (pairs.every((p) => p.length === 2 && p[0] && p[1])) return { kind: "run", env: list("env"), fill: Object.fromEntries(pairs), files: list("files"), inRepo: rest.includes("cwd=repo") };
   }
   return { kind: "invalid", text };
 }

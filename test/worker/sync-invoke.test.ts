@@ -39,6 +39,17 @@ describe("POST /v1/task/<function_id> with Prefer: wait", () => {
     expect((await call(`/v1/task/${taskId}/result`, { token })).status).toBe(201);
   });
 
+  it("replays only the function's Content-Type; the task record has all the headers it answered with", async () => {
+    const { token, fn } = await setup();
+    const agent = await FakeAgent.connect("sync-4");
+    const pending = call(`/v1/task/${fn}`, { token, json: {}, headers: { prefer: "wait=10" } });
+    const taskId = await answerNext(agent);
+    const res = await pending;
+    await res.body?.cancel();
+    expect(res.headers.get("x-fn")).toBeNull();
+    expect((await callJson(`/v1/task/${taskId}`, 200, { token })).responseHeaders).toEqual({ "content-type": "image/png", "x-fn": "yes" });
+  });
+
   it("answers the usual 201 {id} when the task does not finish within the wait", async () => {
     const { token, fn } = await setup();
     const res = await call(`/v1/task/${fn}`, { token, json: {}, headers: { prefer: "respond-async, wait=1" } });

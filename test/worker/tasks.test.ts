@@ -232,6 +232,7 @@ describe("GET /v1/task/<task_id>", () => {
       parentTaskId: null,
       scheduledId: null,
       runtime: null,
+      responseHeaders: null,
     });
     expect(Math.abs(Number(task.issued) - Date.now() / 1000)).toBeLessThan(5);
   });

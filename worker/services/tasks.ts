@@ -223,6 +223,11 @@ export const describeTask = (t: TaskRow) => ({
   /** The container runtime it ran under (runsc: gVisor), null until it ran. */
   runtime: t.runtime,
   scheduledId: t.scheduledId,
+  /**
+   * The headers the function answered with (GC-Storage taken off), which the result operation does
+   * not replay (it sends only the Content-Type); null until it finished, and once retention deleted the result.
+   */
+  responseHeaders: t.resultHeaders ?? null,
 });
 
 /**

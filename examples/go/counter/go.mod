@@ -1,0 +1,3 @@
+module handler/function
+
+go 1.19
