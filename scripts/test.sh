@@ -26,6 +26,9 @@ echo "== type check"
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p tsconfig.node.json --noEmit
 
+echo "== OpenAPI lint (Redocly, recommended rules: redocly.yaml)"
+npm run --silent lint:openapi
+
 echo "== runtime images"
 node --import tsx -e 'import("./agent/runtimes/images.ts").then((m) => m.ensureOfflineImages(["py", "js", "go", "rb", "rs", "cs"], (l) => console.log(l)))'
 

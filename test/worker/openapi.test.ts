@@ -38,7 +38,45 @@ describe("GET /v1/openapi.json", () => {
     const release = doc.paths["/v1/function/{id}/release"].put.requestBody.content["application/json"].schema;
     expect(release.properties.canary.anyOf[0].properties.weight).toMatchObject({ minimum: 1, maximum: 99 });
     expect(doc.paths["/v1/function/{id}/release"].get.responses["200"].content["application/json"].schema.required).toEqual(["buildId", "pinned", "canary"]);
-    expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409"]);
+    expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409", "413"]);
     expect(doc.paths["/v1/task/{id}"].get.responses["200"].content["application/json"].schema.properties.buildId).toBeDefined();
   });
+
+  it("names each operation once, readably", async () => {
+    const ops = operationsOf((await (await call("/v1/openapi.json")).json()) as any);
+    const ids = ops.map((o) => o.op.operationId);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    for (const id of ids) expect(id).toMatch(/^[a-z]+[A-Z][A-Za-z]*$/);
+    const named = Object.fromEntries(ops.map((o) => [`${o.method} ${o.path}`, o.op.operationId]));
+    expect(named).toMatchObject({ "post /v1/task/{id}": "createTask", "get /v1/task/{id}/result": "getTaskResult", "get /v1/function/list": "listFunctions", "post /v1/admin/nodes/{nodeId}/drain": "drainNode" });
+  });
+
+  it("has no two paths that differ only in the names of their parameters", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as any;
+    const shapes = Object.keys(doc.paths).map((p) => p.replace(/\{\w+\}/g, "{}"));
+    expect(shapes.filter((s, i) => shapes.indexOf(s) !== i)).toEqual([]);
+    // One name per position, also where the paths go on differently (/gc/{id} and /gc/{id}/result).
+    const byPosition = new Map<string, Set<string>>();
+    for (const p of Object.keys(doc.paths))
+      for (const m of p.matchAll(/\{(\w+)\}/g)) {
+        const position = p.slice(0, m.index).replace(/\{\w+\}/g, "{}");
+        byPosition.set(position, (byPosition.get(position) ?? new Set()).add(m[1]!));
+      }
+    expect([...byPosition].filter(([, names]) => names.size > 1)).toEqual([]);
+    expect(doc.paths["/v1/build/{id}"].post.parameters[0]).toMatchObject({ name: "id", in: "path", description: "The function's id." });
+  });
+
+  it("lists error responses with the error schema on every operation", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as any;
+    for (const { method, path, op } of operationsOf(doc)) {
+      const errors = Object.entries(op.responses as Record<string, any>).filter(([status]) => Number(status) >= 400);
+      expect(errors.length, `${method} ${path}`).toBeGreaterThan(0);
+      for (const [status, r] of errors) expect(r.content["application/json"].schema, `${method} ${path} ${status}`).toEqual({ $ref: "#/components/schemas/Error" });
+    }
+    expect(doc.info.license.name).toBeTruthy();
+  });
 });
+
+function operationsOf(doc: { paths: Record<string, Record<string, any>> }) {
+  return Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ method, path, op })));
+}
