@@ -10,13 +10,13 @@ const langCode = z.string({ error: "must be a string" }).check((ctx) => {
   if ((LANGS as readonly string[]).includes(v)) return;
   const hint = (LANGS as readonly string[]).includes(v.toUpperCase()) ? `; use ${v.toUpperCase()}` : "";
   ctx.issues.push({ code: "custom", input: v, message: `must be one of ${LANGS.join(", ")}${hint}` });
-});
+}).meta({ enum: [...LANGS] }); // the check is invisible to JSON Schema: the OpenAPI document shows the codes
 
 const typeCode = z.string({ error: "must be a string" }).check((ctx) => {
   if (ctx.value === "DOCKER") return;
   const hint = ctx.value.toUpperCase() === "DOCKER" ? "; use DOCKER" : "";
   ctx.issues.push({ code: "custom", input: ctx.value, message: `must be DOCKER${hint}` });
-});
+}).meta({ enum: ["DOCKER"] });
 
 export const functionCreate = z.strictObject({
   name: alphanumeric,

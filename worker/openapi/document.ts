@@ -26,12 +26,12 @@ function queryParameters(schema: z.ZodType | undefined) {
 
 function operationObject(op: Operation, path: DocumentedPath, method: string) {
   const pathParams = path.params.map((p) => ({ name: p.name, in: "path", required: true, description: p.description, schema: { type: "string" } }));
-  const responses: Record<string, unknown> = {
-    [op.ok.status]: {
-      description: op.ok.description,
-      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? "application/json"]: op.ok.schema ? { schema: toSchema(op.ok.schema) } : {} } } : {}),
-    },
-  };
+  const responses: Record<string, unknown> = {};
+  for (const ok of [op.ok, ...(op.also ?? [])])
+    responses[ok.status] = {
+      description: ok.description,
+      ...(ok.schema || ok.contentType ? { content: { [ok.contentType ?? "application/json"]: ok.schema ? { schema: toSchema(ok.schema) } : {} } } : {}),
+    };
   // Every request is held to its route's body limit (middleware/body-limit.ts) before the route
   // runs: a declared Content-Length over it answers 413 even on a GET.
   const errors = op.errors.includes(413) ? op.errors : [...op.errors, 413].sort((a, b) => a - b);
