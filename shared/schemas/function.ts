@@ -53,7 +53,8 @@ export const capabilitiesSet = z
     memSize: z.int({ error: "must be an integer from 0 to 2048 (MiB)" }).min(0, "must be an integer from 0 to 2048 (MiB)").max(2048, "must be an integer from 0 to 2048 (MiB)").optional(),
     privileged: z.boolean({ error: "must be a boolean" }).optional(),
     privilaged: z.boolean({ error: "must be a boolean" }).optional(),
-    networkLatency: z.unknown().optional(),
+    // readOnly: OpenAPI's word for "never sent in a request"; the refinement below answers 400.
+    networkLatency: z.unknown().meta({ readOnly: true, description: "Measured by the service: sending it answers 400." }).optional(),
   })
   .superRefine((v, ctx) => {
     if (v.networkLatency !== undefined)

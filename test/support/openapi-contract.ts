@@ -76,9 +76,14 @@ export class Contract {
     return found;
   }
 
-  /** A value of the schema, the same for the same seed. */
+  /**
+   * A value of the schema as a request would carry it, the same for the same seed: no readOnly
+   * property (OpenAPI: never sent in a request), a documented example where the schema has one
+   * (the checks JSON Schema cannot say, a cron expression or a time zone, come with examples),
+   * arrays of at most one item (items that must be unique stay so).
+   */
   sample(schema: Schema, seed: number): unknown {
-    return generateSync(this.deref(schema) as never, { seed, alwaysFakeOptionals: false, optionalsProbability: 0.5, maxDefaultItems: 2 });
+    return generateSync(withoutReadOnly(this.deref(schema)) as never, { seed, optionalsProbability: 0.5, useExamplesValue: true, maxItems: 1 });
   }
 
   /** Query parameters drawn from their schemas: every required one, and some optional ones. */
@@ -112,6 +117,21 @@ export function violatingQueryValue(schema: Schema): string | undefined {
     }
   }
   return undefined;
+}
+
+function withoutReadOnly(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutReadOnly);
+  if (!schema || typeof schema !== "object") return schema;
+  const s = schema as Schema;
+  const props = s.properties as Record<string, Schema> | undefined;
+  const kept = props && Object.entries(props).filter(([, p]) => p.readOnly !== true);
+  return Object.fromEntries(
+    Object.entries(s).map(([k, v]) => {
+      if (k === "properties" && kept) return [k, Object.fromEntries(kept.map(([n, p]) => [n, withoutReadOnly(p)]))];
+      if (k === "required" && Array.isArray(v) && props) return [k, v.filter((n) => props[n]?.readOnly !== true)];
+      return [k, withoutReadOnly(v)];
+    }),
+  );
 }
 
 const isJson = (type: string | undefined) => !!type && (type === "application/json" || type.endsWith("+json"));
