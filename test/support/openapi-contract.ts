@@ -25,12 +25,12 @@ export class Contract {
     addFormats.default(this.ajv);
   }
 
-  /** `#/components/schemas/X` references made whole, for the validator and the generator alike. */
-  deref(schema: Schema): Schema {
-    const ref = schema.$ref;
-    if (typeof ref !== "string") return schema;
-    const name = /^#\/components\/schemas\/(.+)$/.exec(ref)?.[1];
-    const target = name && this.doc.components.schemas[name];
+  /** `#/components/<kind>/<name>` references made whole, for the validator and the generator alike. */
+  deref<T extends object>(object: T): T {
+    const ref = (object as { $ref?: unknown }).$ref;
+    if (typeof ref !== "string") return object;
+    const [, kind, name] = /^#\/components\/(\w+)\/(.+)$/.exec(ref) ?? [];
+    const target = kind && name && (this.doc.components as unknown as Record<string, Record<string, T>>)[kind]?.[name];
     if (!target) throw new Error(`unresolvable $ref ${ref}`);
     return target;
   }
@@ -48,7 +48,8 @@ export class Contract {
     const documented = responses[String(answer.status)] ?? responses[`${String(answer.status)[0]}XX`] ?? responses.default;
     if (!documented) return [`status ${answer.status} is not documented (documented: ${Object.keys(responses).join(", ")}); body: ${answer.body.toString("utf8", 0, 300)}`];
     const found: string[] = [];
-    for (const [name, h] of Object.entries(documented.headers ?? {})) {
+    for (const [name, ref] of Object.entries(documented.headers ?? {})) {
+      const h = this.deref(ref);
       const value = answer.headers.get(name);
       if (value === null) {
         if (h.required) found.push(`header ${name} is missing`);

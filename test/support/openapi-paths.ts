@@ -4,10 +4,16 @@ export type Schema = Record<string, unknown>;
 interface MediaType {
   schema?: Schema;
 }
+export interface HeaderObject {
+  $ref?: string;
+  required?: boolean;
+  schema?: Schema;
+}
 interface ResponseObject {
   description: string;
   content?: Record<string, MediaType>;
-  headers?: Record<string, { required?: boolean; schema?: Schema }>;
+  /** A header object, or a `$ref` to one in components.headers. */
+  headers?: Record<string, HeaderObject>;
 }
 export interface Parameter {
   name: string;
@@ -25,7 +31,7 @@ export interface OperationObject {
 }
 export interface Document {
   paths: Record<string, Record<string, OperationObject>>;
-  components: { schemas: Record<string, Schema>; securitySchemes: Record<string, unknown> };
+  components: { schemas: Record<string, Schema>; headers?: Record<string, unknown>; securitySchemes: Record<string, unknown> };
 }
 export interface DocumentedOperation {
   method: string;

@@ -24,19 +24,23 @@ function queryParameters(schema: z.ZodType | undefined) {
   return Object.entries(js.properties ?? {}).map(([name, s]) => ({ name, in: "query", required: js.required?.includes(name) ?? false, schema: s }));
 }
 
+/** Every answer of the Worker names its request (hono's requestId middleware, app.ts): quote it when reporting a problem. */
+const REQUEST_ID = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
+
 function operationObject(op: Operation, path: DocumentedPath, method: string) {
   const pathParams = path.params.map((p) => ({ name: p.name, in: "path", required: true, description: p.description, schema: { type: "string" } }));
   const responses: Record<string, unknown> = {};
   for (const ok of [op.ok, ...(op.also ?? [])])
     responses[ok.status] = {
       description: ok.description,
+      headers: { ...REQUEST_ID, ...Object.fromEntries(Object.entries(ok.headers ?? {}).map(([name, description]) => [name, { description, required: true, schema: { type: "string" } }])) },
       ...(ok.schema || ok.contentType ? { content: { [ok.contentType ?? "application/json"]: ok.schema ? { schema: toSchema(ok.schema) } : {} } } : {}),
     };
   // Every request is held to its route's body limit (middleware/body-limit.ts) before the route
   // runs: a declared Content-Length over it answers 413 even on a GET.
   const errors = op.errors.includes(413) ? op.errors : [...op.errors, 413].sort((a, b) => a - b);
   for (const status of errors)
-    responses[status] = { description: `Error: ${codesFor(status).join(", ") || "see message"}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    responses[status] = { description: `Error: ${codesFor(status).join(", ") || "see message"}`, headers: REQUEST_ID, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
   return {
     summary: op.summary,
     tags: [op.group],
@@ -72,6 +76,8 @@ export function openApiDocument(serverUrl?: string) {
     paths,
     components: {
       schemas: { Error: toSchema(errorBody) },
+      // Not on a replayed result: that answer is built whole by the result service, past the middleware's reach.
+      headers: { RequestId: { description: "The request's id, also in the Worker's log lines (every answer but a replayed result carries it).", schema: { type: "string" } } },
       securitySchemes: {
         account: { type: "http", scheme: "bearer", description: "An account token (a bare token without 'Bearer' is accepted too)." },
         admin: { type: "http", scheme: "bearer", description: "The operator secret ADMIN_TOKEN." },

@@ -23,7 +23,7 @@ export interface Operation {
   auth: "account" | "admin" | "agent" | "none" | "optional";
   query?: z.ZodType;
   body?: { schema?: z.ZodType; contentType: string; required: boolean; description?: string };
-  ok: { status: number; schema?: z.ZodType; description: string; contentType?: string };
+  ok: { status: number; schema?: z.ZodType; description: string; contentType?: string; headers?: Record<string, string> };
   /** Other answers that are not errors (a result read before the task finished). */
   also?: Operation["ok"][];
   errors: number[];
@@ -34,7 +34,12 @@ const listFilterBody = (schema: z.ZodType) => ({ schema, contentType: "applicati
 const anyJson = { contentType: "application/json", required: false, description: "Any JSON value, handed to the function with the query parameters." };
 const noContent = { status: 204, description: "Done; empty body." };
 const created = (what: string) => ({ status: 201, schema: out.created, description: `The new ${what}'s id.` });
-const replay = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*" };
+/** Headers every result answer carries (services/task-results.ts), whatever the function answered. */
+const resultHeaders = {
+  "Content-Security-Policy": "`sandbox`: a replayed page cannot act on the service's origin.",
+  "X-Content-Type-Options": "`nosniff`: a browser reads the body as its Content-Type says.",
+};
+const replay = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*", headers: resultHeaders };
 const publicReplay = { ...replay, description: "The function's response replayed: its status code, Content-Type and body. 404 result_not_ready (Retry-After, X-Task-Status) while the task runs, as the original service answers; an HTML page that refreshes itself for a browser." };
 
 /**
@@ -96,7 +101,7 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/task/:functionId", summary: "Run a function once", group: "tasks", auth: "account", body: anyJson, ok: created("task"), errors: [400, 401, 402, 404, 409, 413, 429] },
   { method: "get", path: "/v1/task/list", summary: "List tasks", group: "tasks", auth: "account", query: task.taskListQuery, ok: { status: 200, schema: out.taskList, description: "Newest first." }, errors: [400, 401] },
   { method: "get", path: "/v1/task/:id", summary: "Get a task", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskGet, description: "The task." }, errors: [401, 404] },
-  { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, also: [{ status: 202, schema: out.taskPending, description: "The task has not finished: {status: 0, progress}." }], errors: [400, 401, 404, 410, 502] },
+  { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, also: [{ status: 202, schema: out.taskPending, description: "The task has not finished: {status: 0, progress}.", headers: resultHeaders }], errors: [400, 401, 404, 410, 502] },
   { method: "get", path: "/v1/task/:id/log", summary: "The function's stdout and stderr lines", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskLog, description: "Log lines." }, errors: [401, 404, 410] },
 
   { method: "get", path: "/v1/invoice/list", summary: "List invoices", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceList, description: "Newest first." }, errors: [401] },
