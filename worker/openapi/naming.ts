@@ -39,7 +39,11 @@ export function parameterNames(paths: string[]): Map<string, string> {
   const seen = new Map<string, Set<string>>();
   for (const p of paths) {
     const segs = segments(p);
-    segs.forEach((s, i) => s.param && (seen.get(shapeUpTo(segs, i)) ?? seen.set(shapeUpTo(segs, i), new Set()).get(shapeUpTo(segs, i))!).add(s.param));
+    segs.forEach((s, i) => {
+      if (!s.param) return;
+      const shape = shapeUpTo(segs, i);
+      seen.set(shape, (seen.get(shape) ?? new Set()).add(s.param));
+    });
   }
   const chosen = new Map<string, string>();
   for (const [shape, names] of seen) chosen.set(shape, names.has("id") ? "id" : [...names].sort()[0]!);
