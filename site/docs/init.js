@@ -5,8 +5,8 @@ window.ui = SwaggerUIBundle({
   dom_id: "#swagger-ui",
   deepLinking: true,
   validatorUrl: null,
-  // A token entered under "Authorize" outlives a reload of this page (kept in localStorage).
-  persistAuthorization: true,
+  // A token entered under "Authorize" lives in this page's memory only: nothing on the origin keeps it.
+  persistAuthorization: false,
   displayOperationId: true,
   docExpansion: "list",
   filter: true,
