@@ -24,7 +24,7 @@ function queryParameters(schema: z.ZodType | undefined) {
   return Object.entries(js.properties ?? {}).map(([name, s]) => ({ name, in: "query", required: js.required?.includes(name) ?? false, schema: s }));
 }
 
-/** Every answer of the Worker names its request (hono's requestId middleware, app.ts): quote it when reporting a problem. */
+/** The Worker's own answers name their request (hono's requestId middleware, app.ts): quote it when reporting a problem. */
 const REQUEST_ID = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
 
 function operationObject(op: Operation, path: DocumentedPath, method: string) {
