@@ -1,10 +1,14 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { buildAssets } from "./scripts/build-assets.js";
 
 // Two projects: the Worker runs inside workerd (real D1, R2 and Durable Objects from
 // miniflare), the agent and end-to-end suites run in Node against a real Docker Engine.
 export default defineConfig(async () => {
+  // wrangler.toml's [assets] folder must exist before workerd starts; wrangler's [build] makes it
+  // for deploy and dev, this for the Worker tests.
+  buildAssets();
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
     test: {

@@ -91,6 +91,7 @@ async function main() {
 
     URL          ${worker.url}
     console      ${worker.url}/console   (sign in with the token)
+    API docs     ${worker.url}/docs      (OpenAPI: ${worker.url}/v1/openapi.json)
     token        ${creds.token}
     admin token  ${creds.adminToken}   (ADMIN_TOKEN, for /v1/admin)
     logs         ${path.join(STATE, "logs")}/worker.log, agent.log

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: type checks, the Worker suite in workerd, the agent suite against real Docker,
+# Runs every test: type checks, Redocly's lint of the OpenAPI document, the Worker suite in workerd, the agent suite against real Docker,
 # the end-to-end and CLI suites against the Worker on local workerd with real agents. Installs what it needs first
 # (Docker, mmdebstrap, Chromium for the browser tests, npm packages) and builds missing runtime images, so a fresh Debian machine
 # needs nothing else. The four vitest projects run one after another: on two cores, Docker-heavy
@@ -28,6 +28,9 @@ fi
 echo "== type check"
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p tsconfig.node.json --noEmit
+
+echo "== OpenAPI lint (Redocly, recommended rules: redocly.yaml)"
+npm run --silent lint:openapi
 
 echo "== runtime images"
 node --import tsx -e 'import("./agent/runtimes/images.ts").then((m) => m.ensureOfflineImages(["py", "js", "go", "rb", "rs", "cs"], (l) => console.log(l)))'

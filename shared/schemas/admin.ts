@@ -10,7 +10,7 @@ export const agentTokenCreate = z.strictObject({ nodeId, name: tagName.optional(
 /** Any subset of the account's operator settings. */
 export const accountEdit = z
   .strictObject({
-    plan: z.string().regex(/^[A-Z0-9_]{1,32}$/, "must be a plan id such as DEVELOPER").optional(),
+    plan: z.string().regex(/^[A-Z0-9_]{1,32}$/, "must be a plan id such as DEVELOPER").meta({ examples: ["DEVELOPER"] }).optional(),
     privileged: z
       .boolean({ error: "must be a boolean" })
       .describe("The grant to run privileged functions (off by default); false revokes it and ends the account's privileged tasks in flight with status 403")

@@ -15,7 +15,7 @@ export function isTimeZone(name: string): boolean {
 export const timeLimit = z.strictObject({
   from: hhmm,
   to: hhmm,
-  timezone: z.string({ error: "must be an IANA time-zone name" }).max(64).refine(isTimeZone, "must be an IANA time-zone name such as Europe/Paris"),
+  timezone: z.string({ error: "must be an IANA time-zone name" }).max(64).refine(isTimeZone, "must be an IANA time-zone name such as Europe/Paris").meta({ examples: ["UTC", "Europe/Paris"] }),
 });
 export type TimeLimit = z.infer<typeof timeLimit>;
 
@@ -31,7 +31,7 @@ const origin = z.string({ error: "must be a string" }).max(2048).check((ctx) => 
     ctx.issues.push({ code: "custom", input: ctx.value, message: "must be a URL starting with https://" });
   else if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || url.username || url.password)
     ctx.issues.push({ code: "custom", input: ctx.value, message: "must be an origin (https://host[:port]) with no path, query or credentials" });
-});
+}).meta({ examples: ["https://app.example.com"] });
 
 const ipv4 = z.ipv4({ error: "must be an IPv4 address" });
 

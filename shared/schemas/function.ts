@@ -10,13 +10,13 @@ const langCode = z.string({ error: "must be a string" }).check((ctx) => {
   if ((LANGS as readonly string[]).includes(v)) return;
   const hint = (LANGS as readonly string[]).includes(v.toUpperCase()) ? `; use ${v.toUpperCase()}` : "";
   ctx.issues.push({ code: "custom", input: v, message: `must be one of ${LANGS.join(", ")}${hint}` });
-});
+}).meta({ enum: [...LANGS] }); // the check is invisible to JSON Schema: the OpenAPI document shows the codes
 
 const typeCode = z.string({ error: "must be a string" }).check((ctx) => {
   if (ctx.value === "DOCKER") return;
   const hint = ctx.value.toUpperCase() === "DOCKER" ? "; use DOCKER" : "";
   ctx.issues.push({ code: "custom", input: ctx.value, message: `must be DOCKER${hint}` });
-});
+}).meta({ enum: ["DOCKER"] });
 
 export const functionCreate = z.strictObject({
   name: alphanumeric,
@@ -58,7 +58,8 @@ export const capabilitiesSet = z
   .strictObject({
     ...capabilityFields,
     privilaged: z.boolean({ error: "must be a boolean" }).optional(),
-    networkLatency: z.unknown().optional(),
+    // readOnly: OpenAPI's word for "never sent in a request"; the refinement below answers 400.
+    networkLatency: z.unknown().meta({ readOnly: true, description: "Measured by the service: sending it answers 400." }).optional(),
   })
   .superRefine((v, ctx) => {
     if (v.networkLatency !== undefined)

@@ -14,13 +14,16 @@ export const cronExpression = z
       if (!(e instanceof CronError)) throw e;
       ctx.issues.push({ code: "custom", input: ctx.value, message: e.message });
     }
-  });
+  })
+  // The parser's rules are not JSON Schema: the OpenAPI document shows examples instead.
+  .meta({ examples: ["0 9 * * 1-5", "*/15 * * * *"] });
 
 /** An IANA zone name that the runtime knows (Intl throws RangeError for any other). */
 export const timeZoneName = z
   .string({ error: "must be an IANA time-zone name" })
   .max(64, "at most 64 characters")
-  .refine(isTimeZone, "must be an IANA time-zone name such as Europe/Paris");
+  .refine(isTimeZone, "must be an IANA time-zone name such as Europe/Paris")
+  .meta({ examples: ["UTC", "Europe/Paris"] });
 
 export const scheduledCreate = z.strictObject({
   functionId: recordId,

@@ -16,7 +16,7 @@ export const triggerCreate = z.strictObject({
 });
 export type TriggerCreate = z.infer<typeof triggerCreate>;
 
-const notEditable = z.unknown().optional();
+const notEditable = z.unknown().meta({ readOnly: true, description: "Set at creation: sending it answers 400." }).optional();
 
 export const triggerEdit = z
   .strictObject({

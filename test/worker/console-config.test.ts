@@ -63,3 +63,10 @@ describe("the function page's configuration section", () => {
     expect(await callJson(`/v1/function/${fn}/secrets`, 200, { token })).toEqual([]);
   });
 });
+
+describe("the console's header", () => {
+  it("links to the API reference at /docs", async () => {
+    const { token } = await newAccount();
+    expect(await page(token, await newFunction(token))).toContain('<a href="/docs/">API reference</a>');
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
 import { OPERATIONS } from "../../worker/openapi/operations.js";
+import { documentedFor, METHODS, operationsOf } from "../support/openapi-paths.js";
 import { call } from "./helpers.js";
 
 /** Routes the app registers: handlers, not middleware (whose paths end in a wildcard). */
@@ -30,6 +31,19 @@ describe("GET /v1/openapi.json", () => {
     expect(documented).toEqual(registeredRoutes());
   });
 
+  // Read from the served document, not the table it is made from: holds however it is made.
+  it("serves a document that lists every method of every route the app registers", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as any;
+    const undocumented = registeredRoutes().flatMap((route) => {
+      const [method, path] = route.split(" ") as [string, string];
+      const methods = method === "all" ? METHODS.filter((m) => m !== "options") : [method];
+      return methods.filter((m) => documentedFor(doc, path, m).length === 0).map((m) => `${m} ${path}`);
+    });
+    expect(undocumented).toEqual([]);
+    const paths = new Set(registeredRoutes().map((r) => r.split(" ")[1]!.replace(/:\w+/g, "{}")));
+    expect(Object.keys(doc.paths).filter((p) => !paths.has(p.replace(/\{\w+\}/g, "{}")))).toEqual([]);
+  });
+
   it("describes request bodies with the same schemas that validate them", async () => {
     const doc = (await (await call("/v1/openapi.json")).json()) as any;
     const caps = doc.paths["/v1/function/{id}/capabilities"].post.requestBody.content["application/json"].schema;
@@ -38,11 +52,45 @@ describe("GET /v1/openapi.json", () => {
     const release = doc.paths["/v1/function/{id}/release"].put.requestBody.content["application/json"].schema;
     expect(release.properties.canary.anyOf[0].properties.weight).toMatchObject({ minimum: 1, maximum: 99 });
     expect(doc.paths["/v1/function/{id}/release"].get.responses["200"].content["application/json"].schema.required).toEqual(["buildId", "pinned", "canary"]);
-    expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409"]);
+    expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409", "413"]);
     expect(doc.paths["/v1/task/{id}"].get.responses["200"].content["application/json"].schema.properties.buildId).toBeDefined();
     const network = doc.paths["/v1/function/{id}/network"].put.requestBody.content["application/json"].schema;
     expect(network).toMatchObject({ additionalProperties: false, required: ["egress"] });
     expect(network.properties.egress.enum).toEqual(["none", "internet"]);
     expect(Object.keys(doc.paths["/v1/function/{id}/network"].put.responses)).toContain("403");
+  });
+
+  it("names each operation once, readably", async () => {
+    const ops = operationsOf((await (await call("/v1/openapi.json")).json()) as any);
+    const ids = ops.map((o) => o.op.operationId);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    for (const id of ids) expect(id).toMatch(/^[a-z]+[A-Z][A-Za-z]*$/);
+    const named = Object.fromEntries(ops.map((o) => [`${o.method} ${o.path}`, o.op.operationId]));
+    expect(named).toMatchObject({ "post /v1/task/{id}": "createTask", "get /v1/task/{id}/result": "getTaskResult", "get /v1/function/list": "listFunctions", "post /v1/admin/nodes/{nodeId}/drain": "drainNode" });
+  });
+
+  it("has no two paths that differ only in the names of their parameters", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as any;
+    const shapes = Object.keys(doc.paths).map((p) => p.replace(/\{\w+\}/g, "{}"));
+    expect(shapes.filter((s, i) => shapes.indexOf(s) !== i)).toEqual([]);
+    // One name per position, also where the paths go on differently (/gc/{id} and /gc/{id}/result).
+    const byPosition = new Map<string, Set<string>>();
+    for (const p of Object.keys(doc.paths))
+      for (const m of p.matchAll(/\{(\w+)\}/g)) {
+        const position = p.slice(0, m.index).replace(/\{\w+\}/g, "{}");
+        byPosition.set(position, (byPosition.get(position) ?? new Set()).add(m[1]!));
+      }
+    expect([...byPosition].filter(([, names]) => names.size > 1)).toEqual([]);
+    expect(doc.paths["/v1/build/{id}"].post.parameters[0]).toMatchObject({ name: "id", in: "path", description: "The function's id." });
+  });
+
+  it("lists error responses with the error schema on every operation", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as any;
+    for (const { method, path, op } of operationsOf(doc)) {
+      const errors = Object.entries(op.responses).filter(([status]) => Number(status) >= 400);
+      expect(errors.length, `${method} ${path}`).toBeGreaterThan(0);
+      for (const [status, r] of errors) expect(r.content?.["application/json"]?.schema, `${method} ${path} ${status}`).toEqual({ $ref: "#/components/schemas/Error" });
+    }
+    expect(doc.info.license.name).toBeTruthy();
   });
 });

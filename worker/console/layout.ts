@@ -67,6 +67,7 @@ ${script ? html`<script src="/console/assets/console.js" defer></script>` : ""}
 <strong>gcfaas</strong>
 <nav aria-label="Console">
 ${NAV.map(([key, href, label]) => html`<a href="${href}"${key === ctx.section ? raw(' aria-current="page"') : ""}>${label}</a>`)}
+<a href="/docs/">API reference</a>
 </nav>
 <form method="post" action="/console/signout"><input type="hidden" name="_csrf" value="${ctx.csrf}"><button class="secondary" type="submit">Sign out</button></form>
 </header>

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { errorBody } from "../../shared/schemas/responses.js";
 import { ERROR_STATUS } from "../errors.js";
+import { documentedPath, operationId, parameterNames, type DocumentedPath } from "./naming.js";
 import { OPERATIONS, type Operation } from "./operations.js";
 
 const toSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
@@ -23,22 +24,27 @@ function queryParameters(schema: z.ZodType | undefined) {
   return Object.entries(js.properties ?? {}).map(([name, s]) => ({ name, in: "query", required: js.required?.includes(name) ?? false, schema: s }));
 }
 
-function operationObject(op: Operation) {
-  const pathParams = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
-  const responses: Record<string, unknown> = {
-    [op.ok.status]: {
-      description: op.ok.description,
-      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? "application/json"]: op.ok.schema ? { schema: toSchema(op.ok.schema) } : {} } } : {}),
-    },
-  };
-  // Every body is held to its route's limit (middleware/body-limit.ts), whatever the route does.
-  const errors = op.body && !op.errors.includes(413) ? [...op.errors, 413].sort((a, b) => a - b) : op.errors;
+/** The Worker's own answers name their request (hono's requestId middleware, app.ts): quote it when reporting a problem. */
+const REQUEST_ID = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
+
+function operationObject(op: Operation, path: DocumentedPath, method: string) {
+  const pathParams = path.params.map((p) => ({ name: p.name, in: "path", required: true, description: p.description, schema: { type: "string" } }));
+  const responses: Record<string, unknown> = {};
+  for (const ok of [op.ok, ...(op.also ?? [])])
+    responses[ok.status] = {
+      description: ok.description,
+      headers: { ...REQUEST_ID, ...Object.fromEntries(Object.entries(ok.headers ?? {}).map(([name, description]) => [name, { description, required: true, schema: { type: "string" } }])) },
+      ...(ok.schema || ok.contentType ? { content: { [ok.contentType ?? "application/json"]: ok.schema ? { schema: toSchema(ok.schema) } : {} } } : {}),
+    };
+  // Every request is held to its route's body limit (middleware/body-limit.ts) before the route
+  // runs: a declared Content-Length over it answers 413 even on a GET.
+  const errors = op.errors.includes(413) ? op.errors : [...op.errors, 413].sort((a, b) => a - b);
   for (const status of errors)
-    responses[status] = { description: `Error: ${codesFor(status).join(", ") || "see message"}`, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    responses[status] = { description: `Error: ${codesFor(status).join(", ") || "see message"}`, headers: REQUEST_ID, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
   return {
     summary: op.summary,
     tags: [op.group],
-    operationId: `${op.method}${op.path.replace(/[/:{}]+(\w)/g, (_, c: string) => c.toUpperCase())}`,
+    operationId: operationId(op.method, op.path, method),
     security: SECURITY[op.auth],
     parameters: [...pathParams, ...queryParameters(op.query)],
     ...(op.body
@@ -51,22 +57,27 @@ function operationObject(op: Operation) {
 /** OpenAPI 3.1 from the operations table and the zod schemas that validate requests. */
 export function openApiDocument(serverUrl?: string) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const names = parameterNames(OPERATIONS.map((op) => op.path));
   for (const op of OPERATIONS) {
-    const p = op.path.replace(/:(\w+)/g, "{$1}");
+    const path = documentedPath(op.path, names);
     const methods = op.method === "all" ? ["get", "post", "put", "patch", "delete"] : [op.method];
-    for (const m of methods) (paths[p] ??= {})[m] = operationObject(op);
+    for (const m of methods) (paths[path.template] ??= {})[m] = operationObject(op, path, m);
   }
   return {
     openapi: "3.1.0",
     info: {
       title: "gcfaas",
       version: "1",
+      // The project has not chosen a license; this says so rather than inventing one.
+      license: { name: "UNLICENSED (proprietary; no license granted)" },
       description: "Function-execution service: functions, builds, tasks, triggers, public endpoints, tags and invoices.",
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     paths,
     components: {
       schemas: { Error: toSchema(errorBody) },
+      // Not on a replayed result: that answer is built whole by the result service, past the middleware's reach.
+      headers: { RequestId: { description: "The request's id, also in the Worker's log lines (every answer but a replayed result carries it).", schema: { type: "string" } } },
       securitySchemes: {
         account: { type: "http", scheme: "bearer", description: "An account token (a bare token without 'Bearer' is accepted too)." },
         admin: { type: "http", scheme: "bearer", description: "The operator secret ADMIN_TOKEN." },

@@ -24,7 +24,9 @@ export interface Operation {
   auth: "account" | "admin" | "agent" | "none" | "optional";
   query?: z.ZodType;
   body?: { schema?: z.ZodType; contentType: string; required: boolean; description?: string };
-  ok: { status: number; schema?: z.ZodType; description: string; contentType?: string };
+  ok: { status: number; schema?: z.ZodType; description: string; contentType?: string; headers?: Record<string, string> };
+  /** Other answers that are not errors (a result read before the task finished). */
+  also?: Operation["ok"][];
   errors: number[];
 }
 
@@ -33,7 +35,12 @@ const listFilterBody = (schema: z.ZodType) => ({ schema, contentType: "applicati
 const anyJson = { contentType: "application/json", required: false, description: "Any JSON value, handed to the function with the query parameters." };
 const noContent = { status: 204, description: "Done; empty body." };
 const created = (what: string) => ({ status: 201, schema: out.created, description: `The new ${what}'s id.` });
-const replay = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*" };
+/** Headers every result answer carries (services/task-results.ts), whatever the function answered. */
+const resultHeaders = {
+  "Content-Security-Policy": "`sandbox`: a replayed page cannot act on the service's origin.",
+  "X-Content-Type-Options": "`nosniff`: a browser reads the body as its Content-Type says.",
+};
+const replay = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*", headers: resultHeaders };
 const publicReplay = { ...replay, description: "The function's response replayed: its status code, Content-Type and body. 404 result_not_ready (Retry-After, X-Task-Status) while the task runs, as the original service answers; an HTML page that refreshes itself for a browser." };
 
 /**
@@ -98,18 +105,18 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/task/:functionId", summary: "Run a function once", group: "tasks", auth: "account", body: anyJson, ok: created("task"), errors: [400, 401, 402, 404, 409, 413, 429] },
   { method: "get", path: "/v1/task/list", summary: "List tasks", group: "tasks", auth: "account", query: task.taskListQuery, ok: { status: 200, schema: out.taskList, description: "Newest first." }, errors: [400, 401] },
   { method: "get", path: "/v1/task/:id", summary: "Get a task", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskGet, description: "The task." }, errors: [401, 404] },
-  { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, errors: [400, 401, 404, 410, 502] },
+  { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, also: [{ status: 202, schema: out.taskPending, description: "The task has not finished: {status: 0, progress}.", headers: resultHeaders }], errors: [400, 401, 404, 410, 502] },
   { method: "get", path: "/v1/task/:id/log", summary: "The function's stdout and stderr lines", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskLog, description: "Log lines." }, errors: [401, 404, 410] },
 
   { method: "get", path: "/v1/invoice/list", summary: "List invoices", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceList, description: "Newest first." }, errors: [401] },
   { method: "get", path: "/v1/invoice/:id", summary: "Get an invoice", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceGet, description: "The invoice." }, errors: [401, 404] },
 
   { method: "get", path: "/v1/metrics", summary: "Platform metrics: the caller's pending, today's and completed tasks, pending builds, and the fleet's active, free and busy nodes", group: "invoices", auth: "account", ok: { status: 200, schema: out.platformMetrics, description: "Integers; tasks and builds are the caller's, nodes the fleet's." }, errors: [401] },
-  { method: "get", path: "/v1/usage", summary: "This period's usage against the plan", group: "invoices", auth: "account", ok: { status: 200, description: "{period, plan, invocations, pending, remaining, durationMs, gbSeconds}" }, errors: [401] },
-  { method: "post", path: "/v1/billing/webhook", summary: "Payment provider webhook (Stripe-style signature)", group: "invoices", auth: "none", body: { contentType: "application/json", required: true, description: "An invoice.payment_succeeded or invoice.payment_failed event." }, ok: { status: 200, description: "{received: true, duplicate}" }, errors: [400, 404] },
+  { method: "get", path: "/v1/usage", summary: "This period's usage against the plan", group: "invoices", auth: "account", ok: { status: 200, description: "{period, plan, invocations, pending, remaining, durationMs, gbSeconds}", contentType: "application/json" }, errors: [401] },
+  { method: "post", path: "/v1/billing/webhook", summary: "Payment provider webhook (Stripe-style signature)", group: "invoices", auth: "none", body: { contentType: "application/json", required: true, description: "An invoice.payment_succeeded or invoice.payment_failed event." }, ok: { status: 200, description: "{received: true, duplicate}", contentType: "application/json" }, errors: [400, 404, 500] },
   { method: "options", path: "/gc/:id", summary: "CORS preflight of a public endpoint (not counted)", group: "public", auth: "none", ok: { status: 204, description: "CORS headers for an allowed origin." }, errors: [404] },
   { method: "all", path: "/gc/:id", summary: "Call a public endpoint (any method but OPTIONS)", group: "public", auth: "none", body: anyJson, ok: created("task"), errors: [400, 402, 403, 404, 409, 413, 429, 503] },
-  { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: publicReplay, errors: [401, 404, 410, 502] },
+  { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: publicReplay, errors: [400, 401, 404, 410, 502] },
 
   { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
   { method: "get", path: "/v1/admin/accounts/:accountId", summary: "An account, its plan, its grants (privileged, egress) and the limits that apply to it", group: "admin", auth: "admin", ok: { status: 200, schema: admin.accountView, description: "limits: the account's own values, else the operator's defaults." }, errors: [401, 404] },
@@ -122,19 +129,19 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/admin/nodes/:nodeId/resume", summary: "Undo drain and disable", group: "admin", auth: "admin", ok: noContent, errors: [401, 404] },
   { method: "post", path: "/v1/admin/nodes/:nodeId/disable", summary: "Close a node's connections now and refuse it until resumed; its work goes back to the queue", group: "admin", auth: "admin", ok: noContent, errors: [401, 404] },
 
-  { method: "get", path: "/v1/agent/config", summary: "Dispatcher shard count and the token's node id", group: "agent", auth: "agent", ok: { status: 200, description: "{shards, nodeId}" }, errors: [401] },
+  { method: "get", path: "/v1/agent/config", summary: "Dispatcher shard count and the token's node id", group: "agent", auth: "agent", ok: { status: 200, description: "{shards, nodeId}", contentType: "application/json" }, errors: [401] },
   { method: "get", path: "/v1/agent/connect", summary: "The agent WebSocket (protocol in shared/protocol)", group: "agent", auth: "agent", ok: { status: 101, description: "Switching protocols." }, errors: [400, 401] },
-  { method: "get", path: "/v1/agent/status", summary: "Queues of every shard, and the calling node's connections", group: "agent", auth: "agent", ok: { status: 200, description: "{shards: [{waiting, running, agents}]}: agents holds only the calling node's entry" }, errors: [401] },
+  { method: "get", path: "/v1/agent/status", summary: "Queues of every shard, and the calling node's connections", group: "agent", auth: "agent", ok: { status: 200, description: "{shards: [{waiting, running, agents}]}: agents holds only the calling node's entry", contentType: "application/json" }, errors: [401] },
   { method: "get", path: "/v1/agent/builds/:id/source", summary: "A build's zip", group: "agent", auth: "agent", ok: { status: 200, description: "The zip.", contentType: "application/octet-stream" }, errors: [401, 404] },
   { method: "put", path: "/v1/agent/builds/:id/artifact", summary: "Upload a build's artifact", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [401, 404, 411, 413] },
   { method: "put", path: "/v1/agent/builds/:id/log", summary: "Upload a build's whole log as text (at most 4 MiB of lines and a short trailer), before build.done", group: "agent", auth: "agent", body: { contentType: "text/plain", required: true }, ok: noContent, errors: [401, 404, 411, 413] },
   { method: "get", path: "/v1/agent/builds/:id/artifact", summary: "Download a build's artifact", group: "agent", auth: "agent", ok: { status: 200, description: "The artifact tar.", contentType: "application/octet-stream" }, errors: [401, 404] },
-  { method: "get", path: "/v1/agent/tasks/:id/input", summary: "A task's input", group: "agent", auth: "agent", ok: { status: 200, description: "{method, query, headers, body}" }, errors: [401, 404] },
+  { method: "get", path: "/v1/agent/tasks/:id/input", summary: "A task's input", group: "agent", auth: "agent", ok: { status: 200, description: "{method, query, headers, body}", contentType: "application/json" }, errors: [401, 404] },
   { method: "put", path: "/v1/agent/tasks/:id/result", summary: "Upload a large result body", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [400, 401, 404, 411, 413] },
   { method: "put", path: "/v1/agent/tasks/:id/storage/:setBy", summary: "Upload a storage value too large for the report frame (the task's own id as setBy)", group: "agent", auth: "agent", body: { contentType: "application/octet-stream", required: true }, ok: noContent, errors: [401, 404, 411, 413] },
   { method: "get", path: "/v1/agent/tasks/:id/storage/:setBy", summary: "The storage value task setBy stored, for a later task of the same function", group: "agent", auth: "agent", ok: { status: 200, description: "The stored bytes.", contentType: "application/octet-stream" }, errors: [401, 404] },
   { method: "put", path: "/v1/agent/tasks/:id/log", summary: "Upload a log too large for the report frame (a JSON array of lines)", group: "agent", auth: "agent", body: { contentType: "application/json", required: true }, ok: noContent, errors: [400, 401, 404, 411, 413] },
 
   { method: "get", path: "/healthz", summary: "Liveness", group: "meta", auth: "none", ok: { status: 200, description: "ok", contentType: "text/plain" }, errors: [] },
-  { method: "get", path: "/v1/openapi.json", summary: "This document", group: "meta", auth: "none", ok: { status: 200, description: "OpenAPI 3.1" }, errors: [] },
+  { method: "get", path: "/v1/openapi.json", summary: "This document", group: "meta", auth: "none", ok: { status: 200, description: "OpenAPI 3.1", contentType: "application/json" }, errors: [] },
 ];
