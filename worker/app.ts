@@ -26,6 +26,8 @@ import { taskRoutes } from "./routes/tasks.js";
 import { triggerRoutes } from "./routes/triggers.js";
 import { scheduledRoutes } from "./routes/scheduled.js";
 import { releaseRoutes } from "./releases/routes.js";
+import { retryRoutes } from "./retries/routes.js";
+import { concurrencyRoutes } from "./concurrency/routes.js";
 
 export function createApp() {
   // `/gc/<id>/?email=…` is what real clients send: every path matches with or without one
@@ -55,6 +57,8 @@ export function createApp() {
   v1.use(requireAccount);
   v1.route("/function", functionRoutes);
   v1.route("/function", releaseRoutes);
+  v1.route("/function", retryRoutes);
+  v1.route("/function", concurrencyRoutes);
   v1.route("/function", functionConfigRoutes);
   v1.route("/tag", tagRoutes);
   v1.route("/trigger", triggerRoutes);

@@ -197,6 +197,8 @@ export class Dispatcher extends DurableObject<Bindings> {
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     }
     for (const id of this.retries.dropFunction(functionId)) this.waiters.wake(id, null);
+    this.retries.policies.set(functionId, null);
+    this.caps.set(functionId, null);
   }
 
   /**

@@ -222,6 +222,8 @@ export const describeTask = (t: TaskRow) => ({
   /** The container runtime it ran under (runsc: gVisor), null until it ran. */
   runtime: t.runtime,
   scheduledId: t.scheduledId,
+  /** Attempts run so far (worker/retries/): result and status are the last one's. */
+  attempts: t.attempts,
 });
 
 /**
