@@ -168,6 +168,7 @@ describe("POST /v1/task/<function_id>", () => {
         purged_at: null,
         scheduled_id: null,
         runtime: null,
+        attempts: 0,
       });
     }
   });
@@ -229,6 +230,7 @@ describe("GET /v1/task/<task_id>", () => {
       parentTaskId: null,
       scheduledId: null,
       runtime: null,
+      attempts: 0,
     });
     expect(Math.abs(Number(task.issued) - Date.now() / 1000)).toBeLessThan(5);
   });
