@@ -427,6 +427,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!w) return; // already accepted (a duplicate or a late report after a requeue)
     const retried = this.retries.retry(w, msg, now);
     if (!retried) this.accept(w, msg, now, agent.rttMs, frame);
+    // A failed attempt ran: the storage it set is the function's, and the next attempt gets it.
+    else if (msg.storage) this.storage.apply(w.function_id, w.account_id, w.id, msg.storage, now);
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
     if (retried) return this.scheduleAlarm();

@@ -9,7 +9,9 @@ import { TIMED_OUT_LINE, uploadedLines } from "./attempt-log.js";
 import { backoffMs } from "./backoff.js";
 import { DeadLetters } from "./dead-letters.js";
 import { RetryPolicies } from "./policies.js";
-import { RetryRuns } from "./runs.js";
+import { RetryRuns, type Run } from "./runs.js";
+import { storageWritten } from "../storage/records.js";
+import type { Outcome } from "../dispatch/outcomes.js";
 
 /** After a failed D1 or R2 write, retries' own work is tried again this much later (by the alarm). */
 const SETTLE_AGAIN_MS = 1_000;
@@ -29,6 +31,12 @@ export interface AttemptsOfOutcome {
 
 /** A failed attempt, for retries and dead letters: a 5xx, or no report at all (it ran past its timeout). */
 export const failedOutcome = (report: TaskDone | null) => !report || report.status >= 500;
+
+/** A failed attempt's storage change in the shape the outcome commit writes it (storage/records.ts). */
+const storageOutcome = (r: Run): Outcome => ({
+  taskId: r.taskId, accountId: r.accountId, functionId: r.functionId, at: r.failedAt ?? 0, node: null, assignedAt: null, rttMs: 0,
+  report: { storage: r.storage } as TaskDone,
+});
 
 const newWorkOf = (w: WorkRow, payload: string): NewWork => ({
   id: w.id, kind: w.kind, accountId: w.account_id, functionId: w.function_id, lang: w.lang, privileged: w.privileged === 1,
@@ -96,7 +104,7 @@ export class Retries {
     if (payload === undefined) return false;
     const lines = !report ? [TIMED_OUT_LINE] : report.logUploaded ? { uploaded: taskLogKey(w.account_id, w.id) } : report.log;
     const durationMs = report ? report.durationMs : now - (w.assigned_at ?? now);
-    this.runs.park(run, newWorkOf(w, payload), lines, now, durationMs, now + backoffMs(run.policy.backoffSeconds, run.attempt + 1));
+    this.runs.park(run, newWorkOf(w, payload), lines, { at: now, durationMs, storage: report?.storage }, now + backoffMs(run.policy.backoffSeconds, run.attempt + 1));
     this.host.log("task attempt failed; retrying", { taskId: w.id, attempt: run.attempt, status: report?.status ?? 504 });
     void this.settle();
     return true;
@@ -153,6 +161,7 @@ export class Retries {
       const runs = this.runs.unsettled();
       const unrecorded = runs.filter((r) => !r.recorded);
       await attemptsRecorded(this.db, unrecorded.map((r) => ({ taskId: r.taskId, attempt: r.attempt - 1, at: r.failedAt ?? Date.now(), durationMs: r.durationMs ?? 0 })));
+      await storageWritten(this.db, this.env.BUCKET, unrecorded.flatMap((r) => (r.storage ? [storageOutcome(r)] : [])));
       for (const r of unrecorded) this.runs.recorded(r.taskId);
       for (const r of runs) if (r.logKey) this.runs.logCopied(r.taskId, await uploadedLines(this.env.BUCKET, r.logKey));
       this.unsettled = false;

@@ -1,6 +1,7 @@
 import type { RetryPolicy } from "../../shared/schemas/retry.js";
 import type { NewWork } from "../dispatch/queue.js";
 import { earlierAttempt } from "./attempt-log.js";
+import type { TaskDone } from "../dispatch/outcomes.js";
 
 /**
  * A retryable task's state on its dispatcher, from its enqueue to its final outcome, in the
@@ -26,6 +27,8 @@ export interface Run {
   /** The failed attempt D1 is to record: its finish and duration (for usage). */
   failedAt: number | null;
   durationMs: number | null;
+  /** The GC-Storage change the failed attempt made, for D1 (the dispatcher's copy has it already). */
+  storage?: TaskDone["storage"];
 }
 
 export class RetryRuns {
@@ -55,10 +58,11 @@ export class RetryRuns {
   }
 
   /** The attempt failed and another follows at `due`: the run keeps the queue row and the attempt's lines (or where they were uploaded). */
-  park(run: Run, work: NewWork, lines: string[] | { uploaded: string }, failedAt: number, durationMs: number, due: number): void {
+  park(run: Run, work: NewWork, lines: string[] | { uploaded: string }, failed: { at: number; durationMs: number; storage: TaskDone["storage"] }, due: number): void {
     const copied = Array.isArray(lines);
     const earlier = copied ? [...run.earlier, ...earlierAttempt(run.attempt, lines)] : run.earlier;
-    this.save({ ...run, attempt: run.attempt + 1, due, work, earlier, recorded: false, logKey: copied ? null : lines.uploaded, failedAt, durationMs });
+    const { at: failedAt, durationMs, storage } = failed;
+    this.save({ ...run, attempt: run.attempt + 1, due, work, earlier, recorded: false, logKey: copied ? null : lines.uploaded, failedAt, durationMs, storage });
   }
 
   recorded(taskId: string): void {
