@@ -128,6 +128,21 @@ describe("retries of asynchronous tasks", () => {
     await agent.close();
   });
 
+  it("keeps a task waiting for its retry pending, and held by its shard for the orphan sweep", async () => {
+    const agent = await FakeAgent.connect("retry-waiting");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await setRetry(token, fn, { maxAttempts: 2, backoffSeconds: 60, deadLetterFunctionId: null });
+    const { id } = await callJson(`/v1/task/${fn}`, 201, { token, method: "POST" });
+    await agent.next("task.assign");
+    agent.done(id, "boom", 500);
+    await eventually(async () => (await record(token, id)).attempts === 1);
+    expect(await record(token, id)).toMatchObject({ status: 0, progress: 0 });
+    expect(await callJson(`/v1/task/${id}/result`, 202, { token })).toEqual({ status: 0, progress: 0 });
+    expect(await shardStub(env, 0).held([id])).toEqual([id]);
+    await agent.close();
+  });
+
   it("keeps counting attempts when the agent running one crashes and another reconnects", async () => {
     const first = await FakeAgent.connect("crashing-node");
     const { token } = await newAccount();
