@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newFunction, newTrigger } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
+import { backoffMs } from "../../worker/retries/backoff.js";
 
 /** Retry state lives in the dispatcher's storage as long as the test file: no test may inherit another's waiting retries. */
 async function clearRetries() {
@@ -250,5 +251,17 @@ describe("dead letters", () => {
       return r.progress === 100 && r.status === 500 && r.attempts === 1;
     });
     await agent.close();
+  });
+});
+
+describe("backoff before attempt n", () => {
+  it("is backoffSeconds × 2^(n−2), ±20 % jitter, at most one hour", () => {
+    const low = () => 0;
+    const high = () => 0.999999;
+    expect([2, 3, 4, 5].map((n) => backoffMs(10, n, low))).toEqual([8_000, 16_000, 32_000, 64_000]);
+    expect([2, 3, 4, 5].map((n) => Math.round(backoffMs(10, n, high) / 1000))).toEqual([12, 24, 48, 96]);
+    expect(backoffMs(10, 3, () => 0.5)).toBe(20_000);
+    expect(backoffMs(3600, 5, high)).toBe(3_600_000);
+    expect(backoffMs(1000, 4, low)).toBe(3_200_000);
   });
 });

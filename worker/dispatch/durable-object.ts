@@ -444,6 +444,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     const attempts = this.retries.ended(w, report);
     const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report, ...attempts };
     this.outcomes.add(outcome, frame);
+    // A dead letter was planned: the alarm sends it once the outcome is in D1, whoever accepted it.
+    if (attempts && this.retries.letters.size) void this.scheduleAlarm();
   }
 
   private async expire(w: WorkRow, now: number): Promise<void> {
