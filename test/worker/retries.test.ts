@@ -1,4 +1,4 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newFunction, newTrigger } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
@@ -126,6 +126,26 @@ describe("retries of asynchronous tasks", () => {
     expect((await agent.next("task.assign", RETRY_WITHIN_MS)).taskId).toBe(id);
     agent.done(id, "fine");
     await eventually(async () => (await record(token, id)).attempts === 2);
+    await agent.close();
+  });
+
+  it("retries a task that ran past its timeout without a report (the dispatcher's own 504)", async () => {
+    const agent = await FakeAgent.connect("retry-timeout");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await setRetry(token, fn, { maxAttempts: 2, backoffSeconds: 1, deadLetterFunctionId: null });
+    const { id } = await callJson(`/v1/task/${fn}`, 201, { token, method: "POST" });
+    await agent.next("task.assign");
+    // Its deadline (timeout + grace) passes: the row says so, and the alarm runs.
+    await runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec("update work set deadline = 1 where id = ?", id));
+    await shardStub(env, 0).resync();
+    await runDurableObjectAlarm(shardStub(env, 0));
+    expect((await agent.next("task.cancel")).taskId).toBe(id);
+    expect((await agent.next("task.assign", RETRY_WITHIN_MS)).taskId).toBe(id);
+    agent.done(id, "in time now", 200, { log: ["quick this time"] });
+    await eventually(async () => (await record(token, id)).progress === 100);
+    expect(await record(token, id)).toMatchObject({ status: 200, attempts: 2 });
+    expect(await logOf(token, id)).toEqual(["--- attempt 1 ---", "[dispatcher] the task ran past its timeout", "--- attempt 2 ---", "quick this time"]);
     await agent.close();
   });
 
