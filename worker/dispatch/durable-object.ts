@@ -425,15 +425,25 @@ export class Dispatcher extends DurableObject<Bindings> {
   private async onTaskDone(agent: AgentState, msg: TaskDone, now: number, frame?: string) {
     const w = this.queue.get(msg.taskId);
     if (!w) return; // already accepted (a duplicate or a late report after a requeue)
-    const retried = this.retries.retry(w, msg, now);
+    const retried = this.retried(w, msg, now);
     if (!retried) this.accept(w, msg, now, agent.rttMs, frame);
-    // A failed attempt ran: the storage it set is the function's, and the next attempt gets it.
-    else if (msg.storage) this.storage.apply(w.function_id, w.account_id, w.id, msg.storage, now);
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
     if (retried) return this.scheduleAlarm();
     await this.commits.run();
     if (this.retries.letters.size) await this.retries.letters.drain((id) => this.outcomes.has(id));
+  }
+
+  /**
+   * A failed attempt with attempts left waits for its retry (worker/retries/), out of the queue. Its
+   * assigned mark goes (the task is pending again); the storage it set is the function's, and the
+   * next attempt gets it.
+   */
+  private retried(w: WorkRow, report: TaskDone | null, now: number): boolean {
+    if (!this.retries.retry(w, report, now)) return false;
+    this.marks.take(w.id);
+    if (report?.storage) this.storage.apply(w.function_id, w.account_id, w.id, report.storage, now);
+    return true;
   }
 
   /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
@@ -451,7 +461,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private async expire(w: WorkRow, now: number): Promise<void> {
     if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     if (w.kind === "task") {
-      if (!this.retries.retry(w, null, now)) this.accept(w, null, now, 0); // written by the alarm's commit, with any others
+      if (!this.retried(w, null, now)) this.accept(w, null, now, 0); // written by the alarm's commit, with any others
     } else await this.builds.failed(w, "no result from the agent in time", now);
   }
 
