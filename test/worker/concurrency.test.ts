@@ -8,9 +8,9 @@ afterEach(() => FakeAgent.closeAll());
 const setCap = (token: string, fn: string, max: number | null) => expectNoContent(call(`/v1/function/${fn}/concurrency`, { token, method: "PUT", json: { max } }));
 const issue = async (token: string, fn: string) => (await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, method: "POST" })).id;
 
-/** Every assignment that arrives until none does for a moment. */
+/** Every assignment that arrives (the first within a few seconds) until none does for a moment. */
 async function assignments(agent: FakeAgent): Promise<{ taskId: string; functionId: string }[]> {
-  const out: { taskId: string; functionId: string }[] = [];
+  const out = [await agent.next("task.assign", 5000)];
   for (;;) {
     try {
       out.push(await agent.next("task.assign", 400));
@@ -67,7 +67,6 @@ describe("tasks of a capped function", () => {
     while (ran.length < 50) {
       const running = await assignments(agent);
       most = Math.max(most, running.length);
-      expect(running.length, `after ${ran.length} finished`).toBeGreaterThan(0);
       expect(running.length).toBeLessThanOrEqual(3);
       for (const a of running) {
         ran.push(a.taskId);

@@ -164,6 +164,22 @@ describe("retries of asynchronous tasks", () => {
     await agent.close();
   });
 
+  it("forgets a waiting retry when its function is deleted: the task ends cancelled", async () => {
+    const agent = await FakeAgent.connect("retry-deleted");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await setRetry(token, fn, { maxAttempts: 3, backoffSeconds: 1, deadLetterFunctionId: null });
+    const { id } = await callJson(`/v1/task/${fn}`, 201, { token, method: "POST" });
+    await agent.next("task.assign");
+    agent.done(id, "boom", 500);
+    await eventually(async () => (await record(token, id)).attempts === 1);
+    await expectNoContent(call(`/v1/function/${fn}`, { token, method: "DELETE" }));
+    expect(await record(token, id)).toMatchObject({ status: 410, progress: 100 });
+    expect(await shardStub(env, 0).held([id])).toEqual([]);
+    expect(await agent.none("task.assign", 2500)).toBe(true);
+    await agent.close();
+  });
+
   it("keeps counting attempts when the agent running one crashes and another reconnects", async () => {
     const first = await FakeAgent.connect("crashing-node");
     const { token } = await newAccount();
