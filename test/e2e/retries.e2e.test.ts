@@ -5,8 +5,9 @@ import { localStack, type AgentProcess, type Api, type LocalWorker } from "./har
 import { deploy, result } from "./deploy.js";
 
 /**
- * Retries and dead letters end to end: the local service, a real agent and Docker. The functions
- * count their own attempts through their storage (GC-Storage), so what they see is what ran.
+ * Retries, dead letters and the concurrency cap end to end: the local service, a real agent and
+ * Docker. The functions count their own attempts through their storage (GC-Storage), and log when
+ * each call ran, so what they see is what ran.
  */
 let worker: LocalWorker;
 let agent: AgentProcess;
@@ -33,11 +34,30 @@ def handle(event, context):
     return {"statusCode": 200, "headers": {"Content-Type": "text/plain", "GC-Storage": base64.b64encode(event.raw_body).decode()}, "body": "noted"}
 `;
 
+/** Sleeps half a second and logs when it ran, by the host's clock (containers share it). */
+const SLEEPER = `import time
+def handle(event, context):
+    start = time.time()
+    time.sleep(0.5)
+    print("ran %.6f %.6f" % (start, time.time()))
+    return "ok"
+`;
+
+/** The most intervals that overlap at any instant. */
+function mostAtOnce(intervals: [number, number][]): number {
+  const edges = intervals.flatMap(([a, b]) => [[a, 1] as const, [b, -1] as const]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, d] of edges) most = Math.max(most, (now += d));
+  return most;
+}
+
 const setRetry = (fn: string, json: Record<string, unknown>) => user.json("PUT", `/v1/function/${fn}/retry`, 204, { json });
 
 beforeAll(async () => {
   await ensureOfflineImages(["py"]);
-  ({ worker, agent, user } = await localStack({ account: "retries", nodeId: "retry-agent" }));
+  // More slots than the cap below, so that only the cap can hold its tasks back.
+  ({ worker, agent, user } = await localStack({ account: "retries", nodeId: "retry-agent", agentArgs: ["--slots", "6"] }));
 }, 1_800_000);
 
 afterAll(async () => {
@@ -79,5 +99,24 @@ describe("retries with a real agent", () => {
     expect(Buffer.from(letter.input.body, "base64").toString()).toBe('{"qty":2}');
     expect(letter.logTail).toContain("--- attempt 2 ---");
     expect(letter.logTail).toContain("no stock for book");
+  }, 600_000);
+});
+
+describe("a concurrency cap with a real agent", () => {
+  it("runs 50 calls of a function capped at 3 never more than 3 at once, by the function's own clock", async () => {
+    const fn = await deploy(user, "py", await zipItems([{ name: "handler.py", data: SLEEPER }]), "sleeper");
+    expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
+    await user.json("PUT", `/v1/function/${fn.functionId}/concurrency`, 204, { json: { max: 3 } });
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) ids.push((await user.json("POST", `/v1/task/${fn.functionId}`, 201, {})).id);
+    const intervals: [number, number][] = [];
+    for (const id of ids) {
+      expect((await result(user, id)).status).toBe(200);
+      const { log } = await user.json("GET", `/v1/task/${id}/log`, 200);
+      const m = /^ran (\S+) (\S+)$/.exec(log.find((l: string) => l.startsWith("ran ")) ?? "");
+      expect(m, log.join("\n")).not.toBeNull();
+      intervals.push([Number(m![1]), Number(m![2])]);
+    }
+    expect(mostAtOnce(intervals)).toBe(3);
   }, 600_000);
 });
