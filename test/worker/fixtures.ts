@@ -49,6 +49,10 @@ export const ROUTES: Route[] = [
   // (POST …/rollback is not here: the owned function has one successful build, so it answers 409;
   // releases.test.ts shows its 404 for another account.)
   { method: "PUT", path: (o) => `/v1/function/${o.fn}/release`, json: () => ({ buildId: null }) },
+  { method: "GET", path: (o) => `/v1/function/${o.fn}/retry` },
+  { method: "PUT", path: (o) => `/v1/function/${o.fn}/retry`, json: (o) => ({ maxAttempts: 2, backoffSeconds: 5, deadLetterFunctionId: o.next }) },
+  { method: "GET", path: (o) => `/v1/function/${o.fn}/concurrency` },
+  { method: "PUT", path: (o) => `/v1/function/${o.fn}/concurrency`, json: () => ({ max: 2 }) },
   { method: "DELETE", path: (o) => `/v1/function/${o.fn}` },
   { method: "POST", path: () => "/v1/tag", json: () => ({ name: "x" }) },
   { method: "GET", path: () => "/v1/tag/list" },
