@@ -1,6 +1,6 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newFunction, newTrigger } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newFunction, newTrigger, sql } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { backoffMs } from "../../worker/retries/backoff.js";
@@ -265,6 +265,21 @@ describe("dead letters", () => {
     expect(await record(token, letter.taskId)).toMatchObject({ functionId: dl, parentTaskId: id });
     agent.done(letter.taskId, "noted");
     expect(await agent.none("task.assign", 1500)).toBe(true);
+    await agent.close();
+  });
+
+  it("sends none for a task at its chain's hop limit", async () => {
+    const agent = await FakeAgent.connect("dead-letter-hops");
+    const { token } = await newAccount();
+    const [fn, dl] = [await deployedFunction(token), await deployedFunction(token)];
+    await setRetry(token, fn, { maxAttempts: 1, backoffSeconds: 1, deadLetterFunctionId: dl });
+    const { id } = await callJson(`/v1/task/${fn}`, 201, { token, method: "POST" });
+    // As the tenth hop of a chain would be.
+    await sql("update tasks set hop = 10 where id = ?", id);
+    await agent.next("task.assign");
+    agent.done(id, "boom", 500);
+    expect(await agent.none("task.assign", 2000)).toBe(true);
+    expect(await record(token, id)).toMatchObject({ status: 500, attempts: 1 });
     await agent.close();
   });
 
