@@ -21,6 +21,7 @@ import { triggers } from "./commands/triggers.js";
 import { schedules } from "./commands/schedules.js";
 import { nodes } from "./commands/nodes.js";
 import { release, rollback } from "./commands/release.js";
+import { concurrency, retry } from "./commands/retry.js";
 import { accounts } from "./commands/accounts.js";
 import { env } from "./commands/env.js";
 import { secret } from "./commands/secret.js";
@@ -56,6 +57,8 @@ export const COMMANDS: Command[] = [
   build,
   release,
   rollback,
+  retry,
+  concurrency,
   tags,
   triggers,
   schedules,

@@ -27,6 +27,8 @@ import { triggerRoutes } from "./routes/triggers.js";
 import { scheduledRoutes } from "./routes/scheduled.js";
 import { releaseRoutes } from "./releases/routes.js";
 import { networkRoutes } from "./egress/routes.js";
+import { retryRoutes } from "./retries/routes.js";
+import { concurrencyRoutes } from "./concurrency/routes.js";
 
 export function createApp() {
   // `/gc/<id>/?email=…` is what real clients send: every path matches with or without one
@@ -56,6 +58,8 @@ export function createApp() {
   v1.use(requireAccount);
   v1.route("/function", functionRoutes);
   v1.route("/function", releaseRoutes);
+  v1.route("/function", retryRoutes);
+  v1.route("/function", concurrencyRoutes);
   v1.route("/function", functionConfigRoutes);
   v1.route("/function", networkRoutes);
   v1.route("/tag", tagRoutes);

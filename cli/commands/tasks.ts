@@ -16,6 +16,8 @@ interface TaskRecord extends TaskItem {
   node: string | null;
   timeout: number;
   capabilities: { cpuCount: number; memSize: number; networkLatency: number; privileged: boolean };
+  /** Absent from services older than retries. */
+  attempts?: number;
 }
 
 export const tasks: Command = {
@@ -61,6 +63,7 @@ export const task: Command = {
         ["function", t.functionId],
         ["status", fmtTaskStatus(t.status, t.progress)],
         ["progress", `${t.progress}%`],
+        ["attempts", String(t.attempts ?? "-")],
         ["issued", fmtTime(t.issued)],
         ["assigned", fmtTime(t.assigned)],
         ["finished", fmtTime(t.finished)],

@@ -110,6 +110,7 @@ export const taskGet = z.object({
   scheduledId: z.string().nullable(),
   /** The function's response headers (GC-Storage taken off); null until finished and after retention. */
   responseHeaders: z.record(z.string(), z.string()).nullable(),
+  attempts: z.int().min(0).describe("Attempts run so far; result and status are the last one's"),
 });
 export const taskList = z.array(z.object({ id: z.string(), issued: unixSeconds, progress: z.int(), status: z.int() }));
 export const taskPending = z.object({ status: z.literal(0), progress: z.int() });

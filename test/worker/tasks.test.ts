@@ -171,6 +171,7 @@ describe("POST /v1/task/<function_id>", () => {
         purged_at: null,
         scheduled_id: null,
         runtime: null,
+        attempts: 0,
       });
     }
   });
@@ -233,6 +234,7 @@ describe("GET /v1/task/<task_id>", () => {
       scheduledId: null,
       runtime: null,
       responseHeaders: null,
+      attempts: 0,
     });
     expect(Math.abs(Number(task.issued) - Date.now() / 1000)).toBeLessThan(5);
   });

@@ -73,6 +73,12 @@ export const functions = sqliteTable(
     /** What the function may reach beyond itself: "none" (no network) or "internet" (public addresses; worker/egress/). */
     egress: text("egress", { enum: EGRESS }).notNull().default("none"),
     createdAt: integer("created_at").notNull(),
+    /** Retries of its asynchronous tasks (worker/retries/): attempts in all, the first backoff, the dead-letter function. */
+    retryMaxAttempts: integer("retry_max_attempts").notNull().default(1),
+    retryBackoffSeconds: integer("retry_backoff_seconds").notNull().default(10),
+    deadLetterFunctionId: text("dead_letter_function_id"),
+    /** At most this many of its tasks run at once (worker/concurrency/); null: no cap beyond the account's. */
+    concurrencyMax: integer("concurrency_max"),
   },
   (t) => [index("functions_account").on(t.accountId, t.id)],
 );
@@ -265,6 +271,8 @@ export const tasks = sqliteTable(
     log: text("log", { mode: "json" }).$type<string[]>(),
     logKey: text("log_key"),
     durationMs: integer("duration_ms"),
+    /** Attempts started so far (worker/retries/): 0 while it waits for its first, more after retries. */
+    attempts: integer("attempts").notNull().default(0),
     /** When the retention sweep deleted input, result and log (services/retention.ts); reads then answer 410. */
     purgedAt: integer("purged_at"),
     /** The schedule that issued the task (worker/schedules/); not a foreign key, as tasks outlive it. */

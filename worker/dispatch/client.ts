@@ -47,7 +47,8 @@ export const allShards = (env: Bindings): DurableObjectStub<Dispatcher>[] => Arr
 export const dispatcherFor = (env: Bindings, functionId: string) => shardStub(env, shardOf(env, functionId));
 
 /** Queues tasks on their shards. From inside a dispatcher, its own work is queued directly. */
-export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id: DurableObjectId; self: Dispatcher }) {
+/** `once`: the tasks are never retried nor dead-lettered (dead letters themselves, worker/retries/). */
+export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id: DurableObjectId; self: Dispatcher }, opts: { once?: boolean } = {}) {
   const byShard = new Map<number, NewWork[]>();
   for (const t of tasks) {
     const s = shardOf(env, t.functionId);
@@ -56,7 +57,8 @@ export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id:
   await Promise.all(
     [...byShard].map(([s, work]) => {
       const stub = shardStub(env, s);
-      return from && stub.id.equals(from.id) ? from.self.enqueue(work) : stub.enqueue(work);
+      const once = opts.once ?? false;
+      return from && stub.id.equals(from.id) ? from.self.enqueue(work, once) : stub.enqueue(work, once);
     }),
   );
 }

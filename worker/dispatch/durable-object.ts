@@ -27,6 +27,9 @@ import type { Grant } from "./revoked-grants.js";
 import type { z } from "zod";
 import { TaskConfigs, taskConfigOf } from "../function-config/task-configs.js";
 import { ConfiguredAssignments } from "./configured-assignments.js";
+import { Retries } from "../retries/retries.js";
+import { ConcurrencyCaps } from "../concurrency/caps.js";
+import type { FunctionPolicy } from "../retries/function-policy.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -59,6 +62,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly builds: BuildReports;
   private readonly refusals: Refusals;
   private readonly assignments: ConfiguredAssignments;
+  private readonly retries: Retries;
+  private readonly caps: ConcurrencyCaps;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -111,6 +116,10 @@ export class Dispatcher extends DurableObject<Bindings> {
         await this.scheduleAlarm();
       },
     });
+    this.retries = new Retries(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, {
+      queue: this.queue, requeue: (work) => this.enqueue(work), log: (msg, extra) => log("warn", msg, extra),
+    });
+    this.caps = new ConcurrencyCaps(ctx.storage.sql);
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -118,9 +127,11 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   // ── RPC from the Worker ───────────────────────────────────────────────────────────────────────
 
-  async enqueue(work: NewWork[]): Promise<void> {
+  /** `once`: never retried nor dead-lettered (a synchronous call, a dead letter; worker/retries/). */
+  async enqueue(work: NewWork[], once = false): Promise<void> {
     const now = Date.now();
     for (const w of work) this.queue.add(w, now);
+    this.retries.track(work, once);
     const ids = work.map((w) => w.id);
     let ended = this.refusals.revokedWork(ids);
     // The pump assigns before its first await, storing what it assigns; the rest is stored here.
@@ -151,7 +162,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    */
   async enqueueAndAwait(work: NewWork[], taskId: string, ms: number): Promise<TaskRow | null> {
     const finished = this.waiters.wait(taskId, ms);
-    await this.enqueue(work);
+    await this.enqueue(work, true);
     return finished;
   }
 
@@ -163,6 +174,13 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The function's variables or secrets changed: tasks assigned from now on carry the new ones. */
   async configChanged(functionId: string): Promise<void> {
     this.assignments.configs.changed(functionId);
+  }
+
+  /** The function's retry policy or concurrency cap changed: tasks queued from now on keep the new policy; the cap holds at once. */
+  async policyChanged(functionId: string, p: FunctionPolicy): Promise<void> {
+    this.retries.policies.set(functionId, p.retry);
+    this.caps.set(functionId, p.concurrency);
+    await this.pump();
   }
 
   async setPaused(functionId: string, paused: boolean): Promise<void> {
@@ -179,6 +197,9 @@ export class Dispatcher extends DurableObject<Bindings> {
       this.waiters.wake(w.id, null);
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     }
+    for (const id of this.retries.dropFunction(functionId)) this.waiters.wake(id, null);
+    this.retries.policies.set(functionId, null);
+    this.caps.set(functionId, null);
   }
 
   /**
@@ -187,7 +208,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    * after `ms`. Result reads with ?wait park here instead of polling D1.
    */
   async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
-    if (!this.queue.has(taskId) && !this.outcomes.has(taskId)) return this.finished.get(taskId, Date.now()) ?? null;
+    if (!this.queue.has(taskId) && !this.outcomes.has(taskId) && !this.retries.waiting(taskId)) return this.finished.get(taskId, Date.now()) ?? null;
     return this.waiters.wait(taskId, ms);
   }
 
@@ -200,12 +221,12 @@ export class Dispatcher extends DurableObject<Bindings> {
   async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
     const recent = this.finished.get(taskId, Date.now());
     if (recent) return recent.accountId === accountId ? { row: recent } : null;
-    const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId);
+    const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId) ?? this.retries.runs.get(taskId)?.accountId;
     if (owner !== accountId) return null;
     const row = await this.awaitTask(taskId, ms);
     if (row) return { row };
     const w = this.queue.get(taskId);
-    return w ? { progress: w.node ? 1 : 0 } : null;
+    return w ? { progress: w.node ? 1 : 0 } : this.retries.waiting(taskId) ? { progress: 0 } : null;
   }
 
   /**
@@ -219,6 +240,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!this.commits.inFlight) this.outcomes.reload();
     this.chains.reload();
     this.refusals.reload();
+    this.retries.reload();
+    this.caps.reload();
     this.alarmAt = undefined;
     await this.pump();
     await this.scheduleAlarm();
@@ -227,7 +250,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** Which of these tasks this shard holds: queued or running, its outcome logged, or planned by a firing. */
   async held(taskIds: string[]): Promise<string[]> {
     const planned = this.chains.planned();
-    return taskIds.filter((id) => this.queue.has(id) || this.outcomes.has(id) || planned.has(id));
+    for (const id of this.retries.letters.planned()) planned.add(id);
+    return taskIds.filter((id) => this.queue.has(id) || this.outcomes.has(id) || planned.has(id) || this.retries.waiting(id));
   }
 
   /** Whether the node holds this work (agent routes serve a node nothing else). */
@@ -333,6 +357,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       } else if (att.hello) this.send(ws, { type: "ping", t: now });
     }
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
+    await this.retries.tick(now, (id) => this.outcomes.has(id));
     await this.pump();
     if (this.outcomes.count()) await this.commits.run();
     if (this.chains.failed) this.chains.reload();
@@ -401,10 +426,25 @@ export class Dispatcher extends DurableObject<Bindings> {
   private async onTaskDone(agent: AgentState, msg: TaskDone, now: number, frame?: string) {
     const w = this.queue.get(msg.taskId);
     if (!w) return; // already accepted (a duplicate or a late report after a requeue)
-    this.accept(w, msg, now, agent.rttMs, frame);
+    const retried = this.retried(w, msg, now);
+    if (!retried) this.accept(w, msg, now, agent.rttMs, frame);
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
+    if (retried) return this.scheduleAlarm();
     await this.commits.run();
+    if (this.retries.letters.size) await this.retries.letters.drain((id) => this.outcomes.has(id));
+  }
+
+  /**
+   * A failed attempt with attempts left waits for its retry (worker/retries/), out of the queue. Its
+   * assigned mark goes (the task is pending again); the storage it set is the function's, and the
+   * next attempt gets it.
+   */
+  private retried(w: WorkRow, report: TaskDone | null, now: number): boolean {
+    if (!this.retries.retry(w, report, now)) return false;
+    this.marks.take(w.id);
+    if (report?.storage) this.storage.apply(w.function_id, w.account_id, w.id, report.storage, now);
+    return true;
   }
 
   /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
@@ -412,14 +452,17 @@ export class Dispatcher extends DurableObject<Bindings> {
     const mark = this.marks.take(w.id);
     this.queue.remove(w.id);
     if (report?.storage) this.storage.apply(w.function_id, w.account_id, w.id, report.storage, now);
-    const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report };
+    const attempts = this.retries.ended(w, report);
+    const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report, ...attempts };
     this.outcomes.add(outcome, frame);
+    // A dead letter was planned: the alarm sends it once the outcome is in D1, whoever accepted it.
+    if (attempts && this.retries.letters.size) void this.scheduleAlarm();
   }
 
   private async expire(w: WorkRow, now: number): Promise<void> {
     if (w.node) this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     if (w.kind === "task") {
-      this.accept(w, null, now, 0); // written by the alarm's commit, with any others
+      if (!this.retried(w, null, now)) this.accept(w, null, now, 0); // written by the alarm's commit, with any others
     } else await this.builds.failed(w, "no result from the agent in time", now);
   }
 
@@ -446,10 +489,12 @@ export class Dispatcher extends DurableObject<Bindings> {
     let free = agents.reduce((n, a) => n + Math.max(0, a.slots - busy.get(a.nodeId)!), 0);
     const assigned: { w: WorkRow; a: AgentState }[] = [];
     const builds = new BuildLimits(agents, () => agents.flatMap((a) => this.queue.assignedTo(a.nodeId)));
-    for (const w of builds.window(this.queue.waiting(Infinity))) {
+    const capped = this.caps.gate(this.queue.runningRows());
+    for (const w of builds.window(this.queue.waiting(Infinity, capped?.held))) {
       const a = pickAgent(builds.eligible(w), w, busy);
       if (!a) continue;
       builds.assigned(w, a);
+      capped?.took(w);
       busy.set(a.nodeId, (busy.get(a.nodeId) ?? 0) + 1);
       assigned.push({ w, a });
       if (--free === 0) break; // the rest of the queue waits; no need to read it
@@ -533,7 +578,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private async scheduleAlarm(): Promise<void> {
     const deadline = this.outcomes.count() || this.chains.failed ? Date.now() + RETRY_MS : this.queue.earliestDeadline();
     const liveness = this.ctx.getWebSockets().length ? Date.now() + HEARTBEAT_MS : null;
-    const at = Math.min(deadline ?? Infinity, liveness ?? Infinity);
+    const at = Math.min(deadline ?? Infinity, liveness ?? Infinity, this.retries.nextAt(Date.now()) ?? Infinity);
     if (at === Infinity) return;
     // Only this object sets its alarm, so after the first read the time is known in memory.
     if (this.alarmAt === undefined) this.alarmAt = await this.ctx.storage.getAlarm();

@@ -91,7 +91,8 @@ export class FairQueue {
   /**
    * Waiting work in the order it should be offered: round after round over the accounts (served
    * longest ago first, then oldest work first), each round offering every account its oldest row
-   * not yet offered. Rows that `held` says must wait are skipped with their whole lane. At most
+   * not yet offered. Rows that `held` says must wait are skipped with their whole lane, from the
+   * row it first says so of (asked of each lane's next row as the order goes). At most
    * `limit` rows are offered, so a pump that finds no agent for any of them stops early.
    */
   *order(held: (w: WorkRow) => boolean, limit: number): Iterable<WorkRow> {
@@ -107,7 +108,11 @@ export class FairQueue {
     while (ring.length) {
       for (let i = 0; i < ring.length; ) {
         let next: { rows: WorkRow[]; at: number } | undefined;
-        for (const l of ring[i]!.lanes) if (l.at < l.rows.length && (!next || older(l.rows[l.at]!, next.rows[next.at]!))) next = l;
+        for (const l of ring[i]!.lanes) {
+          // Asked again as the pump goes: a lane may become held by what the pump took (a concurrency cap).
+          if (l.at < l.rows.length && l.at > 0 && held(l.rows[l.at]!)) l.at = l.rows.length;
+          if (l.at < l.rows.length && (!next || older(l.rows[l.at]!, next.rows[next.at]!))) next = l;
+        }
         if (!next) {
           ring.splice(i, 1);
           continue;

@@ -26,6 +26,9 @@ export interface Outcome {
   rttMs: number;
   /** The agent's report, or null for the dispatcher's own verdict that the task ran out of time. */
   report: TaskDone | null;
+  /** A task that was retried (worker/retries/): its attempts, and the earlier attempts' log lines. */
+  attempts?: number;
+  earlier?: string[];
 }
 
 /** One D1 batch carries at most this many outcomes, and about this many bytes of them. */

@@ -169,8 +169,22 @@ export class WorkQueue {
    * Waiting work in the order to offer it: fairly between accounts, oldest first within one (see
    * FairQueue); a paused function's tasks are held back (its builds are not).
    */
-  waiting(limit = 200): Iterable<WorkRow> {
-    return this.fair.order((w) => w.kind === "task" && this.paused.has(w.function_id), limit);
+  waiting(limit = 200, held?: (w: WorkRow) => boolean): Iterable<WorkRow> {
+    const paused = (w: WorkRow) => w.kind === "task" && this.paused.has(w.function_id);
+    return this.fair.order(held ? (w) => paused(w) || held(w) : paused, limit);
+  }
+
+  /** The rows assigned to nodes (bounded by the agents' slots). */
+  runningRows(): Iterable<WorkRow> {
+    return this.running.values();
+  }
+
+  /** Takes a row out of the queue, returning its payload (a failed attempt waiting for its retry, worker/retries/). */
+  take(id: string): string | undefined {
+    const [stored] = this.sql.exec<{ payload: string }>("delete from work where id = ? returning payload", id).toArray();
+    const payload = stored?.payload ?? this.unsaved.get(id);
+    this.forget(id);
+    return payload;
   }
 
   /**

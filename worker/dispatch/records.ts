@@ -10,6 +10,7 @@ import { triggerCandidate, triggerCandidates } from "./chain.js";
 import type { Outcome } from "./outcomes.js";
 import type { TaskRow } from "../services/tasks.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
+import { prependEarlier, TIMED_OUT_LINE, withEarlier } from "../retries/attempt-log.js";
 
 /** D1 writes of the dispatcher. Each is conditional, so a late or repeated report changes nothing. */
 
@@ -49,9 +50,12 @@ const TIMED_OUT = {
 
 /** One outcome as the JSON element the statements below read; a result too large for the row is put in R2 first. */
 async function outcomeElement(bucket: R2Bucket, o: Outcome) {
-  const common = { id: o.taskId, at: o.at, period: periodOf(o.at), node: o.node, assignedAt: o.node ? (o.assignedAt ?? o.at) : null, rtt: o.node ? Math.round(o.rttMs) : null };
+  const common = {
+    id: o.taskId, at: o.at, period: periodOf(o.at), node: o.node, assignedAt: o.node ? (o.assignedAt ?? o.at) : null, rtt: o.node ? Math.round(o.rttMs) : null,
+    attempts: o.attempts ?? (o.node ? 1 : 0),
+  };
   const r = o.report;
-  if (!r) return { ...common, ...TIMED_OUT, key: null, log: null, logKey: null, durationMs: null };
+  if (!r) return { ...common, ...TIMED_OUT, key: null, log: o.earlier?.length ? withEarlier(o.earlier, o.attempts!, [TIMED_OUT_LINE]) : null, logKey: null, durationMs: null };
   let body: string | null = null;
   let key: string | null = null;
   if (r.bodyUploaded) key = taskResultKey(o.accountId, o.taskId);
@@ -65,9 +69,11 @@ async function outcomeElement(bucket: R2Bucket, o: Outcome) {
     }
   }
   // An uploaded log is already in R2 under the task's log key; a large inline one is put there.
-  let log: string[] | null = r.log;
+  // A retried task's log holds every attempt's lines (worker/retries/attempt-log.ts).
+  let log: string[] | null = o.earlier?.length && !r.logUploaded ? withEarlier(o.earlier, o.attempts!, r.log) : r.log;
   let logKey: string | null = r.logUploaded ? taskLogKey(o.accountId, o.taskId) : null;
-  const logJson = r.logUploaded ? "" : JSON.stringify(r.log);
+  if (logKey && o.earlier?.length) await prependEarlier(bucket, logKey, o.earlier, o.attempts!);
+  const logJson = r.logUploaded ? "" : JSON.stringify(log);
   if (!r.logUploaded && logJson.length > INLINE_LOG_BYTES) {
     logKey = taskLogKey(o.accountId, o.taskId);
     await bucket.put(logKey, logJson, { httpMetadata: { contentType: "application/json" } });
@@ -84,7 +90,7 @@ const outcomeRows = (json: string) => sql`(select
   json_extract(value, '$.body') as body, json_extract(value, '$.key') as result_key, json_extract(value, '$.log') as log, json_extract(value, '$.logKey') as log_key,
   json_extract(value, '$.durationMs') as duration_ms, json_extract(value, '$.node') as node,
   json_extract(value, '$.assignedAt') as assigned_at, json_extract(value, '$.rtt') as rtt,
-  json_extract(value, '$.runtime') as runtime
+  json_extract(value, '$.runtime') as runtime, json_extract(value, '$.attempts') as attempts
   from json_each(${json}))`;
 
 /**
@@ -108,7 +114,8 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
       result_body = o.body, result_key = o.result_key, log = o.log, log_key = o.log_key, duration_ms = o.duration_ms,
       node = coalesce(o.node, tasks.node), assigned_at = coalesce(o.assigned_at, tasks.assigned_at),
-      network_latency = coalesce(o.rtt, tasks.network_latency), runtime = coalesce(o.runtime, tasks.runtime)
+      network_latency = coalesce(o.rtt, tasks.network_latency), runtime = coalesce(o.runtime, tasks.runtime),
+      attempts = coalesce(o.attempts, tasks.attempts)
       from ${outcomeRows(json)} as o
       where tasks.id = o.id and tasks.finished_at is null
       returning *`,

@@ -12,6 +12,8 @@ import * as storage from "../../shared/schemas/storage.js";
 import * as release from "../../shared/schemas/release.js";
 import * as config from "../../shared/schemas/function-config.js";
 import * as network from "../../shared/schemas/network.js";
+import * as retry from "../../shared/schemas/retry.js";
+import * as concurrency from "../../shared/schemas/concurrency.js";
 
 type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
 
@@ -62,6 +64,10 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/function/:id/release", summary: "Which build the function's tasks run: pinned or the newest successful one, and any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "buildId is the build that runs now (null before any successful build)." }, errors: [401, 404] },
   { method: "put", path: "/v1/function/:id/release", summary: "Pin a build ({buildId: null} follows the newest again), optionally with a canary taking weight % of new tasks", group: "releases", auth: "account", body: json(release.releaseSet), ok: noContent, errors: [400, 401, 404, 409, 415] },
   { method: "post", path: "/v1/function/:id/rollback", summary: "Pin the successful build before the one that runs now, dropping any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "The new release." }, errors: [401, 404, 409] },
+  { method: "get", path: "/v1/function/:id/retry", summary: "The function's retry policy: attempts in all, the first backoff, the dead-letter function", group: "retries", auth: "account", ok: { status: 200, schema: retry.retrySet, description: "Defaults: {maxAttempts: 1, backoffSeconds: 10, deadLetterFunctionId: null}." }, errors: [401, 404] },
+  { method: "put", path: "/v1/function/:id/retry", summary: "Set the retry policy of the function's asynchronous tasks (a 5xx or a timeout is retried after backoffSeconds × 2^(n−2) ±20 %; when attempts run out the dead-letter function gets one task)", group: "retries", auth: "account", body: json(retry.retrySet), ok: noContent, errors: [400, 401, 404, 415] },
+  { method: "get", path: "/v1/function/:id/concurrency", summary: "The function's cap on its tasks running at once across the fleet", group: "concurrency", auth: "account", ok: { status: 200, schema: concurrency.concurrencySet, description: "{max: null} when uncapped (the default)." }, errors: [401, 404] },
+  { method: "put", path: "/v1/function/:id/concurrency", summary: "Cap the function's tasks running at once (the rest wait pending, in order); {max: null} removes the cap", group: "concurrency", auth: "account", body: json(concurrency.concurrencySet), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "get", path: "/v1/function/:id/env", summary: "Read the function's environment variables", group: "configuration", auth: "account", ok: { status: 200, schema: config.envVars, description: "{NAME: value, …}; {} when none." }, errors: [401, 404] },
   { method: "put", path: "/v1/function/:id/env", summary: "Replace every environment variable (names [A-Za-z_][A-Za-z0-9_]{0,127}, not GC_ or GCFAAS_; at most 64 and 32 KiB); 409 name_taken when a secret has the name", group: "configuration", auth: "account", body: json(config.envVars), ok: noContent, errors: [400, 401, 404, 409, 415] },
   { method: "get", path: "/v1/function/:id/secrets", summary: "List the function's secrets: names and times, never values", group: "configuration", auth: "account", ok: { status: 200, schema: config.secretList, description: "[{name, updatedAt}], newest first." }, errors: [401, 404] },

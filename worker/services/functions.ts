@@ -151,6 +151,8 @@ export async function deleteFunction(db: Db, accountId: string, id: string, now 
       .set({ status: TASK_STATUS.cancelled, progress: 100, finishedAt: now })
       .where(and(eq(tasks.functionId, id), isNull(tasks.finishedAt))),
     db.delete(tagLinks).where(dependents),
+    // Functions that named it their dead letter have none now (their shards drop letters to it, worker/retries/).
+    db.update(functions).set({ deadLetterFunctionId: null }).where(and(eq(functions.accountId, accountId), eq(functions.deadLetterFunctionId, id))),
     db.delete(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId))),
   ]);
 }

@@ -228,6 +228,8 @@ export const describeTask = (t: TaskRow) => ({
    * not replay (it sends only the Content-Type); null until it finished, and once retention deleted the result.
    */
   responseHeaders: t.resultHeaders ?? null,
+  /** Attempts run so far (worker/retries/): result and status are the last one's. */
+  attempts: t.attempts,
 });
 
 /**

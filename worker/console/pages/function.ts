@@ -9,6 +9,7 @@ import { releaseButton, releaseRole, releaseSection } from "./release.js";
 import type { Release } from "../../../shared/schemas/release.js";
 import { configSection, registerFunctionConfig } from "./function-config.js";
 import { networkSection, registerNetwork } from "./network.js";
+import { registerRetries, retrySection } from "./retries.js";
 
 interface FnDetail {
   id: string;
@@ -45,13 +46,14 @@ interface Problems {
   endpoint?: ApiError;
   config?: ApiError;
   network?: ApiError;
+  retries?: ApiError;
 }
 
 async function renderFunction(c: ConsoleContext, id: string, o: { problems?: Problems; outcome?: InvokeOutcome; status?: number } = {}) {
   const { fn, tags, builds, tasks, endpoints, release } = await loadFunction(c, id);
   const p = o.problems ?? {};
   const caps = fn.capabilities;
-  const [config, network] = await Promise.all([configSection(c, fn.id, p.config), networkSection(c, fn.id, p.network)]);
+  const [config, network, retries] = await Promise.all([configSection(c, fn.id, p.config), networkSection(c, fn.id, p.network), retrySection(c, fn.id, p.retries)]);
   const body = html`<p><a href="/console">← Functions</a></p>
 <h1>${fn.name} <span class="hint">(${fn.lang}${fn.paused ? ", paused" : ""})</span></h1>
 ${notice(c.req.query("done"))}
@@ -74,6 +76,8 @@ ${notice(c.req.query("done"))}
 </div></section>
 
 ${releaseSection(c.var.page, fn.id, release, builds.results.filter((b) => b.status === "SUCCESS").map((b) => b.id))}
+
+${retries}
 
 <section class="card" aria-labelledby="invoke-h"><h2 id="invoke-h">Invoke</h2>
 ${errorBox(p.invoke)}
@@ -156,6 +160,7 @@ export function registerFunction(app: ConsoleApp) {
   app.get("/functions/:id/delete", (c) => renderDelete(c, c.req.param("id")));
   registerFunctionConfig(app, (c, id, problem, status) => renderFunction(c, id, { problems: { config: problem }, status }));
   registerNetwork(app, (c, id, problem, status) => renderFunction(c, id, { problems: { network: problem }, status }));
+  registerRetries(app, (c, id, problem, status) => renderFunction(c, id, { problems: { retries: problem }, status }));
 
   app.post("/functions/:id/edit", async (c) => {
     const id = c.req.param("id");

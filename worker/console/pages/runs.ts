@@ -29,6 +29,7 @@ interface TaskDetail {
   triggerId?: string | null;
   parentTaskId?: string | null;
   scheduledId?: string | null;
+  attempts: number;
 }
 
 const secs = (s: string | null | undefined) => (s ? isoOf(Number(s) * 1000) : "—");
@@ -107,7 +108,7 @@ ${b.evictedAt ? html`<p id="build-evicted">Its zip and artifact were deleted at 
     const body = html`<p><a href="/console/functions/${t.functionId}">← Function</a></p><h1>Task ${id}</h1>
 <dl class="card"><dt>Status</dt><dd>${taskStatus(t.status, t.progress)}</dd><dt>Progress</dt><dd>${t.progress}%</dd>
 <dt>Issued</dt><dd>${secs(t.issued)}</dd><dt>Assigned</dt><dd>${secs(t.assigned)}</dd><dt>Finished</dt><dd>${secs(t.finished)}</dd>
-<dt>Node</dt><dd>${t.node ?? "—"}</dd><dt>Timeout</dt><dd>${t.timeout} s</dd>
+<dt>Node</dt><dd>${t.node ?? "—"}</dd><dt>Timeout</dt><dd>${t.timeout} s</dd><dt>Attempts</dt><dd>${t.attempts}</dd>
 <dt>Capabilities</dt><dd>${t.capabilities.cpuCount} CPU, ${t.capabilities.memSize} MiB, ${t.capabilities.networkLatency} ms${t.capabilities.privileged ? ", privileged" : ""}</dd>
 ${t.endpointId ? html`<dt>Endpoint</dt><dd><a href="/console/endpoints/${t.endpointId}">${t.endpointId}</a></dd>` : ""}
 ${t.parentTaskId ? html`<dt>Started by</dt><dd><a href="/console/tasks/${t.parentTaskId}">${t.parentTaskId}</a></dd>` : ""}
