@@ -53,6 +53,11 @@ export interface WorkerOptions {
   adminToken?: string;
   /** A file that receives wrangler's output (appended); otherwise it is dropped once ready. */
   logFile?: string;
+  /**
+   * Lets the test fire the Worker's Cron Triggers on demand (triggerCron), as `wrangler dev
+   * --test-scheduled` does; off by default, since any local client could then fire them too.
+   */
+  testScheduled?: boolean;
 }
 
 export class LocalWorker {
@@ -64,6 +69,7 @@ export class LocalWorker {
     readonly adminToken: string,
     private readonly temporary: boolean,
     private readonly logFile: string | undefined,
+    private readonly testScheduled = false,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -71,7 +77,7 @@ export class LocalWorker {
   static async create(o: WorkerOptions = {}): Promise<LocalWorker> {
     const stateDir = o.stateDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-e2e-")));
     await fs.mkdir(stateDir, { recursive: true });
-    const w = new LocalWorker(o.port ?? (await freePort()), stateDir, o.adminToken ?? ADMIN_TOKEN, !o.stateDir, o.logFile);
+    const w = new LocalWorker(o.port ?? (await freePort()), stateDir, o.adminToken ?? ADMIN_TOKEN, !o.stateDir, o.logFile, o.testScheduled);
     // Idempotent: applies only migrations the local database has not seen.
     await run(path.join(BIN, "wrangler"), ["d1", "migrations", "apply", "gc-faas", "--local", "--persist-to", stateDir]);
     await w.start();
@@ -85,11 +91,19 @@ export class LocalWorker {
       // Its own process group: wrangler runs workerd as grandchildren, which a signal to wrangler
       // alone can leave behind. The admin token travels in the environment: a command line is
       // readable by every user of the host (ps), a process's environment by its owner alone.
-      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", GCFAAS_ADMIN_TOKEN: this.adminToken }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", GCFAAS_ADMIN_TOKEN: this.adminToken, ...(this.testScheduled ? { GCFAAS_TEST_SCHEDULED: "1" } : {}) }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     if (this.logFile) teeToFile(this.child, this.logFile);
     await waitForLine(this.child, /Ready on/, 120_000, "the Worker");
     this.startKeepalive();
+  }
+
+  /** Runs the Worker's scheduled handler for `cron` now (only with `testScheduled`); resolves once it finished. */
+  async triggerCron(cron: string): Promise<void> {
+    if (!this.testScheduled) throw new Error("this LocalWorker was created without testScheduled");
+    const res = await fetch(`${this.url}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}`);
+    if (!res.ok) throw new Error(`firing the cron ${cron}: ${res.status} ${await res.text()}`);
+    await res.body?.cancel();
   }
 
   private keepalive?: NodeJS.Timeout;

@@ -79,6 +79,8 @@ const mf = new Miniflare({
   defaultPersistRoot: path.join(stateDir, "v3"),
   // The request.cf object would be fetched from Cloudflare; there is no network here.
   cf: false,
+  // Tests fire Cron Triggers through /cdn-cgi/handler/scheduled (LocalWorker.triggerCron).
+  unsafeTriggerHandlers: process.env.GCFAAS_TEST_SCHEDULED === "1",
   log: new Log(logLevel === "info" ? LogLevel.INFO : LogLevel.WARN),
   logRequests: false,
   // Miniflare's own piping, minus the stack trace workerd prints whenever a client hangs up.

@@ -9,6 +9,7 @@ import { runnableBlocks, type DocBlock } from "../support/doc-examples.js";
 import { zipItems, type ZipItem } from "../support/zip.js";
 import { ADMIN_TOKEN, api, localStack, ROOT, type AgentProcess, type Api, type LocalWorker } from "./harness.js";
 import { deploy, invoke, waitBuild } from "./deploy.js";
+import { RENEWAL_CRON } from "../../worker/crons.js";
 
 /**
  * Every code block of README.md and docs/*.md that a reader would run is run here, verbatim, against
@@ -34,7 +35,7 @@ beforeAll(async () => {
   work.push(cliBin);
   await fs.writeFile(path.join(cliBin, "gcfaas"), `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, "cli/bin.js")}" "$@"\n`, { mode: 0o755 });
   await ensureOfflineImages(LANGS);
-  ({ worker, agent, token, accountId, user } = await localStack({ account: "docs", nodeId: "docs-agent", agentArgs: ["--slots", "4"] }));
+  ({ worker, agent, token, accountId, user } = await localStack({ account: "docs", nodeId: "docs-agent", agentArgs: ["--slots", "4"], testScheduled: true }));
 }, 1_800_000);
 
 afterAll(async () => {
@@ -132,7 +133,10 @@ async function fixtures(): Promise<Record<string, string>> {
   const { id: EP } = await user.json("POST", `/v1/endpoint/${FN}`, 201);
   const GC_TASK = await publicTask(EP);
   const other = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: "docfixture" } });
-  return { FN, BUILD, OLDER_BUILD, TASK, FN2, TRIGGER, TAG, SCHED, EP, GC_TASK, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
+  // Invoices come only from the monthly renewal (worker/billing/renewal.ts): fired here, idempotent.
+  await worker.triggerCron(RENEWAL_CRON);
+  const INVOICE = (await user.json<{ id: string }[]>("GET", "/v1/invoice/list", 200))[0]!.id;
+  return { INVOICE, FN, BUILD, OLDER_BUILD, TASK, FN2, TRIGGER, TAG, SCHED, EP, GC_TASK, ADMIN: ADMIN_TOKEN, ACCOUNT: other.accountId, TOKEN_ID: other.tokenId };
 }
 
 /**
