@@ -26,6 +26,8 @@ import { Refusals } from "./refusals.js";
 import type { z } from "zod";
 import { TaskConfigs, taskConfigOf } from "../function-config/task-configs.js";
 import { ConfiguredAssignments } from "./configured-assignments.js";
+import { LogFollows, type Followed } from "./log-follows.js";
+import { followedResponse, liveLogRequest } from "./live-log-requests.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -58,6 +60,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly builds: BuildReports;
   private readonly refusals: Refusals;
   private readonly assignments: ConfiguredAssignments;
+  private readonly follows: LogFollows;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -96,6 +99,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       send: (nodeId, frame) => {
         for (const ws of this.sockets(nodeId)) this.sendRaw(ws, frame);
       },
+      sent: (w, nodeId) => this.follows.assigned(w, nodeId),
       // Rather than run the function without the variables it expects, the task fails with the reason.
       fail: (w, reason) => {
         log("error", "a task's configuration could not go with it; the task fails", { taskId: w.id, reason });
@@ -109,6 +113,13 @@ export class Dispatcher extends DurableObject<Bindings> {
         log("error", "recording outcomes failed; retrying", { error: String(e) });
         await this.scheduleAlarm();
       },
+    });
+    this.follows = new LogFollows({
+      follow: (nodeId, taskId, on) => {
+        for (const ws of this.sockets(nodeId)) if ((ws.deserializeAttachment() as AgentState).liveLogs) this.send(ws, { type: "task.follow", taskId, on });
+      },
+      running: (functionId) => this.queue.matching((w) => w.function_id === functionId && w.kind === "task" && w.node !== null),
+      get: (taskId) => this.queue.get(taskId),
     });
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
@@ -154,6 +165,20 @@ export class Dispatcher extends DurableObject<Bindings> {
     return finished;
   }
 
+  /**
+   * A live follower of the account's queued or running task (api-decisions "Live logs"); null when
+   * the task is not here (finished, or another account's): its log is read from D1 then.
+   */
+  async followTask(taskId: string, accountId: string): Promise<Followed | null> {
+    const w = this.queue.get(taskId);
+    return w && w.kind === "task" && w.account_id === accountId ? await this.follows.followTask(w) : null;
+  }
+
+  /** A live tail of the function's tasks; the caller checked that the function is the caller's. */
+  async tailFunction(functionId: string): Promise<Followed> {
+    return this.follows.tailFunction(functionId);
+  }
+
   /** The owner cleared the function's storage: tasks assigned from now on get none. */
   async clearStorage(functionId: string): Promise<void> {
     this.storage.clear(functionId);
@@ -173,7 +198,9 @@ export class Dispatcher extends DurableObject<Bindings> {
   async cancelFunction(functionId: string): Promise<void> {
     this.storage.clear(functionId);
     this.assignments.configs.changed(functionId);
-    for (const w of this.queue.removeFunction(functionId)) {
+    const removed = this.queue.removeFunction(functionId);
+    this.follows.functionGone(functionId, removed.map((w) => w.id));
+    for (const w of removed) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
@@ -265,6 +292,9 @@ export class Dispatcher extends DurableObject<Bindings> {
   // ── WebSockets ────────────────────────────────────────────────────────────────────────────────
 
   override async fetch(request: Request): Promise<Response> {
+    // Live logs stream through fetch rather than RPC: a reader that goes away cancels the stream here.
+    const live = liveLogRequest(request);
+    if (live) return followedResponse(live.kind === "task" ? await this.followTask(live.id, live.accountId) : await this.tailFunction(live.id));
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
     const bound = boundTo(request);
     if (!bound || this.revoked.has(bound.tokenId)) return connectRefused();
@@ -362,7 +392,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const place = (!att.hello && att.place) || { shard: 0, shards: 1 };
     const slots = h.slotsShared ? h.slots : slotShare(h.slots, place.shards, place.shard);
     const state: AgentState = {
-      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds, configs: h.configs === true,
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds, configs: h.configs === true, liveLogs: h.liveLogs === true,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
     };
     this.refusals.saw(h.nodeId, h);
@@ -387,6 +417,11 @@ export class Dispatcher extends DurableObject<Bindings> {
         return this.pump();
       case "task.done":
         return this.onTaskDone(agent, msg, now, frame);
+      case "task.log": {
+        const w = this.queue.get(msg.taskId);
+        if (w) this.follows.lines(w, msg);
+        return;
+      }
       case "build.started":
         return this.builds.started(msg, now);
       case "build.log":
@@ -413,6 +448,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (report?.storage) this.storage.apply(w.function_id, w.account_id, w.id, report.storage, now);
     const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report };
     this.outcomes.add(outcome, frame);
+    this.follows.ended(w, report?.status ?? 504, report && !report.logUploaded ? report.log : null);
   }
 
   private async expire(w: WorkRow, now: number): Promise<void> {

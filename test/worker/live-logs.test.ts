@@ -1,0 +1,217 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount, newTask } from "./helpers.js";
+import { eventually, FakeAgent } from "./fake-agent.js";
+import { MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
+import { FOLLOWER_BUFFER_EVENTS } from "../../worker/live-logs/follower-stream.js";
+
+beforeEach(clearQueue);
+afterEach(() => FakeAgent.closeAll());
+
+const SSE = { accept: "text/event-stream" };
+
+interface Event {
+  event: string;
+  data: string;
+}
+
+/** Reads Server-Sent Events off a response body as they come. */
+class EventReader {
+  private buffer = "";
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+  constructor(readonly res: Response) {
+    this.reader = res.body!.getReader();
+  }
+
+  /** The next event (comments skipped), or null once the stream ended. */
+  async next(): Promise<Event | null> {
+    for (;;) {
+      const end = this.buffer.indexOf("\n\n");
+      if (end >= 0) {
+        const block = this.buffer.slice(0, end);
+        this.buffer = this.buffer.slice(end + 2);
+        const fields = block.split("\n").filter((l) => !l.startsWith(":"));
+        if (!fields.length) continue;
+        const event = fields.find((l) => l.startsWith("event: "))?.slice(7) ?? "message";
+        return { event, data: fields.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n") };
+      }
+      const { value, done } = await this.reader.read();
+      if (done) return null;
+      this.buffer += this.decoder.decode(value, { stream: true });
+    }
+  }
+
+  async take(n: number): Promise<Event[]> {
+    const out: Event[] = [];
+    for (let i = 0; i < n; i++) out.push((await this.next())!);
+    return out;
+  }
+
+  async rest(): Promise<Event[]> {
+    const out: Event[] = [];
+    for (let e = await this.next(); e; e = await this.next()) out.push(e);
+    return out;
+  }
+
+  cancel() {
+    return this.reader.cancel();
+  }
+}
+
+async function follow(path: string, token: string): Promise<EventReader> {
+  const res = await call(path, { token, headers: SSE });
+  expect(res.status, await (res.status === 200 ? "" : res.clone().text())).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  return new EventReader(res);
+}
+
+const line = (data: string) => ({ event: "line", data });
+
+describe("GET /v1/task/<id>/log?follow=1", () => {
+  it("streams the lines so far, then new ones, then the end with the status", async () => {
+    const agent = await FakeAgent.connect("live-1", { liveLogs: true });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await agent.next("task.assign");
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["before anyone followed"] }); // nobody follows: not relayed
+    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+    expect(await agent.next("task.follow")).toEqual({ type: "task.follow", taskId: id, on: true });
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["one", "two"] });
+    expect(await reader.take(2)).toEqual([line("one"), line("two")]);
+    // A batch re-sent from the first line (for another follower) brings this one only what is new.
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["one", "two", "three"] });
+    expect(await reader.take(1)).toEqual([line("three")]);
+    agent.done(id, "ok", 200, { log: ["one", "two", "three", "four"] });
+    expect(await reader.rest()).toEqual([line("four"), { event: "end", data: '{"status":200}' }]);
+  });
+
+  it("gives a finished task's whole log and its end at once", async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await finishTask(id, { status: 500, log: ["a", "b\rc"] });
+    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+    expect(await reader.rest()).toEqual([line("a"), line("b\nc"), { event: "end", data: '{"status":500}' }]);
+  });
+
+  it("tells the agent to stop streaming when the last follower goes", async () => {
+    const agent = await FakeAgent.connect("live-2", { liveLogs: true });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await agent.next("task.assign");
+    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+    expect((await agent.next("task.follow")).on).toBe(true);
+    await reader.cancel();
+    // The dispatcher learns the reader went when it next writes to it (a line, or the keepalive).
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["unread"] });
+    expect(await agent.next("task.follow")).toEqual({ type: "task.follow", taskId: id, on: false });
+  });
+
+  it("asks an agent to stream only while someone follows, and never an agent from before live logs", async () => {
+    const old = await FakeAgent.connect("live-old");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await old.next("task.assign");
+    expect(await old.none("task.follow")).toBe(true);
+    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+    expect(await old.none("task.follow")).toBe(true);
+    old.done(id, "ok", 200, { log: ["only at the end"] });
+    expect(await reader.rest()).toEqual([line("only at the end"), { event: "end", data: '{"status":200}' }]);
+  });
+
+  it("drops lines for a follower that does not read, says how many, and never holds the agent back", async () => {
+    const agent = await FakeAgent.connect("live-3", { liveLogs: true });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await agent.next("task.assign");
+    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+    await agent.next("task.follow");
+    const total = 6 * 500; // well past the follower's buffer of FOLLOWER_BUFFER_EVENTS
+    expect(total).toBeGreaterThan(4 * FOLLOWER_BUFFER_EVENTS);
+    for (let first = 0; first < total; first += 500) {
+      agent.send({ type: "task.log", taskId: id, first, lines: Array.from({ length: 500 }, (_, i) => `line ${first + i} ${"x".repeat(200)}`) });
+    }
+    agent.done(id, "ok", 200, { log: ["end"] });
+    // The task is recorded while the follower has read nothing.
+    expect((await call(`/v1/task/${id}/result?wait=5`, { token })).status).toBe(200);
+    const events = await reader.rest();
+    const dropped = events.filter((e) => e.event === "dropped").map((e) => JSON.parse(e.data).lines as number);
+    const lines = events.filter((e) => e.event === "line");
+    console.log(JSON.stringify(events.filter((e) => e.event !== "line")), lines.length);
+    expect(dropped.length).toBeGreaterThan(0);
+    expect(lines.length + dropped.reduce((a, b) => a + b, 0)).toBe(total);
+    expect(events.at(-1)).toEqual({ event: "end", data: '{"status":200}' });
+  });
+
+  it(`refuses a follower past ${MAX_TASK_FOLLOWERS} of one task with 429 limit_reached`, async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    const readers = await Promise.all(Array.from({ length: MAX_TASK_FOLLOWERS }, () => follow(`/v1/task/${id}/log?follow=1`, token)));
+    await expectError(call(`/v1/task/${id}/log?follow=1`, { token, headers: SSE }), 429, "limit_reached");
+    await readers[0]!.cancel();
+    // The dispatcher learns of the reader's going as its stream is cancelled, a moment later.
+    const again = await eventually(async () => {
+      const res = await call(`/v1/task/${id}/log?follow=1`, { token, headers: SSE });
+      return res.status === 200 ? new EventReader(res) : (await res.body?.cancel(), undefined);
+    });
+    await Promise.all([again, ...readers.slice(1)].map((r) => r.cancel()));
+  });
+
+  it("answers 404 for another account's task, and 400 for a bad follow value", async () => {
+    const { token } = await newAccount();
+    const other = await newAccount("other");
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await expectError(call(`/v1/task/${id}/log?follow=1`, { token: other.token, headers: SSE }), 404, "not_found");
+    await expectError(call(`/v1/task/${id}/log?follow=yes`, { token, headers: SSE }), 400, "validation_failed");
+  });
+
+  it("answers as before without follow", async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await finishTask(id, { log: ["a"] });
+    const res = await call(`/v1/task/${id}/log`, { token });
+    expect(await res.json()).toEqual({ id, finished: true, log: ["a"] });
+  });
+});
+
+describe("GET /v1/function/<id>/logs?follow=1", () => {
+  it("tails every task of the function that runs, with each task's start and end", async () => {
+    const agent = await FakeAgent.connect("tail-1", { liveLogs: true });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const reader = await follow(`/v1/function/${fn}/logs?follow=1`, token);
+    const ids: string[] = [];
+    for (let n = 0; n < 2; n++) {
+      const id = await newTask(token, fn);
+      ids.push(id);
+      expect((await agent.next("task.assign")).taskId).toBe(id);
+      expect(await agent.next("task.follow")).toEqual({ type: "task.follow", taskId: id, on: true });
+      agent.send({ type: "task.log", taskId: id, first: 0, lines: [`hello from ${n}`] });
+      agent.done(id, "ok", 200, { log: [`hello from ${n}`] });
+      expect(await reader.take(3)).toEqual([
+        { event: "task", data: JSON.stringify({ taskId: id, state: "started" }) },
+        { event: "line", data: JSON.stringify({ taskId: id, line: `hello from ${n}` }) },
+        { event: "task", data: JSON.stringify({ taskId: id, state: "ended", status: 200 }) },
+      ]);
+    }
+    await reader.cancel();
+  });
+
+  it("answers 404 for another account's function, 400 without follow, 429 past the cap", async () => {
+    const { token } = await newAccount();
+    const other = await newAccount("other");
+    const fn = await deployedFunction(token);
+    await expectError(call(`/v1/function/${fn}/logs?follow=1`, { token: other.token, headers: SSE }), 404, "not_found");
+    await expectError(call(`/v1/function/${fn}/logs`, { token, headers: SSE }), 400, "validation_failed");
+    const readers = await Promise.all(Array.from({ length: MAX_FUNCTION_TAILS }, () => follow(`/v1/function/${fn}/logs?follow=1`, token)));
+    await expectError(call(`/v1/function/${fn}/logs?follow=1`, { token, headers: SSE }), 429, "limit_reached");
+    await Promise.all(readers.map((r) => r.cancel()));
+  });
+});

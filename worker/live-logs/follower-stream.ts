@@ -1,0 +1,102 @@
+import { SSE_KEEPALIVE, sseEvent } from "../lib/sse.js";
+
+/** Events one follower may have waiting for its reader; past these, lines are dropped and counted. */
+export const FOLLOWER_BUFFER_EVENTS = 256;
+/** Bytes of events one follower may have waiting (UTF-16 units of the SSE text, close enough). */
+export const FOLLOWER_BUFFER_CHARS = 64 * 1024;
+
+const encoder = new TextEncoder();
+
+/**
+ * One follower's Server-Sent Events. Its reader pulls; what the dispatcher hands it meanwhile waits
+ * in a small buffer, and once that is full further lines are dropped and counted, never waited
+ * for: a reader that stalls costs the dispatcher a few KiB, not time. The count goes out as
+ * `event: dropped {"lines": n}` before the next events it does get.
+ */
+export class FollowerStream {
+  readonly body: ReadableStream<Uint8Array>;
+  private queue: string[] = [];
+  private chars = 0;
+  private dropped = 0;
+  private ending = false;
+  private gone = false;
+  private wake?: () => void;
+
+  constructor(onGone: () => void) {
+    this.body = new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          while (this.queue.length === 0 && this.dropped === 0 && !this.ending) await new Promise<void>((resolve) => (this.wake = resolve));
+          this.sayDropped();
+          const parts = this.queue;
+          this.queue = [];
+          this.chars = 0;
+          if (parts.length) controller.enqueue(encoder.encode(parts.join("")));
+          if (this.ending) {
+            controller.close();
+            this.leave(onGone);
+          }
+        },
+        cancel: () => this.leave(onGone),
+      },
+      { highWaterMark: 0 },
+    );
+  }
+
+  get open(): boolean {
+    return !this.gone && !this.ending;
+  }
+
+  /** A line event: dropped (and counted) when the buffer is full. */
+  line(event: string): void {
+    if (!this.open) return;
+    if (this.queue.length >= FOLLOWER_BUFFER_EVENTS || this.chars + event.length > FOLLOWER_BUFFER_CHARS) {
+      this.dropped += 1;
+      return;
+    }
+    this.push(event);
+  }
+
+  /** An event the reader must get (a task's start or end): few per follower, never dropped. */
+  notice(event: string): void {
+    if (this.open) this.push(event);
+  }
+
+  /** A comment for an idle connection's sake; only when nothing else waits. */
+  keepalive(): void {
+    if (this.open && this.queue.length === 0) this.push(SSE_KEEPALIVE);
+  }
+
+  /** The last event; the stream closes once the reader has it. */
+  end(event?: string): void {
+    if (!this.open) return;
+    if (event) this.push(event);
+    this.ending = true;
+    this.wake?.();
+  }
+
+  /** `dropped` counts the lines lost since the last event queued: said before anything queued after. */
+  private sayDropped(): void {
+    if (this.dropped === 0) return;
+    const note = sseEvent("dropped", JSON.stringify({ lines: this.dropped }));
+    this.dropped = 0;
+    this.queue.push(note);
+    this.chars += note.length;
+  }
+
+  private push(event: string): void {
+    this.sayDropped();
+    this.queue.push(event);
+    this.chars += event.length;
+    this.wake?.();
+  }
+
+  private leave(onGone: () => void): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.ending = true;
+    this.queue = [];
+    this.wake?.();
+    onGone();
+  }
+}
