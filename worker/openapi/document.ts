@@ -23,12 +23,17 @@ function queryParameters(schema: z.ZodType | undefined) {
   return Object.entries(js.properties ?? {}).map(([name, s]) => ({ name, in: "query", required: js.required?.includes(name) ?? false, schema: s }));
 }
 
+/** A response that can stream Server-Sent Events documents them as its text/event-stream content. */
+function eventStream(op: Operation) {
+  return op.ok.events ? { "text/event-stream": { schema: { type: "string", description: op.ok.events } } } : {};
+}
+
 function operationObject(op: Operation) {
   const pathParams = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const responses: Record<string, unknown> = {
     [op.ok.status]: {
       description: op.ok.description,
-      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? "application/json"]: op.ok.schema ? { schema: toSchema(op.ok.schema) } : {} } } : {}),
+      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? "application/json"]: op.ok.schema ? { schema: toSchema(op.ok.schema) } : {}, ...eventStream(op) } } : {}),
     },
   };
   // Every body is held to its route's limit (middleware/body-limit.ts), whatever the route does.
