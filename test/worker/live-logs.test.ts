@@ -3,66 +3,18 @@ import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
 import { FOLLOWER_BUFFER_EVENTS } from "../../worker/live-logs/follower-stream.js";
+import { SseReader } from "../support/sse-reader.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
 
 const SSE = { accept: "text/event-stream" };
 
-interface Event {
-  event: string;
-  data: string;
-}
-
-/** Reads Server-Sent Events off a response body as they come. */
-class EventReader {
-  private buffer = "";
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  private readonly decoder = new TextDecoder();
-  constructor(readonly res: Response) {
-    this.reader = res.body!.getReader();
-  }
-
-  /** The next event (comments skipped), or null once the stream ended. */
-  async next(): Promise<Event | null> {
-    for (;;) {
-      const end = this.buffer.indexOf("\n\n");
-      if (end >= 0) {
-        const block = this.buffer.slice(0, end);
-        this.buffer = this.buffer.slice(end + 2);
-        const fields = block.split("\n").filter((l) => !l.startsWith(":"));
-        if (!fields.length) continue;
-        const event = fields.find((l) => l.startsWith("event: "))?.slice(7) ?? "message";
-        return { event, data: fields.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n") };
-      }
-      const { value, done } = await this.reader.read();
-      if (done) return null;
-      this.buffer += this.decoder.decode(value, { stream: true });
-    }
-  }
-
-  async take(n: number): Promise<Event[]> {
-    const out: Event[] = [];
-    for (let i = 0; i < n; i++) out.push((await this.next())!);
-    return out;
-  }
-
-  async rest(): Promise<Event[]> {
-    const out: Event[] = [];
-    for (let e = await this.next(); e; e = await this.next()) out.push(e);
-    return out;
-  }
-
-  cancel() {
-    return this.reader.cancel();
-  }
-}
-
-async function follow(path: string, token: string): Promise<EventReader> {
+async function follow(path: string, token: string): Promise<SseReader> {
   const res = await call(path, { token, headers: SSE });
   expect(res.status, await (res.status === 200 ? "" : res.clone().text())).toBe(200);
   expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-  return new EventReader(res);
+  return new SseReader(res.body!);
 }
 
 const line = (data: string) => ({ event: "line", data });
@@ -157,7 +109,7 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
     // The dispatcher learns of the reader's going as its stream is cancelled, a moment later.
     const again = await eventually(async () => {
       const res = await call(`/v1/task/${id}/log?follow=1`, { token, headers: SSE });
-      return res.status === 200 ? new EventReader(res) : (await res.body?.cancel(), undefined);
+      return res.status === 200 ? new SseReader(res.body!) : (await res.body?.cancel(), undefined);
     });
     await Promise.all([again, ...readers.slice(1)].map((r) => r.cancel()));
   });

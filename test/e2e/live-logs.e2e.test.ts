@@ -1,0 +1,135 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureOfflineImages } from "../../agent/runtimes/images.js";
+import { zipItems } from "../support/zip.js";
+import { SseReader, type SseEvent } from "../support/sse-reader.js";
+import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, type Api } from "./harness.js";
+import { deploy, result } from "./deploy.js";
+
+/**
+ * Live logs end to end (api-decisions "Live logs"): the local service, a real agent and real
+ * Python and Node.js functions that print, sleep, and print again. What a follower reads before
+ * the sleep ends must have reached it while the task still ran: each runtime's stdout reaches the
+ * agent line by line, not when the call returns.
+ */
+const SLEEP_S = 4;
+const handlers = {
+  py: { name: "handler.py", data: `import time\ndef handle(event, context):\n    print("before the sleep")\n    time.sleep(${SLEEP_S})\n    print("after the sleep")\n    return "done"\n` },
+  js: { name: "handler.js", data: `module.exports = async () => {\n  console.log("before the sleep");\n  await new Promise((r) => setTimeout(r, ${SLEEP_S * 1000}));\n  console.log("after the sleep");\n  return { statusCode: 200, body: "done" };\n};\n` },
+};
+const CHATTY_LINES = 7000;
+const chatty = { name: "handler.py", data: `def handle(event, context):\n    for i in range(${CHATTY_LINES}):\n        print(f"line {i:05d} " + "x" * 240)\n    return "done"\n` };
+
+let worker: LocalWorker;
+let agent: AgentProcess;
+let user: Api;
+let token: string;
+const functions: Record<string, string> = {};
+
+beforeAll(async () => {
+  await ensureOfflineImages(["py", "js"]);
+  worker = await LocalWorker.create();
+  const admin = api(worker.url, ADMIN_TOKEN);
+  token = (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "live" } })).token;
+  user = api(worker.url, token);
+  agent = await AgentProcess.start(worker, await worker.agentToken("live-agent"), "live-agent", ["--slots", "4"]);
+  for (const [lang, item] of Object.entries({ ...handlers, chatty })) {
+    const fn = await deploy(user, lang === "chatty" ? "py" : lang, await zipItems([item]), `live${lang}`);
+    expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
+    functions[lang] = fn.functionId;
+  }
+}, 1_800_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await worker?.dispose();
+});
+
+async function follow(path: string, as: Api = user): Promise<SseReader> {
+  const res = await as("GET", path, { headers: { accept: "text/event-stream" } });
+  expect(res.status, res.status === 200 ? "" : await res.text()).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  return new SseReader(res.body!);
+}
+
+type ErrorBody = { error: { code: string } };
+const line = (data: string) => ({ event: "line", data });
+const task = (functionId: string) => user.json("POST", `/v1/task/${functionId}`, 201).then((r) => r.id as string);
+const unfinished = async (id: string) => (await user.json("GET", `/v1/task/${id}`, 200)).finished === null;
+
+describe("GET /v1/task/<id>/log?follow=1", () => {
+  for (const lang of Object.keys(handlers))
+    it(`${lang}: the line printed before the sleep arrives while the task still runs, then the rest and the end`, async () => {
+      const id = await task(functions[lang]!);
+      const first = await follow(`/v1/task/${id}/log?follow=1`);
+      expect(await first.until((e) => e.event === "line")).toEqual([line("before the sleep")]);
+      expect(await unfinished(id)).toBe(true);
+      // A second follower joining now gets the lines so far first.
+      const second = await follow(`/v1/task/${id}/log?follow=1`);
+      const end = { event: "end", data: '{"status":200}' };
+      expect(await second.rest()).toEqual([line("before the sleep"), line("after the sleep"), end]);
+      expect(await first.rest()).toEqual([line("after the sleep"), end]);
+      // A finished task: all its lines and its end at once.
+      expect(await (await follow(`/v1/task/${id}/log?follow=1`)).rest()).toEqual([line("before the sleep"), line("after the sleep"), end]);
+    }, 120_000);
+
+  it("a follower that does not read loses lines with a note, and the task finishes regardless", async () => {
+    const id = await task(functions.chatty!);
+    const slow = await pausedFollower(`/v1/task/${id}/log?follow=1`);
+    // The follower has read nothing, and the task is recorded all the same.
+    expect((await result(user, id)).status).toBe(200);
+    const events = await slow.readAll();
+    const dropped = events.filter((e) => e.event === "dropped").reduce((n, e) => n + (JSON.parse(e.data).lines as number), 0);
+    const lines = events.filter((e) => e.event === "line");
+    expect(dropped).toBeGreaterThan(0);
+    expect(lines.length + dropped).toBeLessThanOrEqual(CHATTY_LINES);
+    expect(events.at(-1)).toEqual({ event: "end", data: '{"status":200}' });
+  }, 120_000);
+
+  it("answers 404 for another account's task", async () => {
+    const other = api(worker.url, (await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: "other" } })).token);
+    const id = await task(functions.py!);
+    const res = await other("GET", `/v1/task/${id}/log?follow=1`, { headers: { accept: "text/event-stream" } });
+    expect([res.status, ((await res.json()) as ErrorBody).error.code]).toEqual([404, "not_found"]);
+    const tail = await other("GET", `/v1/function/${functions.py}/logs?follow=1`, { headers: { accept: "text/event-stream" } });
+    expect([tail.status, ((await tail.json()) as ErrorBody).error.code]).toEqual([404, "not_found"]);
+    await result(user, id);
+  }, 60_000);
+});
+
+describe("GET /v1/function/<id>/logs?follow=1", () => {
+  it("tails two tasks of the function: each one's start, lines and end", async () => {
+    const tail = await follow(`/v1/function/${functions.py}/logs?follow=1`);
+    const ids = [await task(functions.py!), await task(functions.py!)];
+    const events: SseEvent[] = [];
+    const ended = new Set<string>();
+    while (ended.size < 2) {
+      const e = (await tail.next())!;
+      events.push(e);
+      if (e.event === "task" && JSON.parse(e.data).state === "ended") ended.add(JSON.parse(e.data).taskId);
+    }
+    await tail.cancel();
+    for (const id of ids) {
+      const mine = events.filter((e) => JSON.parse(e.data).taskId === id).map((e) => ({ event: e.event, ...JSON.parse(e.data) }));
+      expect(mine).toEqual([
+        { event: "task", taskId: id, state: "started" },
+        { event: "line", taskId: id, line: "before the sleep" },
+        { event: "line", taskId: id, line: "after the sleep" },
+        { event: "task", taskId: id, state: "ended", status: 200 },
+      ]);
+    }
+  }, 120_000);
+});
+
+/** A follower whose socket is not read until readAll(): the slowest reader there is. */
+async function pausedFollower(path: string): Promise<{ readAll(): Promise<SseEvent[]> }> {
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = http.get(`${worker.url}${path}`, { headers: { accept: "text/event-stream", authorization: `Bearer ${token}` } }, resolve);
+    req.on("error", reject);
+  });
+  expect(res.statusCode).toBe(200);
+  res.pause();
+  return {
+    readAll: () => new SseReader(new ReadableStream({ start: (c) => { res.on("data", (d: Buffer) => c.enqueue(new Uint8Array(d))); res.on("end", () => c.close()); res.resume(); } })).rest(),
+  };
+}
