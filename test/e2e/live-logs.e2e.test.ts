@@ -1,8 +1,11 @@
 import http from "node:http";
+import { spawn } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
+import { BIN } from "../cli/run-cli.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems } from "../support/zip.js";
-import { SseReader, type SseEvent } from "../support/sse-reader.js";
+import { SseReader, type SseEvent } from "../../shared/sse-reader.js";
 import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, type Api } from "./harness.js";
 import { deploy, result } from "./deploy.js";
 
@@ -120,6 +123,53 @@ describe("GET /v1/function/<id>/logs?follow=1", () => {
     }
   }, 120_000);
 });
+
+describe("gcfaas logs --follow and gcfaas tail", () => {
+  it("logs --follow prints the line before the sleep while the task runs, then the rest, and exits with the task", async () => {
+    const id = await task(functions.py!);
+    const cli = startCli(["logs", id, "--follow"]);
+    await cli.waitFor(/before the sleep\n/);
+    expect(await unfinished(id)).toBe(true);
+    expect(await cli.exit()).toBe(0);
+    expect(cli.stdout).toBe("before the sleep\nafter the sleep\n");
+  }, 120_000);
+
+  it("tail prints each task's lines as it runs, with its id", async () => {
+    const cli = startCli(["tail", functions.js!, "--json"]);
+    await cli.waitFor(/tailing/, "stderr");
+    const id = await task(functions.js!);
+    await cli.waitFor(/"state":"ended"/);
+    cli.stop();
+    expect(cli.stdout.trim().split("\n").map((l) => JSON.parse(l))).toEqual([
+      { event: "task", taskId: id, state: "started" },
+      { event: "line", taskId: id, line: "before the sleep" },
+      { event: "line", taskId: id, line: "after the sleep" },
+      { event: "task", taskId: id, state: "ended", status: 200 },
+    ]);
+  }, 120_000);
+});
+
+/** The CLI as a running child process, its output read as it comes. */
+function startCli(args: string[]) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", GCFAAS_URL: worker.url, GCFAAS_TOKEN: token }, stdio: ["ignore", "pipe", "pipe"] });
+  const out = { stdout: "", stderr: "" };
+  child.stdout.on("data", (d) => (out.stdout += d));
+  child.stderr.on("data", (d) => (out.stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  return {
+    get stdout() {
+      return out.stdout;
+    },
+    async waitFor(pattern: RegExp, stream: "stdout" | "stderr" = "stdout") {
+      while (!pattern.test(out[stream])) {
+        if (child.exitCode !== null) throw new Error(`gcfaas ${args.join(" ")} exited ${child.exitCode}:\n${out.stdout}\n${out.stderr}`);
+        await sleep(50);
+      }
+    },
+    exit: () => exited,
+    stop: () => child.kill("SIGINT"),
+  };
+}
 
 /** A follower whose socket is not read until readAll(): the slowest reader there is. */
 async function pausedFollower(path: string): Promise<{ readAll(): Promise<SseEvent[]> }> {

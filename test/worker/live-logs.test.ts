@@ -3,7 +3,7 @@ import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
 import { FOLLOWER_BUFFER_EVENTS } from "../../worker/live-logs/follower-stream.js";
-import { SseReader } from "../support/sse-reader.js";
+import { SseReader } from "../../shared/sse-reader.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -41,6 +41,9 @@ export class FollowerStream {
       },
       { highWaterMark: 0 },
     );
+    // Headers go out with the first bytes of the body: a comment now, so that the reader knows at
+    // once that it follows rather than when the first line comes.
+    this.push(SSE_KEEPALIVE);
   }
 
   get open(): boolean {

@@ -1,0 +1,66 @@
+import type { Command } from "../command.js";
+import { droppedNote, streamEvents } from "../log-stream.js";
+import { resolveFunctionRef } from "../project.js";
+
+interface TaskLog {
+  id: string;
+  finished: boolean;
+  log: string[];
+}
+
+export const logs: Command = {
+  name: "logs",
+  summary: "print a task's log (the function's stdout and stderr)",
+  usage: "logs <task-id> [--follow]",
+  help: ["--follow, -f   stream the lines as the task prints them, until it finishes (exits 1 when it failed)"],
+  examples: ["gcfaas logs 01jc9x5v3e", "gcfaas logs 01jc9x5v3e --follow"],
+  options: { follow: { type: "boolean", short: "f" } },
+  args: [1, 1],
+  async run(ctx, a) {
+    const taskId = a.pos(0, "<task-id>");
+    const api = await ctx.api();
+    if (a.flag("follow")) {
+      const lines: string[] = [];
+      let status = 0;
+      await streamEvents(api, `/v1/task/${taskId}/log`, (e) => {
+        if (e.event === "line") {
+          if (ctx.out.json) lines.push(e.data);
+          else ctx.out.line(e.data);
+        } else if (e.event === "dropped") ctx.out.note(droppedNote(e.data));
+        else if (e.event === "end") status = (JSON.parse(e.data) as { status: number }).status;
+      });
+      // With --json the lines come as the log route gives them, once the task finished.
+      if (ctx.out.json) ctx.out.printJson({ id: taskId, finished: true, status, log: lines });
+      return status >= 400 ? 1 : 0;
+    }
+    const log = await api.get<TaskLog>(`/v1/task/${taskId}/log`);
+    ctx.out.result(log, () => {
+      for (const line of log.log) ctx.out.line(line);
+      if (!log.finished) ctx.out.note(`(task ${taskId} has not finished; more lines may come: gcfaas logs ${taskId} --follow)`);
+      else if (log.log.length === 0) ctx.out.note("(no log lines)");
+    });
+    return 0;
+  },
+};
+
+export const tail: Command = {
+  name: "tail",
+  summary: "stream the log of every task of a function as it runs, until Ctrl-C",
+  usage: "tail <function-id|name|dir>",
+  help: ["Each line is prefixed with its task's id; a task's start and end are noted on stderr.", "With --json: one JSON object a line, {event, ...data}."],
+  examples: ["gcfaas tail hello", "gcfaas tail ./hello --json"],
+  args: [1, 1],
+  async run(ctx, a) {
+    const ref = a.pos(0, "<function-id|name|dir>");
+    const { id } = await resolveFunctionRef(ctx, ref, "tail");
+    const api = await ctx.api();
+    await streamEvents(api, `/v1/function/${id}/logs`, (e) => {
+      const data = JSON.parse(e.data) as { taskId?: string; line?: string; state?: string; status?: number; lines?: number };
+      if (ctx.out.json) ctx.out.stdout.write(`${JSON.stringify({ event: e.event, ...data })}\n`);
+      else if (e.event === "line") ctx.out.line(`[${data.taskId}] ${data.line}`);
+      else if (e.event === "task") ctx.out.note(`── task ${data.taskId} ${data.state}${data.status === undefined ? "" : ` (status ${data.status})`}`);
+      else if (e.event === "dropped") ctx.out.note(droppedNote(e.data));
+    }, () => ctx.out.note(`tailing function ${ref}; Ctrl-C to stop`, true));
+    return 0;
+  },
+};
