@@ -177,9 +177,13 @@ async function roomIn(set: Set<{ stream: FollowerStream }>, max: number): Promis
 
 /** Sends the lines of a batch this follower has not had; returns its next line number. */
 function relay(stream: FollowerStream, next: number, first: number, lines: string[], data: (line: string) => string): number {
-  // A batch starting past `next` would leave a hole: the node re-sends from the first line to a new
-  // follower, and the finished log fills in the rest.
-  if (first > next) return next;
+  if (first > next) {
+    // A new follower waits for the lines so far, which the node sends from the first line. One that
+    // had lines lost those between (a batch the node could not send): they count as dropped.
+    if (next === 0) return next;
+    stream.lost(first - next);
+    next = first;
+  }
   for (let i = next - first; i < lines.length; i++) stream.line(sseEvent("line", data(lines[i]!)));
   return Math.max(next, first + lines.length);
 }

@@ -60,6 +60,11 @@ export class FollowerStream {
     this.push(event);
   }
 
+  /** Lines that never reached the dispatcher for this follower: said as dropped, too. */
+  lost(lines: number): void {
+    if (this.open) this.dropped += lines;
+  }
+
   /** An event the reader must get (a task's start or end): few per follower, never dropped. */
   notice(event: string): void {
     if (this.open) this.push(event);
