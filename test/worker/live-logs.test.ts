@@ -165,3 +165,36 @@ describe("GET /v1/function/<id>/logs?follow=1", () => {
     await Promise.all(readers.map((r) => r.cancel()));
   });
 });
+
+describe("console: a running task's page follows its log live", () => {
+  it("marks the log live on a running task's page, and streams it with the session cookie", async () => {
+    const agent = await FakeAgent.connect("live-console", { liveLogs: true });
+    const { token } = await newAccount();
+    const cookie = `gc_console=${token}`;
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await agent.next("task.assign");
+    const page = await (await call(`/console/tasks/${id}`, { headers: { cookie } })).text();
+    expect(page).toContain(`data-live="/console/tasks/${id}/log/live"`);
+    expect(page).toContain(`<script src="/console/assets/console.js"`);
+    const res = await call(`/console/tasks/${id}/log/live`, { headers: { cookie, accept: "text/event-stream" } });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const reader = new SseReader(res.body!);
+    await agent.next("task.follow");
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["live in the console"] });
+    expect(await reader.take(1)).toEqual([line("live in the console")]);
+    agent.done(id, "ok", 200, { log: ["live in the console"] });
+    expect(await reader.rest()).toEqual([{ event: "end", data: '{"status":200}' }]);
+    // Finished: the page shows the recorded log, nothing live.
+    expect(await (await call(`/console/tasks/${id}`, { headers: { cookie } })).text()).not.toContain("data-live");
+  });
+
+  it("answers another account's task with the API's 404", async () => {
+    const { token } = await newAccount();
+    const other = await newAccount("other");
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    const res = await call(`/console/tasks/${id}/log/live`, { headers: { cookie: `gc_console=${other.token}`, accept: "text/event-stream" } });
+    expect(res.status).toBe(404);
+  });
+});
