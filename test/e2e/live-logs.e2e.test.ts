@@ -11,7 +11,7 @@ import { deploy, result } from "./deploy.js";
 
 /**
  * Live logs end to end (api-decisions "Live logs"): the local service, a real agent and real
- * Python and Node.js functions that print, sleep, and print again. What a follower reads before
+ * Python, Node.js, Ruby and Go functions that print, sleep, and print again. What a follower reads before
  * the sleep ends must have reached it while the task still ran: each runtime's stdout reaches the
  * agent line by line, not when the call returns.
  */
@@ -19,6 +19,11 @@ const SLEEP_S = 4;
 const handlers = {
   py: { name: "handler.py", data: `import time\ndef handle(event, context):\n    print("before the sleep")\n    time.sleep(${SLEEP_S})\n    print("after the sleep")\n    return "done"\n` },
   js: { name: "handler.js", data: `module.exports = async () => {\n  console.log("before the sleep");\n  await new Promise((r) => setTimeout(r, ${SLEEP_S * 1000}));\n  console.log("after the sleep");\n  return { statusCode: 200, body: "done" };\n};\n` },
+  rb: { name: "handler.rb", data: `def handle(_event, _context)\n  puts "before the sleep"\n  sleep ${SLEEP_S}\n  puts "after the sleep"\n  { statusCode: 200, body: "done" }\nend\n` },
+  go: {
+    name: "handler.go",
+    data: `package function\n\nimport (\n\t"fmt"\n\t"time"\n\n\thandler "github.com/openfaas/templates-sdk/go-http"\n)\n\nfunc Handle(req handler.Request) (handler.Response, error) {\n\tfmt.Println("before the sleep")\n\ttime.Sleep(${SLEEP_S} * time.Second)\n\tfmt.Println("after the sleep")\n\treturn handler.Response{StatusCode: 200, Body: []byte("done")}, nil\n}\n`,
+  },
 };
 const CHATTY_LINES = 7000;
 const chatty = { name: "handler.py", data: `def handle(event, context):\n    for i in range(${CHATTY_LINES}):\n        print(f"line {i:05d} " + "x" * 240)\n    return "done"\n` };
@@ -30,7 +35,7 @@ let token: string;
 const functions: Record<string, string> = {};
 
 beforeAll(async () => {
-  await ensureOfflineImages(["py", "js"]);
+  await ensureOfflineImages(["py", "js", "rb", "go"]);
   worker = await LocalWorker.create();
   const admin = api(worker.url, ADMIN_TOKEN);
   token = (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "live" } })).token;
