@@ -12,7 +12,7 @@ export const logs: Command = {
   name: "logs",
   summary: "print a task's log (the function's stdout and stderr)",
   usage: "logs <task-id> [--follow]",
-  help: ["--follow, -f   stream the lines as the task prints them, until it finishes (exits 1 when it failed)"],
+  help: ["--follow, -f   stream the lines as the task prints them, until it finishes"],
   examples: ["gcfaas logs 01jc9x5v3e", "gcfaas logs 01jc9x5v3e --follow"],
   options: { follow: { type: "boolean", short: "f" } },
   args: [1, 1],
@@ -31,7 +31,8 @@ export const logs: Command = {
       });
       // With --json the lines come as the log route gives them, once the task finished.
       if (ctx.out.json) ctx.out.printJson({ id: taskId, finished: true, status, log: lines });
-      return status >= 400 ? 1 : 0;
+      else ctx.out.note(`(task ${taskId} finished with status ${status})`);
+      return 0;
     }
     const log = await api.get<TaskLog>(`/v1/task/${taskId}/log`);
     ctx.out.result(log, () => {
