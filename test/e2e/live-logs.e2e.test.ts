@@ -2,6 +2,7 @@ import http from "node:http";
 import { spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BIN } from "../cli/run-cli.js";
+import { launchBrowser } from "../support/browser.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems } from "../support/zip.js";
@@ -151,6 +152,27 @@ describe("gcfaas logs --follow and gcfaas tail", () => {
       { event: "line", taskId: id, line: "after the sleep" },
       { event: "task", taskId: id, state: "ended", status: 200 },
     ]);
+  }, 120_000);
+});
+
+describe("the console's task page", () => {
+  it("shows a running task's log live: the line before the sleep while it runs, then the rest and its status", async () => {
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext();
+      // The session cookie is the account's token (docs/console.md).
+      await context.addCookies([{ name: "gc_console", value: token, url: `${worker.url}/console` }]);
+      const page = await context.newPage();
+      const id = await task(functions.py!);
+      await page.goto(`${worker.url}/console/tasks/${id}`);
+      const log = page.locator("#task-log");
+      await expect.poll(() => log.innerText(), { timeout: 30_000 }).toContain("before the sleep");
+      expect(await unfinished(id)).toBe(true);
+      await expect.poll(() => page.locator("#task-log-state").innerText(), { timeout: 30_000 }).toContain("finished (status 200)");
+      expect(await log.innerText()).toBe("before the sleep\nafter the sleep");
+    } finally {
+      await browser.close();
+    }
   }, 120_000);
 });
 
