@@ -171,7 +171,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    */
   async followTask(taskId: string, accountId: string): Promise<Followed | null> {
     const w = this.queue.get(taskId);
-    return w && w.kind === "task" && w.account_id === accountId ? await this.follows.followTask(w) : null;
+    return w && w.kind === "task" && w.account_id === accountId ? await this.follows.followTask(taskId) : null;
   }
 
   /** A live tail of the function's tasks; the caller checked that the function is the caller's. */

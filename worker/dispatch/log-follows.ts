@@ -49,10 +49,15 @@ export class LogFollows {
 
   constructor(private readonly hooks: FollowHooks) {}
 
-  /** A follower of a queued or running task; the caller checked the task is the caller's. */
-  async followTask(w: WorkRow): Promise<Followed> {
+  /**
+   * A follower of a queued or running task (the caller checked that it is the caller's); null when
+   * the task ended while the cap was checked.
+   */
+  async followTask(taskId: string): Promise<Followed | null> {
+    if (!(await roomIn(this.byTask.get(taskId), MAX_TASK_FOLLOWERS))) return { limit: MAX_TASK_FOLLOWERS };
+    const w = this.hooks.get(taskId);
+    if (!w) return null;
     const set = this.byTask.get(w.id) ?? new Set<TaskFollower>();
-    if (!(await roomIn(set, MAX_TASK_FOLLOWERS))) return { limit: MAX_TASK_FOLLOWERS };
     const f: TaskFollower = {
       stream: new FollowerStream(() => {
         set.delete(f);
@@ -73,8 +78,8 @@ export class LogFollows {
 
   /** A tail of every task of the function that runs from now on, and of those running now. */
   async tailFunction(functionId: string): Promise<Followed> {
+    if (!(await roomIn(this.byFunction.get(functionId), MAX_FUNCTION_TAILS))) return { limit: MAX_FUNCTION_TAILS };
     const set = this.byFunction.get(functionId) ?? new Set<FunctionTail>();
-    if (!(await roomIn(set, MAX_FUNCTION_TAILS))) return { limit: MAX_FUNCTION_TAILS };
     const t: FunctionTail = {
       stream: new FollowerStream(() => {
         set.delete(t);
@@ -168,8 +173,8 @@ export class LogFollows {
  * Whether one more follower fits. A reader that went away is only noticed when its stream is next
  * written to: at the cap, each follower gets a keepalive first, and those gone leave meanwhile.
  */
-async function roomIn(set: Set<{ stream: FollowerStream }>, max: number): Promise<boolean> {
-  if (set.size < max) return true;
+async function roomIn(set: Set<{ stream: FollowerStream }> | undefined, max: number): Promise<boolean> {
+  if (!set || set.size < max) return true;
   for (const f of set) f.stream.keepalive();
   await new Promise((resolve) => setTimeout(resolve, PROBE_MS));
   return set.size < max;
