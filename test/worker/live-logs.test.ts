@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount, newTask } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
-import { MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
+import { MAX_ACCOUNT_FOLLOWERS, MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
 import { FOLLOWER_BUFFER_EVENTS } from "../../worker/live-logs/follower-stream.js";
 import { MAX_LIVE_LOG_LINES } from "../../shared/protocol/messages.js";
 import { SseReader } from "../../shared/sse-reader.js";
@@ -110,6 +110,24 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
       return res.status === 200 ? new SseReader(res.body!) : (await res.body?.cancel(), undefined);
     });
     await Promise.all([again, ...readers.slice(1)].map((r) => r.cancel()));
+  });
+
+  it(`refuses an account's follower past ${MAX_ACCOUNT_FOLLOWERS} in one shard with 429 limit_reached, other accounts unaffected`, async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const readers: SseReader[] = [];
+    for (let t = 0; t < MAX_ACCOUNT_FOLLOWERS / MAX_TASK_FOLLOWERS; t++) {
+      const id = await newTask(token, fn);
+      readers.push(...(await Promise.all(Array.from({ length: MAX_TASK_FOLLOWERS }, () => follow(`/v1/task/${id}/log?follow=1`, token)))));
+    }
+    const one = await newTask(token, fn);
+    const err = await expectError(call(`/v1/task/${one}/log?follow=1`, { token, headers: SSE }), 429, "limit_reached");
+    expect(err.message).toContain(`at most ${MAX_ACCOUNT_FOLLOWERS}`);
+    await expectError(call(`/v1/function/${fn}/logs?follow=1`, { token, headers: SSE }), 429, "limit_reached");
+    const other = await newAccount("other");
+    const theirs = await newTask(other.token, await deployedFunction(other.token));
+    await (await follow(`/v1/task/${theirs}/log?follow=1`, other.token)).cancel();
+    await Promise.all(readers.map((r) => r.cancel()));
   });
 
   it("answers 404 for another account's task, and 400 for a bad follow value", async () => {

@@ -171,12 +171,12 @@ export class Dispatcher extends DurableObject<Bindings> {
    */
   async followTask(taskId: string, accountId: string): Promise<Followed | null> {
     const w = this.queue.get(taskId);
-    return w && w.kind === "task" && w.account_id === accountId ? await this.follows.followTask(taskId) : null;
+    return w && w.kind === "task" && w.account_id === accountId ? await this.follows.followTask(taskId, accountId) : null;
   }
 
   /** A live tail of the function's tasks; the caller checked that the function is the caller's. */
-  async tailFunction(functionId: string): Promise<Followed> {
-    return this.follows.tailFunction(functionId);
+  async tailFunction(functionId: string, accountId: string): Promise<Followed> {
+    return this.follows.tailFunction(functionId, accountId);
   }
 
   /** The owner cleared the function's storage: tasks assigned from now on get none. */
@@ -294,7 +294,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   override async fetch(request: Request): Promise<Response> {
     // Live logs stream through fetch rather than RPC: a reader that goes away cancels the stream here.
     const live = liveLogRequest(request);
-    if (live) return followedResponse(live.kind === "task" ? await this.followTask(live.id, live.accountId) : await this.tailFunction(live.id));
+    if (live) return followedResponse(live.kind === "task" ? await this.followTask(live.id, live.accountId) : await this.tailFunction(live.id, live.accountId));
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
     const bound = boundTo(request);
     if (!bound || this.revoked.has(bound.tokenId)) return connectRefused();

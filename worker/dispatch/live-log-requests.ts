@@ -28,7 +28,7 @@ export function liveLogRequest(request: Request): LiveLogRequest | undefined {
 
 export function followedResponse(followed: Followed | null): Response {
   if (!followed) return new Response(null, { status: NOT_HERE });
-  if ("limit" in followed) return Response.json({ limit: followed.limit }, { status: LIMIT });
+  if ("limit" in followed) return Response.json(followed, { status: LIMIT });
   return new Response(followed.stream);
 }
 
@@ -36,7 +36,7 @@ export function followedResponse(followed: Followed | null): Response {
 export async function requestFollow(stub: DurableObjectStub<Dispatcher>, kind: "task" | "function", id: string, accountId: string): Promise<Followed | null> {
   const res = await stub.fetch(`${BASE}/${kind}/${id}?account=${encodeURIComponent(accountId)}`);
   if (res.status === NOT_HERE) return null;
-  if (res.status === LIMIT) return (await res.json()) as { limit: number };
+  if (res.status === LIMIT) return (await res.json()) as Extract<Followed, { limit: number }>;
   if (!res.ok || !res.body) throw new Error(`the dispatcher answered a follow with ${res.status}`);
   return { stream: res.body };
 }

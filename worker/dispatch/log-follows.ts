@@ -9,6 +9,8 @@ type TaskLog = Extract<AgentMessage, { type: "task.log" }>;
 export const MAX_TASK_FOLLOWERS = 10;
 /** Tails of one function at once. */
 export const MAX_FUNCTION_TAILS = 10;
+/** Followers and tails of one account at once in one shard: what its buffers may hold, bounded. */
+export const MAX_ACCOUNT_FOLLOWERS = 50;
 const KEEPALIVE_MS = 15_000;
 /** How long a probe of the followers at the cap waits for the gone ones to leave. */
 const PROBE_MS = 100;
@@ -34,7 +36,7 @@ export interface FollowHooks {
   get(taskId: string): WorkRow | undefined;
 }
 
-export type Followed = { stream: ReadableStream<Uint8Array> } | { limit: number };
+export type Followed = { stream: ReadableStream<Uint8Array> } | { limit: number; of: "task" | "function" | "account" };
 
 /**
  * The live followers of a shard's tasks and functions, in memory only: a follower is an open
@@ -45,6 +47,7 @@ export type Followed = { stream: ReadableStream<Uint8Array> } | { limit: number 
 export class LogFollows {
   private readonly byTask = new Map<string, Set<TaskFollower>>();
   private readonly byFunction = new Map<string, Set<FunctionTail>>();
+  private readonly perAccount = new Map<string, number>();
   private keepalive?: ReturnType<typeof setInterval>;
 
   constructor(private readonly hooks: FollowHooks) {}
@@ -53,10 +56,11 @@ export class LogFollows {
    * A follower of a queued or running task (the caller checked that it is the caller's); null when
    * the task ended while the cap was checked.
    */
-  async followTask(taskId: string): Promise<Followed | null> {
-    if (!(await roomIn(this.byTask.get(taskId), MAX_TASK_FOLLOWERS))) return { limit: MAX_TASK_FOLLOWERS };
+  async followTask(taskId: string, accountId: string): Promise<Followed | null> {
+    if (!(await roomIn(this.byTask.get(taskId), MAX_TASK_FOLLOWERS))) return { limit: MAX_TASK_FOLLOWERS, of: "task" };
     const w = this.hooks.get(taskId);
     if (!w) return null;
+    if (!this.admit(accountId)) return { limit: MAX_ACCOUNT_FOLLOWERS, of: "account" };
     const set = this.byTask.get(w.id) ?? new Set<TaskFollower>();
     const f: TaskFollower = {
       stream: new FollowerStream(() => {
@@ -64,34 +68,35 @@ export class LogFollows {
         if (set.size === 0 && this.byTask.get(w.id) === set) this.byTask.delete(w.id);
         const now = this.hooks.get(w.id);
         if (now?.node && !this.isFollowed(now)) this.hooks.follow(now.node, now.id, false);
-        this.stopped();
+        this.stopped(accountId);
       }),
       next: 0,
     };
     set.add(f);
     this.byTask.set(w.id, set);
-    this.started();
+    this.started(accountId);
     // A new follower needs the lines so far: the node sends them all again from the first.
     if (w.node) this.hooks.follow(w.node, w.id, true);
     return { stream: f.stream.body };
   }
 
   /** A tail of every task of the function that runs from now on, and of those running now. */
-  async tailFunction(functionId: string): Promise<Followed> {
-    if (!(await roomIn(this.byFunction.get(functionId), MAX_FUNCTION_TAILS))) return { limit: MAX_FUNCTION_TAILS };
+  async tailFunction(functionId: string, accountId: string): Promise<Followed> {
+    if (!(await roomIn(this.byFunction.get(functionId), MAX_FUNCTION_TAILS))) return { limit: MAX_FUNCTION_TAILS, of: "function" };
+    if (!this.admit(accountId)) return { limit: MAX_ACCOUNT_FOLLOWERS, of: "account" };
     const set = this.byFunction.get(functionId) ?? new Set<FunctionTail>();
     const t: FunctionTail = {
       stream: new FollowerStream(() => {
         set.delete(t);
         if (set.size === 0) this.byFunction.delete(functionId);
         for (const w of this.hooks.running(functionId)) if (!this.isFollowed(w)) this.hooks.follow(w.node!, w.id, false);
-        this.stopped();
+        this.stopped(accountId);
       }),
       next: new Map(),
     };
     set.add(t);
     this.byFunction.set(functionId, set);
-    this.started();
+    this.started(accountId);
     for (const w of this.hooks.running(functionId)) {
       t.next.set(w.id, 0);
       t.stream.notice(taskEvent(w.id, "running"));
@@ -156,13 +161,22 @@ export class LogFollows {
     this.byFunction.delete(functionId);
   }
 
-  private started(): void {
+  /** Whether the account may open one more follower here (it counts once `started`). */
+  private admit(accountId: string): boolean {
+    return (this.perAccount.get(accountId) ?? 0) < MAX_ACCOUNT_FOLLOWERS;
+  }
+
+  private started(accountId: string): void {
+    this.perAccount.set(accountId, (this.perAccount.get(accountId) ?? 0) + 1);
     this.keepalive ??= setInterval(() => {
       for (const set of [...this.byTask.values(), ...this.byFunction.values()]) for (const f of set) f.stream.keepalive();
     }, KEEPALIVE_MS);
   }
 
-  private stopped(): void {
+  private stopped(accountId: string): void {
+    const n = (this.perAccount.get(accountId) ?? 1) - 1;
+    if (n > 0) this.perAccount.set(accountId, n);
+    else this.perAccount.delete(accountId);
     if (this.byTask.size || this.byFunction.size) return;
     if (this.keepalive !== undefined) clearInterval(this.keepalive);
     this.keepalive = undefined;

@@ -21,7 +21,7 @@ export async function followTaskLog(env: Bindings, db: Db, accountId: string, ta
   if (task.finishedAt == null) {
     const shard = dispatcherFor(env, task.functionId);
     const followed = await requestFollow(shard, "task", taskId, accountId);
-    if (followed) return streamed(followed, "task");
+    if (followed) return streamed(followed);
     // It finished meanwhile: its outcome may still be on the way to D1.
     const waited = await shard.awaitOwnTask(taskId, accountId, RECORDING_WAIT_MS);
     task = waited && "row" in waited ? waited.row : await getOwnTask(db, accountId, taskId);
@@ -33,7 +33,7 @@ export async function followTaskLog(env: Bindings, db: Db, accountId: string, ta
 /** GET /v1/function/<id>/logs?follow=1: every task of the function that runs from now on. */
 export async function tailFunctionLogs(env: Bindings, db: Db, accountId: string, functionId: string): Promise<Response> {
   await getOwnFunction(db, accountId, functionId);
-  return streamed((await requestFollow(dispatcherFor(env, functionId), "function", functionId, accountId))!, "function");
+  return streamed((await requestFollow(dispatcherFor(env, functionId), "function", functionId, accountId))!);
 }
 
 async function finishedLog(bucket: R2Bucket, task: TaskRow): Promise<Response> {
@@ -42,7 +42,9 @@ async function finishedLog(bucket: R2Bucket, task: TaskRow): Promise<Response> {
   return new Response(body, { headers: SSE_HEADERS });
 }
 
-function streamed(followed: Followed, of: "task" | "function"): Response {
-  if ("limit" in followed) throw new ApiError("limit_reached", `at most ${followed.limit} followers of one ${of} at once`);
+const LIMITED = { task: "followers of one task", function: "tails of one function", account: "live log followers of one account (per dispatch shard)" };
+
+function streamed(followed: Followed): Response {
+  if ("limit" in followed) throw new ApiError("limit_reached", `at most ${followed.limit} ${LIMITED[followed.of]} at once`);
   return new Response(followed.stream, { headers: SSE_HEADERS });
 }
