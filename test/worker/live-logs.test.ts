@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount, newTask } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
-import { MAX_ACCOUNT_FOLLOWERS, MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
+import { CUT_NOTE, MAX_ACCOUNT_FOLLOWERS, MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
 import { FOLLOWER_BUFFER_EVENTS } from "../../worker/live-logs/follower-stream.js";
 import { MAX_LIVE_LOG_LINES } from "../../shared/protocol/messages.js";
 import { SseReader } from "../../shared/sse-reader.js";
@@ -37,6 +37,21 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
     expect(await reader.take(1)).toEqual([line("three")]);
     agent.done(id, "ok", 200, { log: ["one", "two", "three", "four"] });
     expect(await reader.rest()).toEqual([line("four"), { event: "end", data: '{"status":200}' }]);
+  });
+
+  it("says once that the call's log reached its bound, when the agent stops streaming there", async () => {
+    const agent = await FakeAgent.connect("live-cut", { liveLogs: true });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await agent.next("task.assign");
+    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+    await agent.next("task.follow");
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["kept"], cut: true });
+    // Sent again from the first line (another follower came): not said twice.
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["kept"], cut: true });
+    agent.done(id, "ok", 200, { log: ["kept"] });
+    expect(await reader.rest()).toEqual([line("kept"), line(CUT_NOTE), { event: "end", data: '{"status":200}' }]);
   });
 
   it("gives a finished task's whole log and its end at once", async () => {

@@ -12,6 +12,8 @@ export const MAX_FUNCTION_TAILS = 10;
 /** Followers and tails of one account at once in one shard: what its buffers may hold, bounded. */
 export const MAX_ACCOUNT_FOLLOWERS = 50;
 const KEEPALIVE_MS = 15_000;
+/** Said once to a follower when a run's lines reach the call's log bound (the agent's `cut`). */
+export const CUT_NOTE = "[runtime] … the call's log reached its bound: later lines are not kept nor streamed (the finished log counts them)";
 /** How long a probe of the followers at the cap waits for the gone ones to leave. */
 const PROBE_MS = 100;
 
@@ -19,12 +21,16 @@ interface TaskFollower {
   stream: FollowerStream;
   /** The number of the next line this follower needs of the task's current run. */
   next: number;
+  /** Whether it was told that the run's lines reached the log's bound. */
+  cutSaid?: boolean;
 }
 
 interface FunctionTail {
   stream: FollowerStream;
   /** Per running task of the function: the number of the next line this tail needs. */
   next: Map<string, number>;
+  /** Running tasks whose lines reached the log's bound, as this tail was told. */
+  cutSaid: Set<string>;
 }
 
 export interface FollowHooks {
@@ -93,6 +99,7 @@ export class LogFollows {
         this.stopped(accountId);
       }),
       next: new Map(),
+      cutSaid: new Set(),
     };
     set.add(t);
     this.byFunction.set(functionId, set);
@@ -112,9 +119,10 @@ export class LogFollows {
   /** The task went to a node (again, after a requeue): its followers start over with this run's lines. */
   assigned(w: WorkRow, nodeId: string): void {
     if (!this.isFollowed(w)) return;
-    for (const f of this.byTask.get(w.id) ?? []) f.next = 0;
+    for (const f of this.byTask.get(w.id) ?? []) Object.assign(f, { next: 0, cutSaid: false });
     for (const t of this.byFunction.get(w.function_id) ?? []) {
       t.next.set(w.id, 0);
+      t.cutSaid.delete(w.id);
       t.stream.notice(taskEvent(w.id, "started"));
     }
     this.hooks.follow(nodeId, w.id, true);
@@ -122,10 +130,22 @@ export class LogFollows {
 
   /** A node's batch of a running task's lines (numbered from `first`). */
   lines(w: WorkRow, msg: TaskLog): void {
-    for (const f of this.byTask.get(w.id) ?? []) f.next = relay(f.stream, f.next, msg.first, msg.lines, (line) => line);
+    for (const f of this.byTask.get(w.id) ?? []) {
+      f.next = relay(f.stream, f.next, msg.first, msg.lines, (line) => line);
+      if (msg.cut && !f.cutSaid) {
+        f.cutSaid = true;
+        f.stream.notice(sseEvent("line", CUT_NOTE));
+      }
+    }
     for (const t of this.byFunction.get(w.function_id) ?? []) {
       const next = t.next.get(w.id);
-      if (next !== undefined) t.next.set(w.id, relay(t.stream, next, msg.first, msg.lines, (line) => JSON.stringify({ taskId: w.id, line })));
+      if (next === undefined) continue;
+      const tailLine = (line: string) => JSON.stringify({ taskId: w.id, line });
+      t.next.set(w.id, relay(t.stream, next, msg.first, msg.lines, tailLine));
+      if (msg.cut && !t.cutSaid.has(w.id)) {
+        t.cutSaid.add(w.id);
+        t.stream.notice(sseEvent("line", tailLine(CUT_NOTE)));
+      }
     }
   }
 
@@ -146,6 +166,7 @@ export class LogFollows {
       const next = t.next.get(w.id);
       if (next === undefined) continue;
       t.next.delete(w.id);
+      t.cutSaid.delete(w.id);
       relay(t.stream, next, 0, tail, (line) => JSON.stringify({ taskId: w.id, line }));
       t.stream.notice(taskEvent(w.id, "ended", status));
     }
