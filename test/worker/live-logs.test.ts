@@ -20,13 +20,27 @@ async function follow(path: string, token: string): Promise<SseReader> {
 
 const line = (data: string) => ({ event: "line", data });
 
+/** A task of a new account, assigned to an agent (one from before live logs with `liveLogs: false`). */
+async function runningTask(nodeId: string, liveLogs = true) {
+  const agent = await FakeAgent.connect(nodeId, { liveLogs });
+  const { token } = await newAccount();
+  const fn = await deployedFunction(token);
+  const id = await newTask(token, fn);
+  await agent.next("task.assign");
+  return { agent, token, id };
+}
+
+/** A running task with one follower, whose agent was told to stream it. */
+async function followedTask(nodeId: string) {
+  const { agent, token, id } = await runningTask(nodeId);
+  const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+  expect(await agent.next("task.follow")).toEqual({ type: "task.follow", taskId: id, on: true });
+  return { agent, token, id, reader };
+}
+
 describe("GET /v1/task/<id>/log?follow=1", () => {
   it("streams the lines so far, then new ones, then the end with the status", async () => {
-    const agent = await FakeAgent.connect("live-1", { liveLogs: true });
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    const id = await newTask(token, fn);
-    await agent.next("task.assign");
+    const { agent, token, id } = await runningTask("live-1");
     agent.send({ type: "task.log", taskId: id, first: 0, lines: ["before anyone followed"] }); // nobody follows: not relayed
     const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
     expect(await agent.next("task.follow")).toEqual({ type: "task.follow", taskId: id, on: true });
@@ -40,13 +54,7 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
   });
 
   it("says once that the call's log reached its bound, when the agent stops streaming there", async () => {
-    const agent = await FakeAgent.connect("live-cut", { liveLogs: true });
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    const id = await newTask(token, fn);
-    await agent.next("task.assign");
-    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
-    await agent.next("task.follow");
+    const { agent, id, reader } = await followedTask("live-cut");
     agent.send({ type: "task.log", taskId: id, first: 0, lines: ["kept"], cut: true });
     // Sent again from the first line (another follower came): not said twice.
     agent.send({ type: "task.log", taskId: id, first: 0, lines: ["kept"], cut: true });
@@ -64,13 +72,7 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
   });
 
   it("tells the agent to stop streaming when the last follower goes", async () => {
-    const agent = await FakeAgent.connect("live-2", { liveLogs: true });
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    const id = await newTask(token, fn);
-    await agent.next("task.assign");
-    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
-    expect((await agent.next("task.follow")).on).toBe(true);
+    const { agent, id, reader } = await followedTask("live-2");
     await reader.cancel();
     // The dispatcher learns the reader went when it next writes to it (a line, or the keepalive).
     agent.send({ type: "task.log", taskId: id, first: 0, lines: ["unread"] });
@@ -78,11 +80,7 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
   });
 
   it("asks an agent to stream only while someone follows, and never an agent from before live logs", async () => {
-    const old = await FakeAgent.connect("live-old");
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    const id = await newTask(token, fn);
-    await old.next("task.assign");
+    const { agent: old, token, id } = await runningTask("live-old", false);
     expect(await old.none("task.follow")).toBe(true);
     const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
     expect(await old.none("task.follow")).toBe(true);
@@ -91,13 +89,7 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
   });
 
   it("drops what a follower's buffer cannot hold and says how many lines it lost", async () => {
-    const agent = await FakeAgent.connect("live-3", { liveLogs: true });
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    const id = await newTask(token, fn);
-    await agent.next("task.assign");
-    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
-    await agent.next("task.follow");
+    const { agent, id, reader } = await followedTask("live-3");
     // One batch, relayed at once: far more than the buffer holds before the reader can take any.
     const total = MAX_LIVE_LOG_LINES;
     expect(total).toBeGreaterThan(2 * FOLLOWER_BUFFER_EVENTS);
@@ -201,12 +193,8 @@ describe("GET /v1/function/<id>/logs?follow=1", () => {
 
 describe("console: a running task's page follows its log live", () => {
   it("marks the log live on a running task's page, and streams it with the session cookie", async () => {
-    const agent = await FakeAgent.connect("live-console", { liveLogs: true });
-    const { token } = await newAccount();
+    const { agent, token, id } = await runningTask("live-console");
     const cookie = `gc_console=${token}`;
-    const fn = await deployedFunction(token);
-    const id = await newTask(token, fn);
-    await agent.next("task.assign");
     const page = await (await call(`/console/tasks/${id}`, { headers: { cookie } })).text();
     expect(page).toContain(`data-live="/console/tasks/${id}/log/live"`);
     expect(page).toContain(`<script src="/console/assets/console.js"`);
