@@ -392,8 +392,9 @@ export class Dispatcher extends DurableObject<Bindings> {
     const place = (!att.hello && att.place) || { shard: 0, shards: 1 };
     const slots = h.slotsShared ? h.slots : slotShare(h.slots, place.shards, place.shard);
     const state: AgentState = {
-      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds, configs: h.configs === true, liveLogs: h.liveLogs === true,
+      nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, langs: h.langs, slots, builds: h.builds, configs: h.configs === true,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
+      liveLogs: h.liveLogs === true,
     };
     this.refusals.saw(h.nodeId, h);
     const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };

@@ -6,12 +6,12 @@ import * as sched from "../../shared/schemas/scheduled.js";
 import * as ep from "../../shared/schemas/endpoint.js";
 import * as build from "../../shared/schemas/build.js";
 import * as task from "../../shared/schemas/task.js";
+import * as live from "../../shared/schemas/live-logs.js";
 import * as admin from "../../shared/schemas/admin.js";
 import * as out from "../../shared/schemas/responses.js";
 import * as storage from "../../shared/schemas/storage.js";
 import * as release from "../../shared/schemas/release.js";
 import * as config from "../../shared/schemas/function-config.js";
-import * as live from "../../shared/schemas/live-logs.js";
 
 type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
 
