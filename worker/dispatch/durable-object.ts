@@ -8,6 +8,8 @@ import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { BuildReports } from "./build-reports.js";
 import { evictArtifacts } from "../limits/artifact-eviction.js";
 import { GroupCommit } from "./group-commit.js";
+import { LogFollows, type Followed } from "./log-follows.js";
+import { followedResponse, liveLogRequest } from "./live-log-requests.js";
 import { AssignedMarks } from "./assigned-marks.js";
 import { BuildLimits } from "./build-limits.js";
 import { Waiters } from "./waiters.js";
@@ -26,8 +28,6 @@ import { Refusals } from "./refusals.js";
 import type { z } from "zod";
 import { TaskConfigs, taskConfigOf } from "../function-config/task-configs.js";
 import { ConfiguredAssignments } from "./configured-assignments.js";
-import { LogFollows, type Followed } from "./log-follows.js";
-import { followedResponse, liveLogRequest } from "./live-log-requests.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -56,11 +56,11 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
   private readonly storage: DispatcherStorage;
+  private readonly follows: LogFollows;
   private readonly commits: GroupCommit;
   private readonly builds: BuildReports;
   private readonly refusals: Refusals;
   private readonly assignments: ConfiguredAssignments;
-  private readonly follows: LogFollows;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -76,6 +76,13 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
       log("error", "firing triggers failed; retrying", { taskIds, error: String(e) });
       void this.scheduleAlarm();
+    });
+    this.follows = new LogFollows({
+      follow: (nodeId, taskId, on) => {
+        for (const ws of this.sockets(nodeId)) if ((ws.deserializeAttachment() as AgentState).liveLogs) this.send(ws, { type: "task.follow", taskId, on });
+      },
+      running: (functionId) => this.queue.matching((w) => w.function_id === functionId && w.kind === "task" && w.node !== null),
+      get: (taskId) => this.queue.get(taskId),
     });
     this.builds = new BuildReports(this.db, this.queue, (accountId, functionId) =>
       // Eviction failing must not fail the build's report: the next build's end evicts again.
@@ -113,13 +120,6 @@ export class Dispatcher extends DurableObject<Bindings> {
         log("error", "recording outcomes failed; retrying", { error: String(e) });
         await this.scheduleAlarm();
       },
-    });
-    this.follows = new LogFollows({
-      follow: (nodeId, taskId, on) => {
-        for (const ws of this.sockets(nodeId)) if ((ws.deserializeAttachment() as AgentState).liveLogs) this.send(ws, { type: "task.follow", taskId, on });
-      },
-      running: (functionId) => this.queue.matching((w) => w.function_id === functionId && w.kind === "task" && w.node !== null),
-      get: (taskId) => this.queue.get(taskId),
     });
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
@@ -445,11 +445,11 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
   private accept(w: WorkRow, report: TaskDone | null, now: number, rttMs: number, frame?: string) {
     const mark = this.marks.take(w.id);
+    this.follows.ended(w, report?.status ?? 504, report && !report.logUploaded ? report.log : null);
     this.queue.remove(w.id);
     if (report?.storage) this.storage.apply(w.function_id, w.account_id, w.id, report.storage, now);
     const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report };
     this.outcomes.add(outcome, frame);
-    this.follows.ended(w, report?.status ?? 504, report && !report.logUploaded ? report.log : null);
   }
 
   private async expire(w: WorkRow, now: number): Promise<void> {
