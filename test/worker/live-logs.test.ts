@@ -219,3 +219,18 @@ describe("console: a running task's page follows its log live", () => {
     expect(res.status).toBe(404);
   });
 });
+
+describe("GET /v1/openapi.json", () => {
+  it("documents the text/event-stream answers of the task log and the function tail, and their follow parameter", async () => {
+    const doc = await (await call("/v1/openapi.json")).json<{ paths: Record<string, Record<string, any>> }>();
+    const streamOf = (path: string) => Object.entries(doc.paths).find(([p]) => p.replace(/\{\w+\}/g, "{}") === path)![1].get;
+    for (const path of ["/v1/task/{}/log", "/v1/function/{}/logs"]) {
+      const op = streamOf(path);
+      expect(op.responses["200"].content["text/event-stream"].schema.description, path).toMatch(/event: line/);
+      expect(op.parameters.map((p: { name: string }) => p.name), path).toContain("follow");
+      expect(Object.keys(op.responses), path).toContain("429");
+    }
+    // The task log still answers JSON without follow.
+    expect(Object.keys(streamOf("/v1/task/{}/log").responses["200"].content)).toEqual(["application/json", "text/event-stream"]);
+  });
+});

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { errorBody } from "../../shared/schemas/responses.js";
 import { ERROR_STATUS } from "../errors.js";
 import { OPERATIONS, type Operation } from "./operations.js";
+import { withEventStreams } from "./event-streams.js";
 
 const toSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
 
@@ -23,17 +24,12 @@ function queryParameters(schema: z.ZodType | undefined) {
   return Object.entries(js.properties ?? {}).map(([name, s]) => ({ name, in: "query", required: js.required?.includes(name) ?? false, schema: s }));
 }
 
-/** A response that can stream Server-Sent Events documents them as its text/event-stream content. */
-function eventStream(op: Operation) {
-  return op.ok.events ? { "text/event-stream": { schema: { type: "string", description: op.ok.events } } } : {};
-}
-
 function operationObject(op: Operation) {
   const pathParams = [...op.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const responses: Record<string, unknown> = {
     [op.ok.status]: {
       description: op.ok.description,
-      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? "application/json"]: op.ok.schema ? { schema: toSchema(op.ok.schema) } : {}, ...eventStream(op) } } : {}),
+      ...(op.ok.schema || op.ok.contentType ? { content: { [op.ok.contentType ?? "application/json"]: op.ok.schema ? { schema: toSchema(op.ok.schema) } : {} } } : {}),
     },
   };
   // Every body is held to its route's limit (middleware/body-limit.ts), whatever the route does.
@@ -69,7 +65,7 @@ export function openApiDocument(serverUrl?: string) {
       description: "Function-execution service: functions, builds, tasks, triggers, public endpoints, tags and invoices.",
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
-    paths,
+    paths: withEventStreams(paths),
     components: {
       schemas: { Error: toSchema(errorBody) },
       securitySchemes: {
