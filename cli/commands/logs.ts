@@ -1,5 +1,7 @@
 import type { Command } from "../command.js";
-import { droppedNote, streamEvents } from "../log-stream.js";
+import { droppedNote, eventData, streamEvents } from "../log-stream.js";
+import { droppedEvent, logEndEvent, tailLineEvent, tailTaskEvent } from "../../shared/schemas/live-logs.js";
+import type { SseEvent } from "../../shared/sse-reader.js";
 import { resolveFunctionRef } from "../project.js";
 
 interface TaskLog {
@@ -26,8 +28,8 @@ export const logs: Command = {
         if (e.event === "line") {
           if (ctx.out.json) lines.push(e.data);
           else ctx.out.line(e.data);
-        } else if (e.event === "dropped") ctx.out.note(droppedNote(e.data));
-        else if (e.event === "end") status = (JSON.parse(e.data) as { status: number }).status;
+        } else if (e.event === "dropped") ctx.out.note(droppedNote(e));
+        else if (e.event === "end") status = eventData(logEndEvent, e).status;
       });
       // With --json the lines come as the log route gives them, once the task finished.
       if (ctx.out.json) ctx.out.printJson({ id: taskId, finished: true, status, log: lines });
@@ -55,13 +57,26 @@ export const tail: Command = {
     const ref = a.pos(0, "<function-id|name|dir>");
     const { id } = await resolveFunctionRef(ctx, ref, "tail");
     const api = await ctx.api();
-    await streamEvents(api, `/v1/function/${id}/logs`, (e) => {
-      const data = JSON.parse(e.data) as { taskId?: string; line?: string; state?: string; status?: number; lines?: number };
-      if (ctx.out.json) ctx.out.stdout.write(`${JSON.stringify({ event: e.event, ...data })}\n`);
-      else if (e.event === "line") ctx.out.line(`[${data.taskId}] ${data.line}`);
-      else if (e.event === "task") ctx.out.note(`── task ${data.taskId} ${data.state}${data.status === undefined ? "" : ` (status ${data.status})`}`);
-      else if (e.event === "dropped") ctx.out.note(droppedNote(e.data));
-    }, () => ctx.out.note(`tailing function ${ref}; Ctrl-C to stop`, true));
+    const json = (e: SseEvent, data: object) => ctx.out.stdout.write(`${JSON.stringify({ event: e.event, ...data })}\n`);
+    await streamEvents(
+      api,
+      `/v1/function/${id}/logs`,
+      (e) => {
+        if (e.event === "line") {
+          const d = eventData(tailLineEvent, e);
+          if (ctx.out.json) json(e, d);
+          else ctx.out.line(`[${d.taskId}] ${d.line}`);
+        } else if (e.event === "task") {
+          const d = eventData(tailTaskEvent, e);
+          if (ctx.out.json) json(e, d);
+          else ctx.out.note(`── task ${d.taskId} ${d.state}${d.status === undefined ? "" : ` (status ${d.status})`}`);
+        } else if (e.event === "dropped") {
+          if (ctx.out.json) json(e, eventData(droppedEvent, e));
+          else ctx.out.note(droppedNote(e));
+        }
+      },
+      () => ctx.out.note(`tailing function ${ref}; Ctrl-C to stop`, true),
+    );
     return 0;
   },
 };
