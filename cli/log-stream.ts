@@ -3,6 +3,7 @@ import { errorFromResponse, type ApiClient } from "./api-client.js";
 import { CliError } from "./errors.js";
 import { SseReader, type SseEvent } from "../shared/sse-reader.js";
 import { droppedEvent } from "../shared/schemas/live-logs.js";
+import { parseFrame } from "../shared/protocol/messages.js";
 
 /**
  * Opens one of the service's live log streams (Server-Sent Events, api-decisions "Live logs") and
@@ -24,15 +25,9 @@ export async function streamEvents(api: ApiClient, path: string, onEvent: (e: Ss
 
 /** An event's JSON data as its schema (shared/schemas/live-logs.ts) says; anything else is the service's fault. */
 export function eventData<S extends z.ZodType>(schema: S, e: SseEvent): z.output<S> {
-  let json: unknown;
-  try {
-    json = JSON.parse(e.data);
-  } catch {
-    json = undefined;
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new CliError("bad_response", `the log stream sent an \`${e.event}\` event the CLI does not understand: ${e.data.slice(0, 200)}`);
-  return parsed.data;
+  const data = parseFrame(schema, e.data);
+  if (data === undefined) throw new CliError("bad_response", `the log stream sent an \`${e.event}\` event the CLI does not understand: ${e.data.slice(0, 200)}`);
+  return data;
 }
 
 /** The note for an `event: dropped`: what a reader too slow for the stream lost. */
