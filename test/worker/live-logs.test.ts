@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount, newTask } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { CUT_NOTE, MAX_ACCOUNT_FOLLOWERS, MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
-import { FOLLOWER_BUFFER_EVENTS } from "../../worker/live-logs/follower-stream.js";
-import { MAX_LIVE_LOG_LINES } from "../../shared/protocol/messages.js";
+import { FOLLOWER_BUFFER_CHARS } from "../../worker/live-logs/follower-stream.js";
+import { LIVE_LOG_FRAME_BYTES, MAX_LIVE_LOG_LINES } from "../../shared/protocol/messages.js";
 import { SseReader } from "../../shared/sse-reader.js";
 
 beforeEach(clearQueue);
@@ -88,17 +88,29 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
     expect(await reader.rest()).toEqual([line("only at the end"), { event: "end", data: '{"status":200}' }]);
   });
 
+  it("loses nothing of the largest frame an agent sends, for a follower that reads along", async () => {
+    const { agent, id, reader } = await followedTask("live-full");
+    const lines = Array.from({ length: MAX_LIVE_LOG_LINES }, (_, i) => `${String(i).padStart(4, "0")} ${"y".repeat(56)}`);
+    expect(new TextEncoder().encode(JSON.stringify(lines)).length).toBeLessThanOrEqual(LIVE_LOG_FRAME_BYTES + 2);
+    agent.send({ type: "task.log", taskId: id, first: 0, lines });
+    expect(await reader.take(lines.length)).toEqual(lines.map(line));
+    agent.done(id, "ok", 200, { log: lines });
+    expect(await reader.rest()).toEqual([{ event: "end", data: '{"status":200}' }]);
+  });
+
   it("drops what a follower's buffer cannot hold and says how many lines it lost", async () => {
     const { agent, id, reader } = await followedTask("live-3");
     // One batch, relayed at once: far more than the buffer holds before the reader can take any.
+    // (Larger than an agent's frames, which one buffer always holds whole; the schema allows it.)
     const total = MAX_LIVE_LOG_LINES;
-    expect(total).toBeGreaterThan(2 * FOLLOWER_BUFFER_EVENTS);
-    agent.send({ type: "task.log", taskId: id, first: 0, lines: Array.from({ length: total }, (_, i) => `line ${i}`) });
+    const text = (i: number) => `line ${String(i).padStart(4, "0")} ${"x".repeat(200)}`;
+    expect(total * text(0).length).toBeGreaterThan(FOLLOWER_BUFFER_CHARS);
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: Array.from({ length: total }, (_, i) => text(i)) });
     const events = await reader.until((e) => e.event === "dropped");
     const dropped = JSON.parse(events.at(-1)!.data).lines as number;
     const lines = events.filter((e) => e.event === "line").map((e) => e.data);
-    expect(lines).toEqual(Array.from({ length: lines.length }, (_, i) => `line ${i}`));
-    expect(lines.length).toBeLessThanOrEqual(FOLLOWER_BUFFER_EVENTS);
+    expect(lines).toEqual(Array.from({ length: lines.length }, (_, i) => text(i)));
+    expect(lines.join("").length).toBeLessThanOrEqual(FOLLOWER_BUFFER_CHARS);
     expect(lines.length + dropped).toBe(total);
     agent.done(id, "ok", 200, { log: ["end"] });
     expect(await reader.rest()).toEqual([{ event: "end", data: '{"status":200}' }]);

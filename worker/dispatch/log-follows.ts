@@ -10,7 +10,7 @@ export const MAX_TASK_FOLLOWERS = 10;
 /** Tails of one function at once. */
 export const MAX_FUNCTION_TAILS = 10;
 /** Followers and tails of one account at once in one shard: what its buffers may hold, bounded. */
-export const MAX_ACCOUNT_FOLLOWERS = 50;
+export const MAX_ACCOUNT_FOLLOWERS = 20;
 const KEEPALIVE_MS = 15_000;
 /** Said once to a follower when a run's lines reach the call's log bound (the agent's `cut`). */
 export const CUT_NOTE = "[runtime] … the call's log reached its bound: later lines are not kept nor streamed (the finished log counts them)";

@@ -1,9 +1,17 @@
 import { SSE_KEEPALIVE, sseEvent } from "../lib/sse.js";
+import { LIVE_LOG_FRAME_BYTES, MAX_LIVE_LOG_LINES } from "../../shared/protocol/messages.js";
 
-/** Events one follower may have waiting for its reader; past these, lines are dropped and counted. */
-export const FOLLOWER_BUFFER_EVENTS = 256;
-/** Bytes of events one follower may have waiting (UTF-16 units of the SSE text, close enough). */
-export const FOLLOWER_BUFFER_CHARS = 64 * 1024;
+/**
+ * Events one follower may have waiting for its reader; past these, lines are dropped and counted.
+ * A frame's lines are relayed in one go, before the reader can take any: one whole frame fits, so
+ * a reader that keeps up never loses a line.
+ */
+export const FOLLOWER_BUFFER_EVENTS = MAX_LIVE_LOG_LINES + 100;
+/**
+ * Characters of events one follower may have waiting: a frame's lines (at most LIVE_LOG_FRAME_BYTES)
+ * with their SSE framing, a tail's `{"taskId", "line"}` wrapping included (about 64 characters a line).
+ */
+export const FOLLOWER_BUFFER_CHARS = LIVE_LOG_FRAME_BYTES + MAX_LIVE_LOG_LINES * 64 + 32 * 1024;
 
 const encoder = new TextEncoder();
 
