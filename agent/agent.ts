@@ -11,6 +11,7 @@ import { log } from "./log.js";
 import type { Runner } from "./runner/index.js";
 import { runBuild } from "./work/run-build.js";
 import { runTask } from "./work/run-task.js";
+import { LiveLog } from "./work/live-log.js";
 import { ArtifactStore } from "./work/artifact-store.js";
 import { BuildSlots } from "./work/build-slots.js";
 import { checkBuildSpaces, removeLeftoverBuildSpaces } from "./builder/build-space.js";
@@ -28,7 +29,7 @@ type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" 
  */
 export class Agent {
   private readonly connections: DispatcherConnection[] = [];
-  private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean; abort: AbortController }>();
+  private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean; abort: AbortController; live?: LiveLog }>();
   private draining = false;
   /** The dispatcher's shard count: each shard is offered a share of the slots (slot-shares.ts). */
   private shards = 1;
@@ -120,6 +121,7 @@ export class Agent {
       slots: this.draining ? 0 : slotShare(this.config.slots, this.shards, shard),
       slotsShared: true,
       configs: true,
+      liveLogs: true,
       builds: this.config.maxBuilds,
       running: running.slice(0, 1024),
       warm: this.warm(),
@@ -150,13 +152,15 @@ export class Agent {
       }
       return;
     }
+    if (msg.type === "task.follow") return this.running.get(msg.taskId)?.live?.follow(msg.on);
     if (msg.type === "build.assign" || msg.type === "task.assign") void this.run(msg, conn);
   }
 
   private async run(msg: Assign, conn: DispatcherConnection): Promise<void> {
     const id = msg.type === "build.assign" ? msg.buildId : msg.taskId;
     if (this.running.has(id)) return; // a re-sent assignment of work already under way
-    const entry = { kind: msg.type === "build.assign" ? ("build" as const) : ("task" as const), conn, cancelled: false, abort: new AbortController() };
+    const live = msg.type === "task.assign" ? new LiveLog(id, (m) => conn.send(m), Object.values(msg.config?.secrets ?? {})) : undefined;
+    const entry = { kind: msg.type === "build.assign" ? ("build" as const) : ("task" as const), conn, cancelled: false, abort: new AbortController(), live };
     this.running.set(id, entry);
     const started = performance.now();
     const report = (m: AgentMessage) => {
@@ -166,7 +170,7 @@ export class Agent {
     };
     try {
       if (msg.type === "build.assign") await runBuild(this, msg, report);
-      else await runTask(this, this.runner, msg, report, entry.abort.signal);
+      else await runTask(this, this.runner, msg, report, entry.abort.signal, live);
     } catch (e) {
       log("error", "work failed unexpectedly", { id, error: (e as Error).stack ?? String(e) });
       this.metrics.failed("agent_error");

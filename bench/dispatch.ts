@@ -45,7 +45,7 @@ async function bareBaseline(n: number): Promise<number[]> {
 async function main() {
   // One slot by default: exactly one warm container, so the baseline and the service hit the same
   // one. More slots (--slots 8) show what the control plane sustains with several containers.
-  const { worker, user, functionId, once, sync, stop } = await startEchoService(values.slots!, values.url);
+  const { worker, user, functionId, once, sync, followed, stop } = await startEchoService(values.slots!, values.url);
   try {
     for (let i = 0; i < 20; i++) await once(i); // warm the container, the DO and the JIT
     for (let i = 0; i < 20; i++) await sync(i);
@@ -75,12 +75,18 @@ async function main() {
     const cpu1 = hostCpu();
     for (let i = 0; i < N; i++) single.push((await timed(() => sync(i)))[0]);
     const syncCpu = perTask(cpu1, N);
+    // The same calls with a live log follower each (it opens before the task runs, reads to the end).
+    const watched: number[] = [];
+    const cpu2 = hostCpu();
+    for (let i = 0; i < N; i++) watched.push((await timed(() => followed(i)))[0]);
+    const watchedCpu = perTask(cpu2, N);
 
-    console.log(`\nWorker host CPU per task, sequential: ${seqCpu} (create → result), ${syncCpu} (synchronous)`);
+    console.log(`\nWorker host CPU per task, sequential: ${seqCpu} (create → result), ${syncCpu} (synchronous), ${watchedCpu} (create → result, log followed)`);
     printTable("Warm call latency, sequential", ["path", "n", "p50", "p95", "added at p50"], [
       ["bare HTTP to the warm container (baseline)", N, ms(percentile(bare, 50)), ms(percentile(bare, 95)), "-"],
       ["task create → result (API, DO, agent)", N, ms(percentile(full, 50)), ms(percentile(full, 95)), ms(percentile(full, 50) - percentile(bare, 50))],
       ["synchronous call, Prefer: wait (one request)", N, ms(percentile(single, 50)), ms(percentile(single, 95)), ms(percentile(single, 50) - percentile(bare, 50))],
+      ["task create → result, its log followed live", N, ms(percentile(watched, 50)), ms(percentile(watched, 95)), ms(percentile(watched, 50) - percentile(bare, 50))],
     ]);
 
     // What a retry policy and a concurrency cap cost a task that succeeds (the usual case: the

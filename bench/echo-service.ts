@@ -41,5 +41,15 @@ export async function startEchoService(slots: string, url?: string) {
     if (res.status !== 200 || res.headers.get("preference-applied") !== "wait") throw new Error(`sync call: ${res.status} ${await res.text()}`);
     await res.text();
   };
-  return { worker, admin, user, functionId, once, sync, stop };
+  // Create → result while a follower reads the task's live log to its end (docs/logs.md).
+  const followed = async (i: number) => {
+    const { id } = await user.json("POST", `/v1/task/${functionId}`, 201, { json: { i } });
+    const follow = user("GET", `/v1/task/${id}/log?follow=1`, { headers: { accept: "text/event-stream" } });
+    const res = await user("GET", `/v1/task/${id}/result?wait=30`);
+    if (res.status !== 200) throw new Error(`task ${id}: ${res.status} ${await res.text()}`);
+    await res.text();
+    const events = await (await follow).text();
+    if (!events.includes("event: end")) throw new Error(`task ${id}: the follower got no end: ${events.slice(0, 200)}`);
+  };
+  return { worker, admin, user, functionId, once, sync, followed, stop };
 }

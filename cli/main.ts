@@ -13,7 +13,8 @@ import { builds, build } from "./commands/builds.js";
 import { capabilities, del, edit, get, list } from "./commands/functions.js";
 import { pause, resume } from "./commands/pause.js";
 import { init } from "./commands/init.js";
-import { invoke, logs, result } from "./commands/invoke.js";
+import { invoke, result } from "./commands/invoke.js";
+import { logs, tail } from "./commands/logs.js";
 import { config, login, logout } from "./commands/login.js";
 import { tags } from "./commands/tags.js";
 import { task, tasks } from "./commands/tasks.js";
@@ -41,6 +42,7 @@ export const COMMANDS: Command[] = [
   invoke,
   result,
   logs,
+  tail,
   list,
   get,
   edit,

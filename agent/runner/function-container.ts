@@ -6,7 +6,7 @@ import { forceRemove, LABEL_AGENT, LABEL_BUILD, LABEL_FUNCTION, LABEL_MANAGED, L
 import { attachOutput } from "../docker/output.js";
 import { sandboxHostConfig, type SandboxLimits } from "../docker/sandbox.js";
 import { FUNCTION_UID } from "../runtimes/languages.js";
-import { InvocationLog, type CallLog, type LogBounds } from "./invocation-log.js";
+import { InvocationLog, type CallLog, type LineFeed, type LogBounds } from "./invocation-log.js";
 import { CHANNEL_SOCKET, ShimChannel } from "./shim-channel.js";
 import type { ShimResponse } from "./shim-client.js";
 import type { FunctionRequest } from "./types.js";
@@ -203,6 +203,11 @@ export class FunctionContainer {
    */
   bareExchange(request: FunctionRequest, invocationId: string, maxResponseBytes: number): Promise<ShimResponse> {
     return this.channel.exchange(request, invocationId, maxResponseBytes);
+  }
+
+  /** The running call's output as it is printed (a live follower's source). */
+  get output(): LineFeed {
+    return this.log;
   }
 
   /** Output printed by a call that will never complete (timed out or crashed). */

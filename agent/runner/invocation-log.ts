@@ -31,6 +31,22 @@ interface Line {
 const noCut = (): LogCut => ({ lines: 0, bytes: 0 });
 
 /**
+ * A running call's output as it is printed, for a live follower (agent/work/live-log.ts). Lines
+ * are the ones the log keeps, numbered from 0 in the order kept: the same lines, in the same order,
+ * as the call's finished log. Lines past the log's bounds are not kept, so not watched either.
+ */
+export interface LineFeed {
+  /** The lines held so far; from now on each kept line goes to `onLine`, and the first cut line to `onCut`. */
+  watch(onLine: (line: string) => void, onCut: () => void): string[];
+  unwatch(): void;
+}
+
+interface Watcher {
+  onLine: (line: string) => void;
+  onCut: () => void;
+}
+
+/**
  * Cuts a warm container's stdout and stderr into per-invocation logs. One container serves one call
  * at a time, and its shim writes an end marker (with the call's id) to both streams after the handler
  * returns, so everything before the markers belongs to that call; output printed between calls
@@ -39,8 +55,10 @@ const noCut = (): LogCut => ({ lines: 0, bytes: 0 });
  * Memory is bounded while the output is read, not after: lines past `maxLines` or past `maxBytes`
  * held are counted (lines and bytes) and let go at once; the counts end the call's log as a note.
  */
-export class InvocationLog {
+export class InvocationLog implements LineFeed {
   private seq = 0;
+  /** Set only while someone follows the running call: the hot path pays one null check a line. */
+  private watcher: Watcher | null = null;
   private readonly current: Record<StreamName, Line[]> = { stdout: [], stderr: [] };
   private readonly finished = new Map<string, Partial<Record<StreamName, Line[]>>>();
   private readonly waiters = new Map<string, () => void>();
@@ -69,6 +87,16 @@ export class InvocationLog {
 
   push(stream: StreamName, chunk: Buffer): void {
     this.splitters[stream].push(chunk);
+  }
+
+  watch(onLine: (line: string) => void, onCut: () => void): string[] {
+    this.watcher = { onLine, onCut };
+    if (this.cut.lines > 0) onCut();
+    return [...this.current.stdout, ...this.current.stderr].sort((a, b) => a.seq - b.seq).map((l) => l.bytes.toString("utf8"));
+  }
+
+  unwatch(): void {
+    this.watcher = null;
   }
 
   /** Waits until both streams carried the end marker of `id` (or `timeoutMs`), then returns its log. */
@@ -130,10 +158,12 @@ export class InvocationLog {
   private keep(stream: StreamName, text: string): void {
     const size = Buffer.byteLength(text);
     if (this.heldLines >= this.bounds.maxLines || this.heldBytes + size > this.bounds.maxBytes) {
+      if (this.cut.lines === 0) this.watcher?.onCut();
       this.cut.lines += 1;
       this.cut.bytes += size;
       return;
     }
+    this.watcher?.onLine(text);
     this.current[stream].push({ seq: this.seq++, bytes: Buffer.from(text, "utf8") });
     this.heldLines += 1;
     this.heldBytes += size;

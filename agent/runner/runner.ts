@@ -166,7 +166,9 @@ export class Runner {
       if (call.signal?.aborted) onAbort();
       else call.signal?.addEventListener("abort", onAbort, { once: true });
     });
+    call.live?.attach(container.output);
     const outcome = await Promise.race([container.exchange(call.request, this.settings.maxResponseBytes, call.env), timedOut, cancelled]);
+    call.live?.detach();
     clearTimeout(timer);
     call.signal?.removeEventListener("abort", onAbort!);
 

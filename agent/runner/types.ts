@@ -4,6 +4,14 @@ import type { PoolSettings } from "../pool/runtime-pool.js";
 import type { Lang, RuntimeImages } from "../runtimes/languages.js";
 import type { LogCut } from "../../shared/protocol/messages.js";
 import type { ShimResponse } from "./shim-client.js";
+import type { LineFeed } from "./invocation-log.js";
+
+/** Takes a call's output while it runs (agent/work/live-log.ts): attached once the call has its container. */
+export interface LiveOutput {
+  attach(feed: LineFeed): void;
+  /** The call is over (before its result is returned): pending lines go out now. */
+  detach(): void;
+}
 
 export interface Capabilities {
   /** Seconds; covers the whole invocation, cold start included. */
@@ -42,6 +50,8 @@ export interface InvokeRequest {
   env?: Record<string, string>;
   /** Aborting stops the call at once: its container is killed and the call answers 410. */
   signal?: AbortSignal;
+  /** Where the call's output goes while it runs, for a live follower. */
+  live?: LiveOutput;
 }
 
 export interface InvokeResult {

@@ -2,6 +2,7 @@ import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/mess
 import { taskInput } from "../../shared/protocol/messages.js";
 import type { Agent } from "../agent.js";
 import type { Runner } from "../runner/index.js";
+import type { LiveOutput } from "../runner/types.js";
 import { log } from "../log.js";
 import { fitTaskDone } from "../control/frame-budget.js";
 import { INLINE_STORAGE_CHARS, STORAGE_HEADER, type StorageChange } from "../../shared/schemas/storage.js";
@@ -10,7 +11,7 @@ import { maskSecrets } from "./mask-secrets.js";
 
 type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
 
-export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void, signal?: AbortSignal): Promise<void> {
+export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void, signal?: AbortSignal, live?: LiveOutput): Promise<void> {
   const artifact = await agent.artifacts.acquire(msg.buildId, msg.artifactPath);
   let result: Awaited<ReturnType<Runner["invoke"]>>;
   try {
@@ -30,6 +31,7 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
       // Held in memory for this call only: never the container's environment, never the disk.
       ...(msg.config ? { env: { ...msg.config.env, ...msg.config.secrets } } : {}),
       signal,
+      live,
     });
   } finally {
     await artifact.release();

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { errorFromResponse, type ApiClient } from "../api-client.js";
 import { cmd } from "../cli-name.js";
 import type { Command } from "../command.js";
@@ -129,48 +128,5 @@ export const result: Command = {
       return 0;
     }
     return printResult(ctx, r);
-  },
-};
-
-interface TaskLog {
-  id: string;
-  finished: boolean;
-  log: string[];
-}
-
-export const logs: Command = {
-  name: "logs",
-  summary: "print a task's log (the function's stdout and stderr)",
-  usage: "logs <task-id> [--follow]",
-  help: ["--follow, -f   keep printing new lines until the task finishes"],
-  examples: ["gcfaas logs 01jc9x5v3e", "gcfaas logs 01jc9x5v3e --follow"],
-  options: { follow: { type: "boolean", short: "f" } },
-  args: [1, 1],
-  async run(ctx, a) {
-    const taskId = a.pos(0, "<task-id>");
-    const api = await ctx.api();
-    let log = await api.get<TaskLog>(`/v1/task/${taskId}/log`);
-    if (a.flag("follow") && !ctx.out.json) {
-      let seen = 0;
-      for (;;) {
-        for (const line of log.log.slice(seen)) ctx.out.line(line);
-        seen = Math.max(seen, log.log.length);
-        if (log.finished) return 0;
-        await sleep(1000);
-        log = await api.get<TaskLog>(`/v1/task/${taskId}/log`);
-      }
-    }
-    if (a.flag("follow")) {
-      while (!log.finished) {
-        await sleep(1000);
-        log = await api.get<TaskLog>(`/v1/task/${taskId}/log`);
-      }
-    }
-    ctx.out.result(log, () => {
-      for (const line of log.log) ctx.out.line(line);
-      if (!log.finished) ctx.out.note(`(task ${taskId} has not finished; more lines may come: gcfaas logs ${taskId} --follow)`);
-      else if (log.log.length === 0) ctx.out.note("(no log lines)");
-    });
-    return 0;
   },
 };

@@ -70,6 +70,11 @@ export const hello = z.object({
    * there instead of running without it.
    */
   configs: z.literal(true).optional(),
+  /**
+   * True: the agent streams a followed task's output (`task.follow` / `task.log`). Absent (agents
+   * from before live logs): followers of its tasks get the log when the task ends.
+   */
+  liveLogs: z.literal(true).optional(),
   /** Builds the node runs at once (each counts in `slots` too); absent: no limit but `slots`. */
   builds: z.int().min(1).max(1024).optional(),
   /** Work the agent is still running from before a reconnect: it keeps it and reports it. */
@@ -130,7 +135,29 @@ export const taskDone = z.object({
   runtime: z.string().max(32).optional(),
 });
 
-export const agentMessage = z.discriminatedUnion("type", [hello, heartbeat, pong, buildStarted, buildLog, buildDone, taskDone]);
+/** Most lines one `task.log` frame carries; its bytes stay within LIVE_LOG_FRAME_BYTES too. */
+export const MAX_LIVE_LOG_LINES = 1000;
+/**
+ * Bytes of lines one `task.log` frame carries at most (JSON-escaped): well under the frame budget,
+ * so a live batch never competes with a report for a frame's room.
+ */
+export const LIVE_LOG_FRAME_BYTES = 64 * 1024;
+
+/**
+ * A running task's new output while the dispatcher has it followed (see `task.follow`): lines
+ * numbered from 0 within the call's log, `first` naming the first. Not a report: never
+ * acknowledged nor re-sent (the finished log carries every line anyway). `cut` says lines past the
+ * call's log bounds are no longer streamed.
+ */
+export const taskLog = z.object({
+  type: z.literal("task.log"),
+  taskId: id,
+  first: z.int().min(0).max(MAX_LOG_LINES),
+  lines: z.array(z.string().max(MAX_LOG_LINE_CHARS)).max(MAX_LIVE_LOG_LINES),
+  cut: z.literal(true).optional(),
+});
+
+export const agentMessage = z.discriminatedUnion("type", [hello, heartbeat, pong, buildStarted, buildLog, buildDone, taskDone, taskLog]);
 export type AgentMessage = z.infer<typeof agentMessage>;
 
 // ── dispatcher → agent ─────────────────────────────────────────────────────────────────────────
@@ -180,6 +207,15 @@ export const taskAssign = z.object({
 export const taskCancel = z.object({ type: z.literal("task.cancel"), taskId: id });
 
 /**
+ * Someone follows the task's log (`on`), or nobody does any more. On `on` the agent sends the
+ * call's lines so far (from line 0), then new lines in batches at most every LIVE_LOG_BATCH_MS,
+ * until `on: false` or the task ends. Only sent to agents whose hello says `liveLogs`.
+ */
+export const taskFollow = z.object({ type: z.literal("task.follow"), taskId: id, on: z.boolean() });
+/** How long the agent gathers a followed task's new lines into one `task.log` frame. */
+export const LIVE_LOG_BATCH_MS = 200;
+
+/**
  * The dispatcher has taken a report for good (a task's outcome is in its durable log, a build's
  * record is written): the agent forgets it. Reports not yet acknowledged are sent again after a
  * reconnect; the dispatcher takes each once. `first` names a build.log batch.
@@ -187,7 +223,7 @@ export const taskCancel = z.object({ type: z.literal("task.cancel"), taskId: id 
 export const reportKind = z.enum(["task.done", "build.started", "build.log", "build.done"]);
 export const ack = z.object({ type: z.literal("ack"), of: reportKind, id, first: z.int().min(0).optional() });
 
-export const dispatcherMessage = z.discriminatedUnion("type", [welcome, ping, buildAssign, taskAssign, taskCancel, ack]);
+export const dispatcherMessage = z.discriminatedUnion("type", [welcome, ping, buildAssign, taskAssign, taskCancel, taskFollow, ack]);
 export type DispatcherMessage = z.infer<typeof dispatcherMessage>;
 export type Ack = z.infer<typeof ack>;
 

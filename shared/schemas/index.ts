@@ -7,3 +7,4 @@ export * from "./build.js";
 export * from "./task.js";
 export * from "./admin.js";
 export * from "./scheduled.js";
+export * from "./live-logs.js";

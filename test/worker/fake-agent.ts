@@ -20,6 +20,8 @@ interface HelloOptions {
   beforeShares?: boolean;
   /** An agent from before function configuration: its hello does not say `configs`. */
   beforeConfigs?: boolean;
+  /** An agent that streams followed tasks' output (hello `liveLogs`). */
+  liveLogs?: boolean;
 }
 
 /** Which shard to connect to, and through which fetch (a Worker with more shards than the test pool's). */
@@ -83,6 +85,7 @@ export class FakeAgent {
       langs: opts.langs ?? ["go", "py", "js", "cs", "rb", "rs"], slots: opts.slots ?? 4, running: opts.running ?? [], warm: [],
       ...(opts.beforeShares ? {} : { slotsShared: true as const }),
       ...(opts.beforeConfigs ? {} : { configs: true as const }),
+      ...(opts.liveLogs ? { liveLogs: true as const } : {}),
       ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}), ...(opts.runtime ? { runtime: opts.runtime } : {}),
       ...(opts.builds === undefined ? {} : { builds: opts.builds }),
       ...(opts.egress === undefined ? {} : { egress: opts.egress }),

@@ -87,6 +87,8 @@ export const ROUTES: Route[] = [
   { method: "GET", path: (o) => `/v1/task/${o.task}` },
   { method: "GET", path: (o) => `/v1/task/${o.finished}/result` },
   { method: "GET", path: (o) => `/v1/task/${o.finished}/log` },
+  // Live: a finished task's stream ends at once (a tail never does; live-logs.test.ts has its 404).
+  { method: "GET", path: (o) => `/v1/task/${o.finished}/log?follow=1`, headers: { accept: "text/event-stream" } },
   { method: "GET", path: () => "/v1/invoice/list" },
   { method: "GET", path: (o) => `/v1/invoice/${o.invoice}` },
 ];

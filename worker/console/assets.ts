@@ -1,6 +1,6 @@
 /**
- * The console's one script (about 3 KB): zip upload with progress and the live build log, and
- * copy-to-clipboard buttons. Every page works without it except those two conveniences' live parts.
+ * The console's one script (about 4 KB): zip upload with progress, the live build log, a running
+ * task's live log, and copy-to-clipboard buttons. Every page works without it except those two conveniences' live parts.
  */
 export const CONSOLE_JS = String.raw`
 (() => {
@@ -62,6 +62,22 @@ export const CONSOLE_JS = String.raw`
     drop.addEventListener("dragleave", () => drop.classList.remove("over"));
     drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); upload(e.dataTransfer.files[0]); });
     if (deploy.dataset.follow) follow(deploy.dataset.follow);
+  }
+
+  // A running task's log, live: the lines so far replace the page's, then each new one is added.
+  const taskLog = $("#task-log");
+  if (taskLog && taskLog.dataset.live && window.EventSource) {
+    const state = $("#task-log-state"), events = new EventSource(taskLog.dataset.live);
+    let lines = [];
+    const show = () => { taskLog.textContent = lines.join("\n"); taskLog.scrollTop = taskLog.scrollHeight; };
+    events.addEventListener("line", (e) => { lines.push(e.data); show(); });
+    events.addEventListener("dropped", (e) => { lines.push("[… " + JSON.parse(e.data).lines + " lines dropped: this page fell behind …]"); show(); });
+    events.addEventListener("end", (e) => {
+      events.close();
+      state.textContent = "finished (status " + JSON.parse(e.data).status + "): reload for the result";
+    });
+    events.onerror = () => { if (events.readyState === EventSource.CLOSED) state.textContent = "not live; reload"; };
+    events.onopen = () => { lines = []; state.textContent = "live"; };
   }
 })();
 `;

@@ -16,6 +16,8 @@ export interface AgentState {
   builds?: number;
   /** Whether the agent hands a task's configuration to the function (hello `configs`). */
   configs?: boolean;
+  /** Whether the agent streams a followed task's output (hello `liveLogs`). */
+  liveLogs?: boolean;
   /** Function ids with a warm container on the agent (capped: an attachment holds 16 KiB). */
   warm: string[];
   draining: boolean;

@@ -18,6 +18,8 @@ interface Pending {
 export interface AssignmentHost {
   stillAssigned(taskId: string, nodeId: string, at: number): boolean;
   send(nodeId: string, frame: string): void;
+  /** The assignment went out (live log followers start with it). */
+  sent(w: WorkRow, nodeId: string): void;
   fail(w: WorkRow, reason: string): void;
 }
 
@@ -61,6 +63,9 @@ export class ConfiguredAssignments {
     if (frame === undefined) this.host.fail(w, "its configuration does not fit the assignment frame");
     // An agent from before configuration would run the function without it, unseen.
     else if (frame !== payload && !to.configs) this.host.fail(w, `node ${to.nodeId} runs an agent too old for environment variables and secrets; upgrade it`);
-    else deliver(frame);
+    else {
+      deliver(frame);
+      this.host.sent(w, to.nodeId);
+    }
   }
 }

@@ -8,6 +8,8 @@ import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { BuildReports } from "./build-reports.js";
 import { evictArtifacts } from "../limits/artifact-eviction.js";
 import { GroupCommit } from "./group-commit.js";
+import { LogFollows, type Followed } from "./log-follows.js";
+import { followedResponse, liveLogRequest } from "./live-log-requests.js";
 import { AssignedMarks } from "./assigned-marks.js";
 import { BuildLimits } from "./build-limits.js";
 import { Waiters } from "./waiters.js";
@@ -58,6 +60,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
   private readonly storage: DispatcherStorage;
+  private readonly follows: LogFollows;
   private readonly commits: GroupCommit;
   private readonly builds: BuildReports;
   private readonly refusals: Refusals;
@@ -79,6 +82,13 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
       log("error", "firing triggers failed; retrying", { taskIds, error: String(e) });
       void this.scheduleAlarm();
+    });
+    this.follows = new LogFollows({
+      follow: (nodeId, taskId, on) => {
+        for (const ws of this.sockets(nodeId)) if ((ws.deserializeAttachment() as AgentState).liveLogs) this.send(ws, { type: "task.follow", taskId, on });
+      },
+      running: (functionId) => this.queue.matching((w) => w.function_id === functionId && w.kind === "task" && w.node !== null),
+      get: (taskId) => this.queue.get(taskId),
     });
     this.builds = new BuildReports(this.db, this.queue, (accountId, functionId) =>
       // Eviction failing must not fail the build's report: the next build's end evicts again.
@@ -102,6 +112,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       send: (nodeId, frame) => {
         for (const ws of this.sockets(nodeId)) this.sendRaw(ws, frame);
       },
+      sent: (w, nodeId) => this.follows.assigned(w, nodeId),
       // Rather than run the function without the variables it expects, the task fails with the reason.
       fail: (w, reason) => {
         log("error", "a task's configuration could not go with it; the task fails", { taskId: w.id, reason });
@@ -166,6 +177,20 @@ export class Dispatcher extends DurableObject<Bindings> {
     return finished;
   }
 
+  /**
+   * A live follower of the account's queued or running task (api-decisions "Live logs"); null when
+   * the task is not here (finished, or another account's): its log is read from D1 then.
+   */
+  async followTask(taskId: string, accountId: string): Promise<Followed | null> {
+    const w = this.queue.get(taskId);
+    return w && w.kind === "task" && w.account_id === accountId ? await this.follows.followTask(taskId, accountId) : null;
+  }
+
+  /** A live tail of the function's tasks; the caller checked that the function is the caller's. */
+  async tailFunction(functionId: string, accountId: string): Promise<Followed> {
+    return this.follows.tailFunction(functionId, accountId);
+  }
+
   /** The owner cleared the function's storage: tasks assigned from now on get none. */
   async clearStorage(functionId: string): Promise<void> {
     this.storage.clear(functionId);
@@ -192,7 +217,9 @@ export class Dispatcher extends DurableObject<Bindings> {
   async cancelFunction(functionId: string): Promise<void> {
     this.storage.clear(functionId);
     this.assignments.configs.changed(functionId);
-    for (const w of this.queue.removeFunction(functionId)) {
+    const removed = this.queue.removeFunction(functionId);
+    this.follows.functionGone(functionId, removed.map((w) => w.id));
+    for (const w of removed) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
@@ -290,6 +317,9 @@ export class Dispatcher extends DurableObject<Bindings> {
   // ── WebSockets ────────────────────────────────────────────────────────────────────────────────
 
   override async fetch(request: Request): Promise<Response> {
+    // Live logs stream through fetch rather than RPC: a reader that goes away cancels the stream here.
+    const live = liveLogRequest(request);
+    if (live) return followedResponse(live.kind === "task" ? await this.followTask(live.id, live.accountId) : await this.tailFunction(live.id, live.accountId));
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return new Response("expected a WebSocket upgrade", { status: 426 });
     const bound = boundTo(request);
     if (!bound || this.revoked.has(bound.tokenId)) return connectRefused();
@@ -390,6 +420,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const state: AgentState = {
       nodeId: h.nodeId, cpus: h.cpus, memMiB: h.memMiB, privileged: h.privileged, egress: h.egress === true, langs: h.langs, slots, builds: h.builds, configs: h.configs === true,
       warm: [...new Set(h.warm.map((w) => w.functionId))].slice(0, MAX_WARM_REMEMBERED), draining: flags.draining, lastSeen: now, rttMs: 0,
+      liveLogs: h.liveLogs === true,
     };
     this.refusals.saw(h.nodeId, state);
     const node = { tokenId: bound.tokenId, connectedAt: now, agentVersion: h.agentVersion, runtime: h.runtime, operatorDraining: flags.draining };
@@ -413,6 +444,11 @@ export class Dispatcher extends DurableObject<Bindings> {
         return this.pump();
       case "task.done":
         return this.onTaskDone(agent, msg, now, frame);
+      case "task.log": {
+        const w = this.queue.get(msg.taskId);
+        if (w) this.follows.lines(w, msg);
+        return;
+      }
       case "build.started":
         return this.builds.started(msg, now);
       case "build.log":
@@ -450,6 +486,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The task leaves the queue and its outcome enters the log, in one synchronous step. */
   private accept(w: WorkRow, report: TaskDone | null, now: number, rttMs: number, frame?: string) {
     const mark = this.marks.take(w.id);
+    this.follows.ended(w, report?.status ?? 504, report && !report.logUploaded ? report.log : null);
     this.queue.remove(w.id);
     if (report?.storage) this.storage.apply(w.function_id, w.account_id, w.id, report.storage, now);
     const attempts = this.retries.ended(w, report);

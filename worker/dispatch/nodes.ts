@@ -108,6 +108,7 @@ export function holds(queue: WorkQueue, sql: SqlStorage, nodeId: string, access:
 export function reportsOwnWork(queue: WorkQueue, nodeId: string, msg: AgentMessage): boolean {
   switch (msg.type) {
     case "task.done":
+    case "task.log":
       return holdsWork(queue, nodeId, "task", msg.taskId);
     case "build.started":
     case "build.log":

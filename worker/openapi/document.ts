@@ -3,6 +3,7 @@ import { errorBody } from "../../shared/schemas/responses.js";
 import { ERROR_STATUS } from "../errors.js";
 import { documentedPath, operationId, parameterNames, type DocumentedPath } from "./naming.js";
 import { OPERATIONS, type Operation } from "./operations.js";
+import { withEventStreams } from "./event-streams.js";
 
 const toSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
 
@@ -73,7 +74,7 @@ export function openApiDocument(serverUrl?: string) {
       description: "Function-execution service: functions, builds, tasks, triggers, public endpoints, tags and invoices.",
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
-    paths,
+    paths: withEventStreams(paths),
     components: {
       schemas: { Error: toSchema(errorBody) },
       // Not on a replayed result: that answer is built whole by the result service, past the middleware's reach.

@@ -6,6 +6,7 @@ import * as sched from "../../shared/schemas/scheduled.js";
 import * as ep from "../../shared/schemas/endpoint.js";
 import * as build from "../../shared/schemas/build.js";
 import * as task from "../../shared/schemas/task.js";
+import * as live from "../../shared/schemas/live-logs.js";
 import * as admin from "../../shared/schemas/admin.js";
 import * as out from "../../shared/schemas/responses.js";
 import * as storage from "../../shared/schemas/storage.js";
@@ -30,6 +31,8 @@ export interface Operation {
   /** Other answers that are not errors (a result read before the task finished). */
   also?: Operation["ok"][];
   errors: number[];
+  /** The Server-Sent Events the success answer may stream instead (docs/logs.md; event-streams.ts). */
+  events?: string;
 }
 
 const json = (schema: z.ZodType, required = true) => ({ schema, contentType: "application/json", required });
@@ -56,6 +59,7 @@ export const OPERATIONS: Operation[] = [
   { method: "patch", path: "/v1/function/:id", summary: "Edit a function", group: "functions", auth: "account", body: json(fn.functionEdit), ok: noContent, errors: [400, 401, 404, 415] },
   { method: "delete", path: "/v1/function/:id", summary: "Delete a function, its triggers, endpoints, schedules and builds; cancel its pending tasks", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "post", path: "/v1/function/:id/togglePause", summary: "Pause or resume a function", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
+  { method: "get", path: "/v1/function/:id/logs", summary: "Tail every task of the function live (follow=1 required), as Server-Sent Events", group: "functions", auth: "account", query: live.functionLogsQuery, ok: { status: 200, contentType: "text/event-stream", description: "The tail." }, events: "Server-Sent Events: `event: task` (data {\"taskId\", \"state\": \"running\" | \"started\" | \"ended\", \"status\"?}) when a task starts or ends (running: it ran when the tail began); `event: line` (data {\"taskId\", \"line\"}) for each line a task prints; `event: dropped` (data {\"lines\": n}) when this reader was too slow and lost n lines. Open until the client closes it.", errors: [400, 401, 404, 429] },
   { method: "get", path: "/v1/function/:id/storage", summary: "Read the function's storage (what its tasks set with the GC-Storage response header)", group: "functions", auth: "account", ok: { status: 200, schema: storage.storageOut, description: "{size, updatedAt, value (base64)}; 404 when nothing is stored." }, errors: [401, 404] },
   { method: "delete", path: "/v1/function/:id/storage", summary: "Clear the function's storage", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
   { method: "get", path: "/v1/function/:id/capabilities", summary: "Get capabilities", group: "functions", auth: "account", ok: { status: 200, schema: out.capabilitiesOut, description: "timeout s, cpuCount CPUs, memSize MiB." }, errors: [401, 404] },
@@ -112,7 +116,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/task/list", summary: "List tasks", group: "tasks", auth: "account", query: task.taskListQuery, ok: { status: 200, schema: out.taskList, description: "Newest first." }, errors: [400, 401] },
   { method: "get", path: "/v1/task/:id", summary: "Get a task", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskGet, description: "The task." }, errors: [401, 404] },
   { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, also: [{ status: 202, schema: out.taskPending, description: "The task has not finished: {status: 0, progress}.", headers: resultHeaders }], errors: [400, 401, 404, 410, 502] },
-  { method: "get", path: "/v1/task/:id/log", summary: "The function's stdout and stderr lines", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskLog, description: "Log lines." }, errors: [401, 404, 410] },
+  { method: "get", path: "/v1/task/:id/log", summary: "The function's stdout and stderr lines; with follow=1 (Accept: text/event-stream), live as Server-Sent Events", group: "tasks", auth: "account", query: live.taskLogQuery, ok: { status: 200, schema: out.taskLog, description: "Log lines. With follow=1: a text/event-stream instead." }, events: "Server-Sent Events: `event: line` (data: one log line) for the lines printed so far and then each new line within a second; `event: dropped` (data {\"lines\": n}) when this reader was too slow and lost n lines; `event: end` (data {\"status\"}) when the task finishes, then the stream closes. A finished task gets all its lines and the end at once.", errors: [400, 401, 404, 410, 429] },
 
   { method: "get", path: "/v1/invoice/list", summary: "List invoices", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceList, description: "Newest first." }, errors: [401] },
   { method: "get", path: "/v1/invoice/:id", summary: "Get an invoice", group: "invoices", auth: "account", ok: { status: 200, schema: out.invoiceGet, description: "The invoice." }, errors: [401, 404] },

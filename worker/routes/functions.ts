@@ -6,6 +6,8 @@ import { deletePrefix, functionPrefix } from "../lib/storage-keys.js";
 import { getOwnTags } from "../services/tags.js";
 import { cancelFunction, dispatcherFor, setPaused } from "../dispatch/client.js";
 import { clearStorage, readStorage } from "../storage/service.js";
+import { functionLogsQuery } from "../../shared/schemas/live-logs.js";
+import { tailFunctionLogs } from "../live-logs/follow.js";
 import {
   capabilitiesOf,
   createFunction,
@@ -47,6 +49,10 @@ export const functionRoutes = new Hono<AppEnv>()
     // Zips and artifacts go after the records: a failure here leaves orphans, never dangling rows.
     c.executionCtx.waitUntil(deletePrefix(c.env.BUCKET, functionPrefix(accountId, id)));
     return c.body(null, 204);
+  })
+  .get("/:id/logs", async (c) => {
+    query(c, functionLogsQuery);
+    return tailFunctionLogs(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"));
   })
   .get("/:id/storage", async (c) => c.json(await readStorage(c.var.db, c.env.BUCKET, c.var.caller.accountId, c.req.param("id"))))
   .delete("/:id/storage", async (c) => {

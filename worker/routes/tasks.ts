@@ -9,6 +9,8 @@ import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
 import { admissionLimits } from "../services/admission.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
 import { readLog, readResult } from "../services/task-results.js";
+import { taskLogQuery } from "../../shared/schemas/live-logs.js";
+import { followTaskLog } from "../live-logs/follow.js";
 
 export const taskRoutes = new Hono<AppEnv>()
   .get("/list", async (c) => c.json(await listTasks(c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
@@ -28,6 +30,7 @@ export const taskRoutes = new Hono<AppEnv>()
     return readResult(c.var.db, c.env, c.var.caller.accountId, c.req.param("id"), wait);
   })
   .get("/:id/log", async (c) => {
+    if (query(c, taskLogQuery).follow) return followTaskLog(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"));
     const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
     return c.json({ id: task.id, finished: task.finishedAt != null, log: await readLog(c.env.BUCKET, task) });
   });

@@ -115,8 +115,15 @@ ${t.parentTaskId ? html`<dt>Started by</dt><dd><a href="/console/tasks/${t.paren
 ${t.triggerId ? html`<dt>Trigger</dt><dd><a href="/console/triggers#trigger-${t.triggerId}">${t.triggerId}</a></dd>` : ""}
 ${t.scheduledId ? html`<dt>Schedule</dt><dd><a href="/console/schedules#schedule-${t.scheduledId}">${t.scheduledId}</a></dd>` : ""}</dl>
 <h2>Result${result ? html` <span class="status ${result.status < 400 ? "ok" : "bad"}">${result.status}</span>` : ""}</h2>${shown}
-<h2>Log</h2><pre aria-label="Task log">${log.ok ? log.data.log.join("\n") || "(no log lines)" : log.error.message}</pre>`;
-    return c.html(layout(`Task ${id}`, { ...c.var.page, section: "tasks" }, body));
+${taskLog(id, t.status === 0, log.ok ? log.data.log.join("\n") || "(no log lines)" : log.error.message)}`;
+    return c.html(layout(`Task ${id}`, { ...c.var.page, section: "tasks" }, body, t.status === 0));
+  });
+
+  // A running task's log as Server-Sent Events, for the task page's EventSource (which sends the
+  // session cookie, not a token): the API's follow, called in process with the session's token.
+  app.get("/tasks/:id/log/live", async (c) => {
+    const res = await c.var.api.raw("GET", `/v1/task/${c.req.param("id")}/log?follow=1`, { headers: { accept: "text/event-stream" } });
+    return new Response(res.body, { status: res.status, headers: res.headers });
   });
 
   // The result replayed for an <img> or a download, sandboxed: nothing a function returns runs here.
@@ -127,4 +134,10 @@ ${t.scheduledId ? html`<dt>Schedule</dt><dd><a href="/console/schedules#schedule
       headers: { "content-type": res.headers.get("content-type") ?? "application/octet-stream", "content-security-policy": "sandbox; default-src 'none'", "x-content-type-options": "nosniff" },
     });
   });
+}
+
+/** The task page's log: a running task's follows live (console.js), a finished one's is as recorded. */
+function taskLog(id: string, running: boolean, text: string) {
+  if (!running) return html`<h2>Log</h2><pre aria-label="Task log">${text}</pre>`;
+  return html`<h2>Log <span class="hint" id="task-log-state" aria-live="polite">live</span></h2><pre aria-label="Task log" id="task-log" data-live="/console/tasks/${id}/log/live">${text}</pre>`;
 }
