@@ -53,6 +53,25 @@ describe("GET /v1/task/<id>/log?follow=1", () => {
     expect(await reader.rest()).toEqual([line("four"), { event: "end", data: '{"status":200}' }]);
   });
 
+  it("marks a retry's lines as the recorded log does, and ends once, with the last attempt", async () => {
+    const agent = await FakeAgent.connect("live-retry", { liveLogs: true });
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await call(`/v1/function/${fn}/retry`, { token, method: "PUT", json: { maxAttempts: 2, backoffSeconds: 1, deadLetterFunctionId: null } });
+    const id = await newTask(token, fn);
+    await agent.next("task.assign");
+    const reader = await follow(`/v1/task/${id}/log?follow=1`, token);
+    await agent.next("task.follow");
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["first try"] });
+    expect(await reader.take(1)).toEqual([line("first try")]);
+    agent.done(id, "boom", 500, { log: ["first try"] });
+    expect((await agent.next("task.assign", 4_000)).taskId).toBe(id);
+    expect(await reader.take(1)).toEqual([line("--- attempt 2 ---")]);
+    agent.send({ type: "task.log", taskId: id, first: 0, lines: ["second try"] });
+    agent.done(id, "fine", 200, { log: ["second try"] });
+    expect(await reader.rest()).toEqual([line("second try"), { event: "end", data: '{"status":200}' }]);
+  });
+
   it("says once that the call's log reached its bound, when the agent stops streaming there", async () => {
     const { agent, id, reader } = await followedTask("live-cut");
     agent.send({ type: "task.log", taskId: id, first: 0, lines: ["kept"], cut: true });

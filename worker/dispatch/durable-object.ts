@@ -112,7 +112,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       send: (nodeId, frame) => {
         for (const ws of this.sockets(nodeId)) this.sendRaw(ws, frame);
       },
-      sent: (w, nodeId) => this.follows.assigned(w, nodeId),
+      sent: (w, nodeId) => this.follows.assigned(w, nodeId, this.retries.runs.get(w.id)?.attempt),
       // Rather than run the function without the variables it expects, the task fails with the reason.
       fail: (w, reason) => {
         log("error", "a task's configuration could not go with it; the task fails", { taskId: w.id, reason });

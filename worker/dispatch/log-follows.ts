@@ -1,3 +1,4 @@
+import { attemptMarker } from "../retries/attempt-log.js";
 import type { AgentMessage } from "../../shared/protocol/messages.js";
 import { FollowerStream } from "../live-logs/follower-stream.js";
 import { sseEvent } from "../lib/sse.js";
@@ -116,14 +117,23 @@ export class LogFollows {
     return this.byTask.has(w.id) || this.byFunction.has(w.function_id);
   }
 
-  /** The task went to a node (again, after a requeue): its followers start over with this run's lines. */
-  assigned(w: WorkRow, nodeId: string): void {
+  /**
+   * The task went to a node (again, after a requeue): its followers start over with this run's lines.
+   * A retry's run (`attempt` 2 and later, worker/retries/) opens with the marker line its recorded
+   * log will have, so that a follower can tell the attempts apart as the log does.
+   */
+  assigned(w: WorkRow, nodeId: string, attempt = 1): void {
     if (!this.isFollowed(w)) return;
-    for (const f of this.byTask.get(w.id) ?? []) Object.assign(f, { next: 0, cutSaid: false });
+    const marker = attempt > 1 ? attemptMarker(attempt) : null;
+    for (const f of this.byTask.get(w.id) ?? []) {
+      Object.assign(f, { next: 0, cutSaid: false });
+      if (marker) f.stream.notice(sseEvent("line", marker));
+    }
     for (const t of this.byFunction.get(w.function_id) ?? []) {
       t.next.set(w.id, 0);
       t.cutSaid.delete(w.id);
       t.stream.notice(taskEvent(w.id, "started"));
+      if (marker) t.stream.notice(sseEvent("line", JSON.stringify({ taskId: w.id, line: marker })));
     }
     this.hooks.follow(nodeId, w.id, true);
   }
