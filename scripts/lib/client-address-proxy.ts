@@ -71,12 +71,20 @@ export interface FrontDoor {
 }
 
 /** Listens on `host:port` and hands every request and WebSocket upgrade to `upstream`. */
-export async function startFrontDoor(o: { host: string; port: number; upstream: URL; trustedProxies: ReadonlySet<string> }): Promise<FrontDoor> {
+export async function startFrontDoor(o: {
+  host: string;
+  port: number;
+  upstream: URL;
+  trustedProxies: ReadonlySet<string>;
+  /** Answers a request itself instead of passing it on when it returns true (tests' controls). */
+  control?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
+}): Promise<FrontDoor> {
   const target = { host: o.upstream.hostname, port: Number(o.upstream.port) };
   // One connection per request: workerd closes a kept-alive connection when it answered without
   // reading the whole body (a refused call), and a request sent on it meanwhile would be lost.
   const agent = new http.Agent({ keepAlive: false });
   const server = http.createServer((req, res) => {
+    if (o.control?.(req, res)) return;
     const up = http.request({ ...target, agent, method: req.method, path: req.url, headers: upstreamHeaders(req, o.trustedProxies, null) }, (answer) => {
       const headers = answer.rawHeaders.filter((_, i, all) => !/^(connection|keep-alive)$/i.test(all[i - (i % 2)]!));
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, headers);

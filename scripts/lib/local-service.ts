@@ -101,7 +101,7 @@ export class LocalWorker {
   /** Runs the Worker's scheduled handler for `cron` now (only with `testScheduled`); resolves once it finished. */
   async triggerCron(cron: string): Promise<void> {
     if (!this.testScheduled) throw new Error("this LocalWorker was created without testScheduled");
-    const res = await fetch(`${this.url}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}`);
+    const res = await fetch(`${this.url}/__test/scheduled?cron=${encodeURIComponent(cron)}`, { method: "POST" });
     if (!res.ok) throw new Error(`firing the cron ${cron}: ${res.status} ${await res.text()}`);
     await res.body?.cancel();
   }

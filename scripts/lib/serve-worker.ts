@@ -25,6 +25,7 @@
  * host can read (ps); it is taken out of this process's environment so that no child inherits it.
  */
 import { spawn } from "node:child_process";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { Log, LogLevel, Miniflare } from "miniflare";
@@ -79,8 +80,6 @@ const mf = new Miniflare({
   defaultPersistRoot: path.join(stateDir, "v3"),
   // The request.cf object would be fetched from Cloudflare; there is no network here.
   cf: false,
-  // Tests fire Cron Triggers through /cdn-cgi/handler/scheduled (LocalWorker.triggerCron).
-  unsafeTriggerHandlers: process.env.GCFAAS_TEST_SCHEDULED === "1",
   log: new Log(logLevel === "info" ? LogLevel.INFO : LogLevel.WARN),
   logRequests: false,
   // Miniflare's own piping, minus the stack trace workerd prints whenever a client hangs up.
@@ -91,7 +90,32 @@ const mf = new Miniflare({
   ...(process.env.GCFAAS_INSPECTOR_PORT ? { inspectorPort: Number(process.env.GCFAAS_INSPECTOR_PORT) } : {}),
 });
 const upstream = await mf.ready;
-const door = await startFrontDoor({ host: "127.0.0.1", port: Number(port), upstream, trustedProxies: trustedProxiesFrom(process.env.GCFAAS_TRUSTED_PROXIES) });
+const door = await startFrontDoor({
+  host: "127.0.0.1",
+  port: Number(port),
+  upstream,
+  trustedProxies: trustedProxiesFrom(process.env.GCFAAS_TRUSTED_PROXIES),
+  ...(process.env.GCFAAS_TEST_SCHEDULED === "1" ? { control: cronControl } : {}),
+});
+
+/**
+ * Tests fire the Worker's Cron Triggers with `POST /__test/scheduled?cron=…` (LocalWorker.triggerCron),
+ * as `wrangler dev --test-scheduled` would; only when GCFAAS_TEST_SCHEDULED=1. Miniflare's own
+ * /cdn-cgi/handler/scheduled reaches the static-assets router in front of the Worker, which has no
+ * scheduled handler, so the Worker is called directly.
+ */
+function cronControl(req: IncomingMessage, res: ServerResponse): boolean {
+  const url = new URL(req.url ?? "/", "http://local");
+  if (url.pathname !== "/__test/scheduled" || req.method !== "POST") return false;
+  const cron = url.searchParams.get("cron") ?? "";
+  mf.getWorker("gc-faas")
+    .then((w) => w.scheduled({ cron, scheduledTime: new Date() }))
+    .then(
+      (r) => res.writeHead(r.outcome === "ok" ? 200 : 500, { "content-type": "application/json" }).end(JSON.stringify(r)),
+      (err: Error) => res.writeHead(500).end(err.message),
+    );
+  return true;
+}
 console.log(`Ready on http://127.0.0.1:${port}`);
 
 for (const signal of ["SIGTERM", "SIGINT"] as const)
