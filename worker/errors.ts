@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   build_not_ready: 409,
   no_previous_build: 409,
   conflict: 409,
+  idempotency_conflict: 409,
   name_taken: 409,
   expired: 410,
   length_required: 411,

@@ -32,6 +32,7 @@ import { ConfiguredAssignments } from "./configured-assignments.js";
 import { Retries } from "../retries/retries.js";
 import { ConcurrencyCaps } from "../concurrency/caps.js";
 import type { FunctionPolicy } from "../retries/function-policy.js";
+import { IdempotencyKeys, type KeyClaim } from "../idempotency/key-store.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -67,6 +68,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly assignments: ConfiguredAssignments;
   private readonly retries: Retries;
   private readonly caps: ConcurrencyCaps;
+  private readonly keys: IdempotencyKeys;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -131,6 +133,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       queue: this.queue, requeue: (work) => this.enqueue(work), log: (msg, extra) => log("warn", msg, extra),
     });
     this.caps = new ConcurrencyCaps(ctx.storage.sql);
+    this.keys = new IdempotencyKeys(ctx.storage.sql);
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -175,6 +178,15 @@ export class Dispatcher extends DurableObject<Bindings> {
     const finished = this.waiters.wait(taskId, ms);
     await this.enqueue(work, true);
     return finished;
+  }
+
+  /** An Idempotency-Key's call asks whether to issue its task (worker/idempotency/). */
+  async claimIdempotencyKey(scope: string, key: string, fingerprint: string): Promise<KeyClaim> {
+    return this.keys.claim(scope, key, fingerprint);
+  }
+
+  async settleIdempotencyKey(scope: string, key: string, claim: string, taskId: string | null): Promise<void> {
+    this.keys.settle(scope, key, claim, taskId);
   }
 
   /**

@@ -34,7 +34,11 @@ function operationObject(op: Operation, path: DocumentedPath, method: string) {
   for (const ok of [op.ok, ...(op.also ?? [])])
     responses[ok.status] = {
       description: ok.description,
-      headers: { ...REQUEST_ID, ...Object.fromEntries(Object.entries(ok.headers ?? {}).map(([name, description]) => [name, { description, required: true, schema: { type: "string" } }])) },
+      headers: {
+        ...REQUEST_ID,
+        ...Object.fromEntries(Object.entries(ok.headers ?? {}).map(([name, description]) => [name, { description, required: true, schema: { type: "string" } }])),
+        ...Object.fromEntries(Object.entries(ok.optionalHeaders ?? {}).map(([name, description]) => [name, { description, required: false, schema: { type: "string" } }])),
+      },
       ...(ok.schema || ok.contentType ? { content: { [ok.contentType ?? "application/json"]: ok.schema ? { schema: toSchema(ok.schema) } : {} } } : {}),
     };
   // Every request is held to its route's body limit (middleware/body-limit.ts) before the route
@@ -47,7 +51,7 @@ function operationObject(op: Operation, path: DocumentedPath, method: string) {
     tags: [op.group],
     operationId: operationId(op.method, op.path, method),
     security: SECURITY[op.auth],
-    parameters: [...pathParams, ...queryParameters(op.query)],
+    parameters: [...pathParams, ...queryParameters(op.query), ...(op.headers ?? []).map((h) => ({ name: h.name, in: "header", required: false, description: h.description, schema: toSchema(h.schema) }))],
     ...(op.body
       ? { requestBody: { required: op.body.required, description: op.body.description, content: { [op.body.contentType]: op.body.schema ? { schema: toSchema(op.body.schema) } : {} } } }
       : {}),

@@ -43,6 +43,6 @@ export function checkAccess(e: EndpointRow, req: { ip: string | null; origin: st
 /** CORS headers for an allowed origin (none for callers without Origin). */
 export function corsHeaders(e: Pick<EndpointRow, "origin">, origin: string | null): Record<string, string> {
   if (!origin || !originAllowed(e, origin)) return {};
-  // Web apps read the task id of a synchronous call and the state of a pending result.
-  return { "Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": "X-Task-Id, X-Task-Status, Location, Preference-Applied, Retry-After", Vary: "Origin" };
+  // Web apps read the task id of a synchronous call, the state of a pending result, and whether a call was replayed.
+  return { "Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": "X-Task-Id, X-Task-Status, Location, Preference-Applied, Retry-After, Idempotent-Replayed", Vary: "Origin" };
 }

@@ -16,6 +16,9 @@ import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
 import { inputFromRequest, issueFunctionTask } from "../services/tasks.js";
 import { admissionColumns, admissionLimits, noSuccessfulBuild } from "../services/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
+import { requestKey } from "../idempotency/request-key.js";
+import { issueOnce } from "../idempotency/issue-once.js";
+import { REPLAYED, replayedResult } from "../idempotency/replay.js";
 import { publicResultWaits } from "../public/result-waits.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { readTaskBody } from "../http/task-body.js";
@@ -39,6 +42,26 @@ async function loadEndpoint(c: Context<AppEnv>, id: string) {
     .where(eq(endpoints.id, id));
   if (!row) throw notFound("endpoint");
   return { ...row, syncWaits: row.syncWaits ?? limitDefaults(c.env).syncWaits };
+}
+
+type EndpointRow = typeof endpoints.$inferSelect;
+
+/** Counts a call against the endpoint's daily limit: its local day, or undefined when it has none; 429 once the limit is reached. */
+async function countCall(env: AppEnv["Bindings"], e: EndpointRow, now: number): Promise<string | undefined> {
+  if (e.dailyLimit < 0) return undefined;
+  const zone = zoneOf(e);
+  const day = localDay(now, zone);
+  const { accepted } = e.dailyLimit === 0 ? { accepted: false } : await counterFor(env, e.id).acquire(day, e.dailyLimit);
+  if (!accepted) {
+    const retry = Math.max(1, Math.ceil((nextLocalMidnight(now, zone) - now) / 1000));
+    throw new ApiError("daily_limit_reached", `this endpoint's daily limit of ${e.dailyLimit} calls is reached`, undefined, e.dailyLimit ? { "Retry-After": String(retry) } : undefined);
+  }
+  return day;
+}
+
+/** Gives back the count of a call that did not become a task. */
+async function uncountCall(env: AppEnv["Bindings"], e: EndpointRow, day: string | undefined): Promise<void> {
+  if (day && e.dailyLimit > 0) await counterFor(env, e.id).release(day);
 }
 
 function applyCors(c: Context<AppEnv>, headers: Record<string, string>) {
@@ -92,30 +115,42 @@ export const publicRoutes = new Hono<AppEnv>()
     checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
     const body = await readTaskBody(c.req.raw);
     if (!buildId) throw noSuccessfulBuild();
+    const input = inputFromRequest(c.req.raw, body);
+    // A browser gets the call page at once; an API client may prefer to wait for the response.
+    const html = prefersHtml(c);
+    const waitS = html ? 0 : preferredWait(c.req.header("prefer"));
+    const during = <T>(wait: (s: number) => Promise<T>) => withSyncWait(c.env, e.accountId, syncWaits, waitS, wait, (p) => c.executionCtx.waitUntil(p));
+    const key = await requestKey(c.req.raw, `gc:${e.id}`, input);
     let day: string | undefined;
-    if (e.dailyLimit >= 0) {
-      const zone = zoneOf(e);
-      day = localDay(now, zone);
-      const { accepted } = e.dailyLimit === 0 ? { accepted: false } : await counterFor(c.env, e.id).acquire(day, e.dailyLimit);
-      if (!accepted) {
-        const retry = Math.max(1, Math.ceil((nextLocalMidnight(now, zone) - now) / 1000));
-        throw new ApiError("daily_limit_reached", `this endpoint's daily limit of ${e.dailyLimit} calls is reached`, undefined, e.dailyLimit ? { "Retry-After": String(retry) } : undefined);
+    // Only a call that issues a task counts against the daily limit: a replay under a key does not.
+    const once = await issueOnce(c.env, fn.id, key, async () => {
+      day = await countCall(c.env, e, now);
+      try {
+        // Quota and the pending cap are checked (by the issuing statement) after the daily counter, so
+        // that a refusal gives the count back.
+        const o = { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, input, endpointId: e.id };
+        return await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), fn.id, o, now);
+      } catch (err) {
+        await uncountCall(c.env, e, day);
+        throw err;
       }
+    });
+    if ("replayOf" in once) {
+      const [task] = await c.var.db.select().from(tasks).where(eq(tasks.id, once.replayOf));
+      if (!task) throw notFound("task");
+      const replay = await replayedResult(c.env, task, waitS, () => during((s) => awaitFinished(c.var.db, c.env, task, s)), `/gc/${task.id}/result`, cors);
+      if (replay) return replay;
+      if (html) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, { ...PAGE_HEADERS, ...REPLAYED });
+      return c.json({ id: task.id }, 201, REPLAYED);
     }
+    const task = once.issued;
     try {
-      // Quota and the pending cap are checked (by the issuing statement) after the daily counter, so
-      // that a refusal gives the count back below.
-      const o = { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, input: inputFromRequest(c.req.raw, body), endpointId: e.id };
-      const task = await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), fn.id, o, now);
-      // A browser gets the call page at once; an API client may prefer to wait for the response.
-      const html = prefersHtml(c);
-      const waitS = html ? 0 : preferredWait(c.req.header("prefer"));
-      const finished = await withSyncWait(c.env, e.accountId, syncWaits, waitS, (s) => issueAndAwait(c.env, task, s), (p) => c.executionCtx.waitUntil(p));
+      const finished = await during((s) => issueAndAwait(c.env, task, s));
       if (finished) return syncResponse(c.env.BUCKET, finished, `/gc/${task.id}/result`, cors);
       if (html) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, PAGE_HEADERS);
       return c.json({ id: task.id }, 201);
     } catch (err) {
-      if (day && e.dailyLimit > 0) await counterFor(c.env, e.id).release(day);
+      await uncountCall(c.env, e, day);
       throw err;
     }
   });

@@ -8,7 +8,10 @@ import { preferredWait } from "../http/prefer.js";
 import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
 import { admissionLimits } from "../services/admission.js";
 import { describeTask, getOwnTask, inputFromRequest, issueFunctionTask, listTasks } from "../services/tasks.js";
-import { readLog, readResult } from "../services/task-results.js";
+import { awaitFinished, readLog, readResult } from "../services/task-results.js";
+import { requestKey } from "../idempotency/request-key.js";
+import { issueOnce } from "../idempotency/issue-once.js";
+import { REPLAYED, replayedResult } from "../idempotency/replay.js";
 import { taskLogQuery } from "../../shared/schemas/live-logs.js";
 import { followTaskLog } from "../live-logs/follow.js";
 
@@ -18,9 +21,19 @@ export const taskRoutes = new Hono<AppEnv>()
     // The body is read first: admission and the insert are one statement (issueFunctionTask).
     const input = inputFromRequest(c.req.raw, await readTaskBody(c.req.raw));
     const functionId = c.req.param("functionId");
-    const o = { id: newTaskId(c.env, functionId), accountId: c.var.caller.accountId, input };
-    const task = await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), functionId, o);
-    const finished = await issueAndAwait(c.env, task, preferredWait(c.req.header("prefer")));
+    const accountId = c.var.caller.accountId;
+    const waitS = preferredWait(c.req.header("prefer"));
+    const key = await requestKey(c.req.raw, `task:${accountId}:${functionId}`, input);
+    const once = await issueOnce(c.env, functionId, key, () =>
+      issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), functionId, { id: newTaskId(c.env, functionId), accountId, input }),
+    );
+    if ("replayOf" in once) {
+      const task = await getOwnTask(c.var.db, accountId, once.replayOf);
+      const replay = await replayedResult(c.env, task, waitS, () => awaitFinished(c.var.db, c.env, task, waitS), `/v1/task/${task.id}/result`);
+      return replay ?? c.json({ id: task.id }, 201, REPLAYED);
+    }
+    const task = once.issued;
+    const finished = await issueAndAwait(c.env, task, waitS);
     if (finished) return syncResponse(c.env.BUCKET, finished, `/v1/task/${task.id}/result`);
     return c.json({ id: task.id }, 201);
   })
