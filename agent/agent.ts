@@ -19,6 +19,7 @@ import { useEngineMountNamespace } from "./builder/host-mount.js";
 import { FUNCTION_UID } from "./runtimes/languages.js";
 import { AgentMetrics } from "./metrics/agent-metrics.js";
 import { AGENT_VERSION } from "./version.js";
+import type { WorkContext } from "./work/work-context.js";
 
 type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" }>;
 
@@ -27,7 +28,7 @@ type Assign = Extract<DispatcherMessage, { type: "build.assign" | "task.assign" 
  * runner that keeps warm containers. Work runs concurrently up to `slots`; the dispatcher never
  * sends more, and the agent refuses nothing it is sent so that the dispatcher's view stays true.
  */
-export class Agent {
+export class Agent implements WorkContext {
   private readonly connections: DispatcherConnection[] = [];
   private readonly running = new Map<string, { kind: "task" | "build"; conn: DispatcherConnection; cancelled: boolean; abort: AbortController; live?: LiveLog }>();
   private draining = false;

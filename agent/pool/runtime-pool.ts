@@ -10,16 +10,9 @@ import type { LogBounds } from "../runner/invocation-log.js";
 import { RecentDemand } from "./demand.js";
 import { linkTree } from "./function-files.js";
 import { POOL_COMMAND } from "./pool-commands.js";
+import type { PoolSettings } from "../runner/types.js";
 
-export interface PoolSettings {
-  /** Started containers kept per language served, holding no function. 0 turns the pool off. */
-  size: number;
-  /** Containers one key may grow to under recent demand. */
-  max: number;
-  /** Demand is counted over this window; containers above what it asks for go after idling as long. */
-  idleMs: number;
-  languages: readonly Lang[];
-}
+export type { PoolSettings };
 
 /** What the pool needs from the runner that owns it. */
 export interface PoolHost {

@@ -1,12 +1,8 @@
 import http from "node:http";
 import type net from "node:net";
-import type { FunctionRequest } from "./types.js";
+import type { FunctionRequest, ShimResponse } from "./types.js";
 
-export interface ShimResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
+export type { ShimResponse };
 
 export class ResponseTooLargeError extends Error {}
 

@@ -1,9 +1,7 @@
 import type { EgressSandbox } from "../egress/index.js";
 import type Docker from "dockerode";
-import type { PoolSettings } from "../pool/runtime-pool.js";
 import type { Lang, RuntimeImages } from "../runtimes/languages.js";
 import type { LogCut } from "../../shared/protocol/messages.js";
-import type { ShimResponse } from "./shim-client.js";
 import type { LineFeed } from "./invocation-log.js";
 
 /** Takes a call's output while it runs (agent/work/live-log.ts): attached once the call has its container. */
@@ -123,4 +121,22 @@ export interface ContainerInfo {
   logBytes: { retained: number; peak: number };
   /** One request straight to the idle container's shim, bypassing the runner: a benchmark baseline. */
   bareExchange: (request: FunctionRequest) => Promise<ShimResponse>;
+}
+
+/** How the runner keeps started containers ready (agent/pool/runtime-pool.ts). */
+export interface PoolSettings {
+  /** Started containers kept per language served, holding no function. 0 turns the pool off. */
+  size: number;
+  /** Containers one key may grow to under recent demand. */
+  max: number;
+  /** Demand is counted over this window; containers above what it asks for go after idling as long. */
+  idleMs: number;
+  languages: readonly Lang[];
+}
+
+/** A function's answer as its shim gave it (agent/runner/shim-client.ts). */
+export interface ShimResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
 }

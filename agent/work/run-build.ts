@@ -1,7 +1,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
-import type { Agent } from "../agent.js";
+import type { WorkContext } from "./work-context.js";
 import type { AgentConfig } from "../config.js";
 import { buildFunction, type BuildLimits } from "../builder/index.js";
 import type { SandboxRuntime } from "../docker/sandbox-runtime.js";
@@ -29,7 +29,7 @@ export function buildLimitsOf(config: AgentConfig, sandbox: SandboxRuntime = "ru
  * whole log, report the outcome. The uploads happen before `build.done`, so a SUCCESS build always
  * has an artifact any node can fetch.
  */
-export async function runBuild(agent: Agent, msg: BuildAssign, report: (m: AgentMessage) => void): Promise<void> {
+export async function runBuild(agent: WorkContext, msg: BuildAssign, report: (m: AgentMessage) => void): Promise<void> {
   const release = await agent.buildSlots.take();
   try {
     await buildIn(agent, msg, report);
@@ -41,7 +41,7 @@ export async function runBuild(agent: Agent, msg: BuildAssign, report: (m: Agent
 /** Longest failure reason a build.done frame carries. */
 const MAX_REASON_CHARS = 4096;
 
-async function buildIn(agent: Agent, msg: BuildAssign, report: (m: AgentMessage) => void): Promise<void> {
+async function buildIn(agent: WorkContext, msg: BuildAssign, report: (m: AgentMessage) => void): Promise<void> {
   report({ type: "build.started", buildId: msg.buildId });
   const dir = await agent.scratch(`build-${msg.buildId}`);
   const buildLog = new BoundedBuildLog();
@@ -99,7 +99,7 @@ async function buildIn(agent: Agent, msg: BuildAssign, report: (m: AgentMessage)
  * The whole log (bounded) goes over HTTP before build.done, as the artifact does; a log that could
  * not be stored leaves the build as it is (its record still has its first and last lines).
  */
-async function uploadLog(agent: Agent, msg: BuildAssign, text: Buffer): Promise<void> {
+async function uploadLog(agent: WorkContext, msg: BuildAssign, text: Buffer): Promise<void> {
   if (!msg.logPath) return;
   try {
     await agent.control.put(msg.logPath, text, "text/plain; charset=utf-8");

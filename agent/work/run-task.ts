@@ -1,6 +1,6 @@
 import type { AgentMessage, DispatcherMessage } from "../../shared/protocol/messages.js";
 import { taskInput } from "../../shared/protocol/messages.js";
-import type { Agent } from "../agent.js";
+import type { WorkContext } from "./work-context.js";
 import type { Runner } from "../runner/index.js";
 import type { LiveOutput } from "../runner/types.js";
 import { log } from "../log.js";
@@ -11,7 +11,7 @@ import { maskSecrets } from "./mask-secrets.js";
 
 type TaskAssign = Extract<DispatcherMessage, { type: "task.assign" }>;
 
-export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void, signal?: AbortSignal, live?: LiveOutput): Promise<void> {
+export async function runTask(agent: WorkContext, runner: Runner, msg: TaskAssign, report: (m: AgentMessage) => void, signal?: AbortSignal, live?: LiveOutput): Promise<void> {
   const artifact = await agent.artifacts.acquire(msg.buildId, msg.artifactPath);
   let result: Awaited<ReturnType<Runner["invoke"]>>;
   try {
@@ -54,7 +54,7 @@ export async function runTask(agent: Agent, runner: Runner, msg: TaskAssign, rep
 }
 
 /** The storage value handed with the assignment: inline, or fetched (large values come through R2). */
-async function storageValue(agent: Agent, msg: TaskAssign): Promise<string | undefined> {
+async function storageValue(agent: WorkContext, msg: TaskAssign): Promise<string | undefined> {
   const given = msg.storage;
   if (!given) return undefined;
   if ("value" in given) return given.value;
@@ -68,7 +68,7 @@ async function storageValue(agent: Agent, msg: TaskAssign): Promise<string | und
 }
 
 /** The response's GC-Storage change, its bytes PUT first when too large for the report frame. */
-async function storageReport(agent: Agent, msg: TaskAssign, headers: Record<string, string>, lines: string[]): Promise<StorageChange | undefined> {
+async function storageReport(agent: WorkContext, msg: TaskAssign, headers: Record<string, string>, lines: string[]): Promise<StorageChange | undefined> {
   const taken = takeStorage(headers, lines);
   if (!taken || taken.change.op === "clear" || (taken.change.value ?? "").length <= INLINE_STORAGE_CHARS) return taken?.change;
   if (!msg.storagePath) {

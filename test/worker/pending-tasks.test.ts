@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DEFAULT_MAX_PENDING_TASKS } from "../../worker/services/admission.js";
+import { DEFAULT_MAX_PENDING_TASKS } from "../../worker/tasks/admission.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, newTrigger, sql } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";

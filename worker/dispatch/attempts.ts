@@ -1,5 +1,5 @@
 import type { TaskDone } from "./outcomes.js";
-import type { WorkRow } from "./queue.js";
+import type { WorkRow } from "./work-rows.js";
 import { verdictReport } from "./verdicts.js";
 
 /**

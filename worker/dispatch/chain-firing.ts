@@ -1,7 +1,7 @@
 import type { Bindings } from "../env.js";
 import { sqlBatch, type Db } from "../db/client.js";
-import type { TaskRow } from "../services/tasks.js";
-import { admissionLimits } from "../services/admission.js";
+import type { TaskRow } from "../db/rows.js";
+import { admissionLimits } from "../tasks/admission.js";
 import { fireTriggers, firesFor, triggerCandidate, triggerCandidates, type ChainParent, type TriggerCandidate } from "./chain.js";
 import { enqueueTasks, newTaskId } from "./client.js";
 import type { Dispatcher } from "./durable-object.js";

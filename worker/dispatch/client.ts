@@ -1,6 +1,6 @@
 import type { Bindings } from "../env.js";
-import type { TaskRow } from "../services/tasks.js";
-import type { BuildRow } from "../services/builds.js";
+import type { TaskRow } from "../db/rows.js";
+import type { BuildRow } from "../db/rows.js";
 import type { Dispatcher } from "./durable-object.js";
 import type { NewWork } from "./queue.js";
 import { buildWork, taskWork } from "./work.js";

@@ -1,4 +1,4 @@
-import type { WorkRow } from "./queue.js";
+import type { WorkRow } from "./work-rows.js";
 
 /** Oldest first: enqueue time, then id (ids drawn in one instant are monotonic). */
 const older = (a: WorkRow, b: WorkRow) => a.enqueued_at < b.enqueued_at || (a.enqueued_at === b.enqueued_at && a.id < b.id);

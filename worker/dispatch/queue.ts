@@ -18,44 +18,10 @@
  */
 import { FairQueue } from "./fairness.js";
 import { MAX_ATTEMPTS } from "./attempts.js";
+import type { NewWork, WorkRow } from "./work-rows.js";
 
-export type WorkKind = "task" | "build";
+export type { NewWork, WorkKind, WorkRow } from "./work-rows.js";
 
-/** A queue row without its payload. */
-export interface WorkRow {
-  id: string;
-  kind: WorkKind;
-  account_id: string;
-  function_id: string;
-  lang: string;
-  privileged: number;
-  /** 1 for a task that reaches the network (placed only on agents that allow it). */
-  egress: number;
-  cpu: number;
-  mem: number;
-  timeout_s: number;
-  enqueued_at: number;
-  node: string | null;
-  assigned_at: number | null;
-  deadline: number | null;
-  /** How often it was assigned: work lost with its agent this often is given up (see attempts.ts). */
-  attempts: number;
-}
-
-export interface NewWork {
-  id: string;
-  kind: WorkKind;
-  accountId: string;
-  functionId: string;
-  lang: string;
-  privileged: boolean;
-  /** A task of a function with egress "internet"; absent: no network (builds, and callers from before egress). */
-  egress?: boolean;
-  cpu: number;
-  mem: number;
-  timeoutS: number;
-  payload: unknown;
-}
 
 const COLUMNS = "id, kind, account_id, function_id, lang, privileged, egress, cpu, mem, timeout_s, enqueued_at, node, assigned_at, deadline, attempts";
 

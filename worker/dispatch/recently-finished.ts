@@ -1,4 +1,4 @@
-import type { TaskRow } from "../services/tasks.js";
+import type { TaskRow } from "../db/rows.js";
 
 /** How long, and how many, finished rows stay: result reads come within milliseconds of the outcome. */
 const KEEP_MS = 5_000;

@@ -8,7 +8,7 @@ import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
 import { periodOf } from "../billing/plans.js";
 import { triggerCandidate, triggerCandidates } from "./chain.js";
 import type { Outcome } from "./outcomes.js";
-import type { TaskRow } from "../services/tasks.js";
+import type { TaskRow } from "../db/rows.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
 import { prependEarlier, TIMED_OUT_LINE, withEarlier } from "../retries/attempt-log.js";
 

@@ -2,7 +2,8 @@ import { taskInputKey } from "../lib/storage-keys.js";
 import { JsonScanner, jsonEscaped } from "../lib/json-scan.js";
 import { base64Of } from "../http/task-body.js";
 import { utf8OrUndefined } from "../http/validate.js";
-import type { StagedInput, TaskRow } from "../services/tasks.js";
+import type { StagedInput } from "../tasks/row.js";
+import type { TaskRow } from "../db/rows.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 
 /** Results up to this size are handed over by value: their input stays small enough for its row. */

@@ -1,4 +1,4 @@
-import type { TaskRow } from "../services/tasks.js";
+import type { TaskRow } from "../db/rows.js";
 
 /**
  * Result readers parked on a dispatcher until their task's outcome is in D1 (memory only: after an

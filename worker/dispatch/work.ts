@@ -1,6 +1,6 @@
 import type { NewWork } from "./queue.js";
-import type { TaskRow } from "../services/tasks.js";
-import type { BuildRow } from "../services/builds.js";
+import type { TaskRow } from "../db/rows.js";
+import type { BuildRow } from "../db/rows.js";
 
 /** Control-plane paths an agent fetches with its agent token. */
 export const agentPaths = {

@@ -1,7 +1,7 @@
 import type { Bindings } from "../env.js";
 import { REPLAYED_HEADER } from "../../shared/schemas/idempotency.js";
 import { syncResponse } from "../services/sync-invoke.js";
-import type { TaskRow } from "../services/tasks.js";
+import type { TaskRow } from "../db/rows.js";
 
 /** Marks an answer that names an earlier call's task. */
 export const REPLAYED = { [REPLAYED_HEADER]: "true" } as const;

@@ -3,7 +3,7 @@ import type { Db } from "../db/client.js";
 import { builds, functions, releases } from "../db/schema.js";
 import { ApiError, notFound, validationFailed } from "../errors.js";
 import type { Release, ReleaseSet } from "../../shared/schemas/release.js";
-import { noSuccessfulBuild } from "../services/admission.js";
+import { noSuccessfulBuild } from "../tasks/admission.js";
 import { isRunnable, newestBuild, RUNNABLE } from "./resolve.js";
 
 /** The release of one of the caller's functions, with the newest runnable build beside it, in one read. */

@@ -1,6 +1,6 @@
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { DeadLetterBody } from "../../shared/schemas/retry.js";
-import type { TaskRow } from "../services/tasks.js";
+import type { TaskRow } from "../db/rows.js";
 
 /** The log's last lines a dead letter carries, and at most this many characters of them. */
 const TAIL_LINES = 20;

@@ -11,7 +11,8 @@ import { given, saveEdit } from "./records.js";
 import { accountHolds, grantRefused } from "./grants.js";
 import type { Grant } from "../dispatch/revoked-grants.js";
 
-export type FunctionRow = typeof functions.$inferSelect;
+import type { FunctionRow } from "../db/rows.js";
+export type { FunctionRow };
 
 export async function getOwnFunction(db: Db, accountId: string, id: string): Promise<FunctionRow> {
   const [row] = await db.select().from(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId))).limit(1);

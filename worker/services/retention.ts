@@ -1,17 +1,7 @@
 import { and, asc, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
-import type { Bindings } from "../env.js";
-import { DAY_MS } from "../lib/time.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../lib/storage-keys.js";
-
-/** Days a finished task's input, result and log are kept (TASK_RETENTION_DAYS overrides). */
-export const DEFAULT_TASK_RETENTION_DAYS = 30;
-
-export function retentionMs(env: Pick<Bindings, "TASK_RETENTION_DAYS">): number {
-  const days = Number(env.TASK_RETENTION_DAYS ?? DEFAULT_TASK_RETENTION_DAYS);
-  return (Number.isFinite(days) && days > 0 ? days : DEFAULT_TASK_RETENTION_DAYS) * DAY_MS;
-}
 
 /** Tasks a page: three R2 keys each stay within one R2 delete call (1,000 keys). */
 const PAGE = 300;

@@ -2,7 +2,7 @@ import type { Bindings } from "../env.js";
 import { dispatcherFor, enqueueTasks } from "../dispatch/client.js";
 import { taskWork } from "../dispatch/work.js";
 import { resultResponse } from "./task-results.js";
-import type { TaskRow } from "./tasks.js";
+import type { TaskRow } from "../db/rows.js";
 
 /**
  * Queues a new task; with a preferred wait (RFC 7240 `Prefer: wait=S`), also waits up to S seconds

@@ -2,7 +2,7 @@ import { ApiError } from "../errors.js";
 import { parseJsonText, parseWith, readTextLimited } from "../http/validate.js";
 import { taskLogKey } from "../lib/storage-keys.js";
 import { logLines, MAX_LOG_UPLOAD_BYTES } from "../../shared/protocol/messages.js";
-import type { TaskRow } from "./tasks.js";
+import type { TaskRow } from "../db/rows.js";
 
 /**
  * Task logs too large for an agent's report frame travel over HTTP: the agent PUTs the log (a JSON

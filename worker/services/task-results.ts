@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
-import type { TaskRow } from "./tasks.js";
+import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
 import { dispatcherFor, shardOfTask, shardStub } from "../dispatch/client.js";
 import { getOwnTask } from "./tasks.js";
