@@ -1,13 +1,13 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 
 /**
  * One endpoint's daily call counter. A Durable Object handles one call at a time and its SQLite
  * writes are synchronous, so acquire() is an atomic check-and-increment: under any concurrency
  * exactly `limit` calls a day get through. Only the current and previous days are kept.
  */
-export class EndpointCounter extends DurableObject<Bindings> {
-  constructor(ctx: DurableObjectState, env: Bindings) {
+export class EndpointCounter extends DurableObject<StoreBindings> {
+  constructor(ctx: DurableObjectState, env: StoreBindings) {
     super(ctx, env);
     ctx.storage.sql.exec("create table if not exists days (day text primary key, count integer not null)");
   }

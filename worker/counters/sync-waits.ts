@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 
 /**
  * One account's synchronous waits (`Prefer: wait` on /gc) held open now, as leases. A Durable
@@ -8,8 +8,8 @@ import type { Bindings } from "../env.js";
  * expires on its own after the wait it was taken for (plus a grace), so one whose release never
  * came (the isolate died mid-wait) frees itself.
  */
-export class SyncWaitLeases extends DurableObject<Bindings> {
-  constructor(ctx: DurableObjectState, env: Bindings) {
+export class SyncWaitLeases extends DurableObject<StoreBindings> {
+  constructor(ctx: DurableObjectState, env: StoreBindings) {
     super(ctx, env);
     ctx.storage.sql.exec("create table if not exists leases (id text primary key, expires_at integer not null)");
   }

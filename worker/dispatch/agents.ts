@@ -1,6 +1,5 @@
-import type { AgentCaller } from "../env.js";
+import type { AgentCaller } from "../callers.js";
 import type { WorkRow } from "./queue.js";
-import type { ShardPlace } from "./nodes.js";
 
 /** What the dispatcher remembers of one connected agent, kept in its WebSocket attachment. */
 export interface AgentState {
@@ -27,6 +26,12 @@ export interface AgentState {
 
 /** Before hello a socket knows only whom its token speaks for; after, the agent and that token. */
 /** `place`: this shard's index and count, which an older agent's hello needs to take its share of slots. */
+/** Which of the shards an agent's connection reached (dispatch/nodes.ts forwards it). */
+export interface ShardPlace {
+  shard: number;
+  shards: number;
+}
+
 export type Attachment = { hello: false; connectedAt: number; bound?: AgentCaller; place?: ShardPlace } | ({ hello: true } & NodeSocket & AgentState);
 
 /** What the fleet list shows of a connection besides what placement uses. */

@@ -1,10 +1,10 @@
 import type { z } from "zod";
 import type { AgentMessage, hello } from "../../shared/protocol/messages.js";
-import type { AgentCaller } from "../env.js";
+import type { AgentCaller } from "../callers.js";
 import type { Db } from "../db/client.js";
 import { ApiError } from "../errors.js";
-import { TOKEN_CACHE_MS } from "../middleware/auth.js";
-import type { Attachment } from "./agents.js";
+import { TOKEN_CACHE_MS } from "../lib/token-cache.js";
+import type { Attachment, ShardPlace } from "./agents.js";
 import { nodeHello, type NodeFlags } from "./fleet.js";
 import type { WorkQueue } from "./queue.js";
 
@@ -26,11 +26,6 @@ export const CLOSE = {
   revoked: 4004,
   disabled: 4005,
 } as const;
-
-export interface ShardPlace {
-  shard: number;
-  shards: number;
-}
 
 export function forwardConnect(req: Request, agent: AgentCaller, place: ShardPlace): Request {
   const headers = new Headers(req.headers);

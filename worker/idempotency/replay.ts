@@ -1,4 +1,4 @@
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 import { REPLAYED_HEADER } from "../../shared/schemas/idempotency.js";
 import { syncResponse } from "../services/sync-invoke.js";
 import type { TaskRow } from "../db/rows.js";
@@ -12,7 +12,7 @@ export const REPLAYED = { [REPLAYED_HEADER]: "true" } as const;
  * the task's response once it is finished — waiting as long as asked through `awaitTask`.
  */
 export async function replayedResult(
-  env: Pick<Bindings, "BUCKET">,
+  env: Pick<StoreBindings, "BUCKET">,
   task: TaskRow,
   waitS: number,
   awaitTask: () => Promise<TaskRow>,

@@ -2,7 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { accounts } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 import {
   accountLimitsPartial,
   BUILT_IN_ACCOUNT_LIMITS,
@@ -16,7 +16,7 @@ import {
  * JSON object with any of the limit names). A malformed variable is a deploy mistake: the built-in
  * values apply and the log says why, rather than every request failing.
  */
-export function limitDefaults(env: Pick<Bindings, "ACCOUNT_LIMITS">): AccountLimits {
+export function limitDefaults(env: Pick<StoreBindings, "ACCOUNT_LIMITS">): AccountLimits {
   if (!env.ACCOUNT_LIMITS) return BUILT_IN_ACCOUNT_LIMITS;
   let parsed: unknown;
   try {
@@ -37,7 +37,7 @@ export function effectiveLimits(defaults: AccountLimits, own: unknown): AccountL
 }
 
 /** One account's limits now; an unknown account gets the defaults (callers have checked it exists). */
-export async function limitsOf(env: Pick<Bindings, "ACCOUNT_LIMITS">, db: Db, accountId: string): Promise<AccountLimits> {
+export async function limitsOf(env: Pick<StoreBindings, "ACCOUNT_LIMITS">, db: Db, accountId: string): Promise<AccountLimits> {
   const [row] = await db.select({ limits: accounts.limits }).from(accounts).where(eq(accounts.id, accountId));
   return effectiveLimits(limitDefaults(env), row?.limits);
 }

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { chunks, type Db } from "../db/client.js";
 import { builds } from "../db/schema.js";
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 import { limitsOf } from "./account-limits.js";
 import { artifactKey } from "../lib/storage-keys.js";
 import { protectedBuildIds } from "../releases/resolve.js";
@@ -40,7 +40,7 @@ const R2_DELETE_KEYS = 1000;
  * records themselves stay readable. Runs after each build of the function ends; idempotent, so
  * two builds ending together do no harm. Returns the ids evicted.
  */
-export async function evictArtifacts(env: Pick<Bindings, "ACCOUNT_LIMITS" | "BUCKET">, db: Db, accountId: string, functionId: string, now = Date.now()): Promise<string[]> {
+export async function evictArtifacts(env: Pick<StoreBindings, "ACCOUNT_LIMITS" | "BUCKET">, db: Db, accountId: string, functionId: string, now = Date.now()): Promise<string[]> {
   const { artifactsKept } = await limitsOf(env, db, accountId);
   const finished = await db
     .select({ id: builds.id, status: builds.status, zipKey: builds.zipKey, artifactKey: builds.artifactKey })

@@ -1,6 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { and, eq, isNull } from "drizzle-orm";
 import type { AppEnv } from "../env.js";
+import { TOKEN_CACHE_MS } from "../lib/token-cache.js";
 import { ApiError } from "../errors.js";
 import { tokens } from "../db/schema.js";
 import { secretEquals, sha256Hex } from "../lib/ids.js";
@@ -19,7 +20,6 @@ type TokenRow = { id: string; accountId: string | null; nodeId: string | null };
  * otherwise cost a D1 round trip before any work. A revocation takes effect at once in the isolate
  * that revokes and within TOKEN_CACHE_MS everywhere else; unknown tokens are never cached.
  */
-export const TOKEN_CACHE_MS = 10_000;
 const TOKEN_CACHE_MAX = 10_000;
 const tokenCache = new Map<string, { row: TokenRow; until: number }>();
 

@@ -6,7 +6,7 @@ import type { Plan } from "../billing/plans.js";
 import { newId, newToken, sha256Hex } from "../lib/ids.js";
 import { forgetToken } from "../middleware/auth.js";
 import { iso } from "../lib/time.js";
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 import { effectiveLimits, limitDefaults } from "../limits/account-limits.js";
 
 async function mint(db: Db, kind: "user" | "agent", accountId: string | null, name: string | null, nodeId: string | null = null) {
@@ -62,7 +62,7 @@ export async function setPlan(db: Db, plans: Plan[], accountId: string, plan: st
 }
 
 /** The operator's view of an account: its plan and the limits that apply to it now (defaults included). */
-export async function describeAccount(env: Pick<Bindings, "ACCOUNT_LIMITS">, db: Db, accountId: string) {
+export async function describeAccount(env: Pick<StoreBindings, "ACCOUNT_LIMITS">, db: Db, accountId: string) {
   const [a] = await db.select().from(accounts).where(eq(accounts.id, accountId));
   if (!a) throw notFound("account");
   return { id: a.id, name: a.name, plan: a.plan, privileged: a.privileged, egress: a.egress, createdAt: iso(a.createdAt)!, limits: effectiveLimits(limitDefaults(env), a.limits) };

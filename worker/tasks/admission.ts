@@ -3,7 +3,7 @@ import type { Db } from "../db/client.js";
 import { functions } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
 import { periodOf, planOf, plansFrom, type Plan } from "../billing/plans.js";
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 import { releasedBuild } from "../releases/resolve.js";
 
 /**
@@ -21,7 +21,7 @@ export interface AdmissionLimits {
   maxPending: number;
 }
 
-export function admissionLimits(env: Pick<Bindings, "PLANS" | "MAX_PENDING_TASKS">): AdmissionLimits {
+export function admissionLimits(env: Pick<StoreBindings, "PLANS" | "MAX_PENDING_TASKS">): AdmissionLimits {
   const n = Number(env.MAX_PENDING_TASKS ?? DEFAULT_MAX_PENDING_TASKS);
   return { plans: plansFrom(env.PLANS), maxPending: Number.isInteger(n) && n >= 1 ? n : DEFAULT_MAX_PENDING_TASKS };
 }

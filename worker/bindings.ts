@@ -1,0 +1,33 @@
+/**
+ * What the Worker and its Durable Objects are bound to, but the Durable Objects themselves: D1, R2 and
+ * the configuration. Kept apart from env.ts, whose namespaces name the objects' classes, so that the
+ * code those classes run can take its settings without importing the classes back.
+ */
+export interface StoreBindings {
+  DB: D1Database;
+  BUCKET: R2Bucket;
+  /** How many dispatcher shards functions are spread over (default 1); see docs/dispatch.md. */
+  DISPATCH_SHARDS?: string;
+  /** The plans, a JSON array (see worker/billing/plans.ts). */
+  PLANS?: string;
+  /** Unfinished tasks one account may hold (default 1000); see worker/tasks/admission.ts. */
+  MAX_PENDING_TASKS?: string;
+  /**
+   * Defaults of what one account may hold, a JSON object with any of schedules, queuedBuilds,
+   * artifactsKept, syncWaits (worker/limits/account-limits.ts); each may be changed per account.
+   */
+  ACCOUNT_LIMITS?: string;
+  /** Days a finished task's input, result and log are kept (default 30); see worker/tasks/retention-period.ts. */
+  TASK_RETENTION_DAYS?: string;
+  /** Shared secret of the payment provider's signed webhook. */
+  BILLING_WEBHOOK_SECRET?: string;
+  /**
+   * Key material for function secrets at rest (worker/function-config/secret-box.ts): a Worker
+   * secret (`wrangler secret put SECRETS_KEY`), `.dev.vars` locally. Without it secrets cannot be set or run.
+   */
+  SECRETS_KEY?: string;
+  /** Operator secret for /v1/admin routes (a Worker secret; `.dev.vars` locally). */
+  ADMIN_TOKEN?: string;
+  /** "1" counts what requests cost, for bench/cost.ts (worker/diagnostics/cost-counters.ts); never set in production. */
+  COST_COUNTERS?: string;
+}
