@@ -28,6 +28,7 @@ fi
 echo "== type check"
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p tsconfig.node.json --noEmit
+npx tsc -p tsconfig.bench.json --noEmit
 
 echo "== OpenAPI lint (Redocly, recommended rules: redocly.yaml)"
 npm run --silent lint:openapi

@@ -116,7 +116,7 @@ export async function fireTriggers(db: Db, bucket: R2Bucket, limits: AdmissionLi
   return present.filter((t) => t.finishedAt == null);
 }
 
-/** A D1 value holds about 2 MB: rows (with inputs up to 64 KiB) go in slices of about 1 MB of JSON. */
+/** A D1 value holds about 2 MB: rows (with inputs up to 4 KiB inline, and a handed-over result) go in slices of about 1 MB of JSON. */
 const SLICE_BYTES = 1_000_000;
 
 function byteSlices(rows: ChainedRow[]): ChainedRow[][] {

@@ -9,7 +9,7 @@
  *
  * Storage is written, not read: the queue is mirrored in memory (loaded when the object starts,
  * and again by reload()), because each storage statement costs far more than a map lookup and
- * the hot path asks the queue a dozen questions per task. Payloads (a task's input, up to 64 KiB)
+ * the hot path asks the queue a dozen questions per task. Payloads (a task's input, up to 4 KiB inline)
  * stay in storage only and are read back by the assignment that sends them.
  *
  * Beside the map of every row, memory keeps the waiting rows in a FairQueue (fairness.ts: per

@@ -11,7 +11,7 @@ const MAX_ROWS = 512;
  * changes no more until the retention sweep purges it, so the copy is what D1 holds; it is kept no
  * longer than the retention period either. Memory only: after an eviction, D1 answers.
  *
- * Kept without its input (up to 64 KiB inline, and no result read needs it): a row is then at most
+ * Kept without its input (up to 4 KiB inline, and no result read needs it): a row is then at most
  * a few KiB of result and log (records.ts keeps larger ones in R2), and MAX_ROWS of them a few MiB.
  */
 export class RecentlyFinished {

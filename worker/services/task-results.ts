@@ -17,9 +17,9 @@ type OwnTaskWait = { row: TaskRow } | { progress: number } | null;
  * not hold the request, and a call that loses the race must not leave a rejection unhandled.
  */
 function within<T>(call: PromiseLike<T>, ms: number): Promise<T | null> {
-  let timer: ReturnType<typeof setTimeout> | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
-  return Promise.race([Promise.resolve(call).catch(() => null), timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([Promise.resolve(call).catch(() => null), timeout]).finally(() => timer !== undefined && clearTimeout(timer));
 }
 
 /**

@@ -4,8 +4,12 @@ import type { FunctionRow, TaskRow } from "../db/rows.js";
 
 export type { TaskRow };
 
-/** Inputs up to this size stay in the D1 row; larger ones go to R2 (D1 rows stop near 1 MB). */
-const INLINE_INPUT_BYTES = 64 * 1024;
+/**
+ * Inputs up to this size stay in the D1 row; larger ones go to R2, as results and logs over 4 KiB do
+ * (dispatch/records.ts): a task's record stays small however large its input (issue 27), at the cost
+ * of an R2 write when issued and a read when assigned for the few tasks above it.
+ */
+export const INLINE_INPUT_BYTES = 4 * 1024;
 
 /** A new task, but for the function and build it runs. */
 export interface NewTask {

@@ -1,0 +1,206 @@
+/**
+ * Task history at size (issue 27): what one task's record costs in D1, and how the reads people rely
+ * on (task get, a function's task list, the account's usage, the console's runs page) fare as the
+ * history grows. The local D1 database is filled through the Worker's own write path — the issuing
+ * insert (worker/tasks/issue.ts) and the dispatcher's outcome batch (dispatch/records.ts), 64
+ * outcomes a batch as in production — run over node:sqlite on the stopped Worker's database file,
+ * then the Worker is started again on it and read over HTTP. Each size's figures stand next to the
+ * small size's, and next to a bare route (/healthz), measured in the same run.
+ *
+ * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10]
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { parseArgs } from "node:util";
+import { LocalWorker, api, type Api } from "../test/e2e/harness.js";
+import { openDb, type Db } from "../worker/db/client.js";
+import { functions } from "../worker/db/schema.js";
+import { issueTask } from "../worker/tasks/issue.js";
+import { outcomesWritten } from "../worker/dispatch/records.js";
+import type { Outcome } from "../worker/dispatch/outcomes.js";
+import type { FunctionRow } from "../worker/db/rows.js";
+import { newId } from "../worker/lib/ids.js";
+import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
+import { ms, percentile, printTable, timed } from "./stats.js";
+
+const { values } = parseArgs({
+  options: {
+    records: { type: "string", default: "5000000" },
+    small: { type: "string", default: "10000" },
+    samples: { type: "string", default: "200" },
+    accounts: { type: "string", default: "10" },
+  },
+});
+const RECORDS = Number(values.records);
+const SMALL = Number(values.small);
+const SAMPLES = Number(values.samples);
+const ACCOUNTS = Number(values.accounts);
+const FUNCTIONS_PER_ACCOUNT = 2;
+/** Tasks are spread over this much of the past, inside the current billing month where the day allows. */
+const SPREAD_MS = Math.min(20, new Date().getUTCDate() - 1) * 86_400_000 + 3_600_000;
+
+/** What an API call's task carries: curl's headers and a small JSON body, as most tasks do. */
+const INPUT = {
+  method: "POST",
+  query: {},
+  headers: { accept: "*/*", "content-type": "application/json", "user-agent": "curl/8.5.0", host: "api.example.com", "content-length": "17" },
+  body: '{"order": 12345}',
+};
+const REPORT = { status: 200, headers: { "content-type": "application/json" }, body: btoa('{"ok":true,"order":12345}'), log: ["processing order 12345", "done"] };
+
+/** R2 is never reached: the inputs, results and logs written here are all small enough to stay inline. */
+const NO_BUCKET = new Proxy({}, { get: () => () => Promise.reject(new Error("the fill wrote to R2")) }) as R2Bucket;
+
+interface Tenant {
+  token: string;
+  accountId: string;
+  functionIds: string[];
+}
+
+async function d1File(stateDir: string): Promise<string> {
+  const dir = path.join(stateDir, "v3", "d1", "miniflare-D1DatabaseObject");
+  const files = (await fs.readdir(dir)).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
+  if (files.length !== 1) throw new Error(`expected one D1 database file in ${dir}, found ${files.join(", ") || "none"}`);
+  return path.join(dir, files[0]!);
+}
+
+/** Appends `count` finished tasks, spread over the tenants' functions, through the Worker's write path. */
+async function fill(file: string, tenants: Tenant[], count: number): Promise<number> {
+  const sqlite = new DatabaseSync(file);
+  // The bench's own connection: the fill's durability is not what is measured.
+  sqlite.exec("pragma synchronous = off");
+  const db: Db = openDb(d1OverSqlite(sqlite));
+  const fns = new Map<string, FunctionRow>((await db.select().from(functions)).map((f) => [f.id, f]));
+  const targets = tenants.flatMap((t) => t.functionIds.map((id) => ({ accountId: t.accountId, fn: fns.get(id)! })));
+  const t0 = performance.now();
+  const now = Date.now();
+  const CHUNK = 64 * 16;
+  for (let done = 0; done < count; ) {
+    const n = Math.min(CHUNK, count - done);
+    const issued: { id: string; accountId: string; functionId: string; at: number }[] = [];
+    // Issue times rise through the fill, as real ones do, so ids stay in time order.
+    const at = (i: number) => now - SPREAD_MS + Math.floor(((done + i) / count) * (SPREAD_MS - 60_000));
+    sqlite.exec("begin");
+    for (let i = 0; i < n; i++) {
+      const target = targets[(done + i) % targets.length]!;
+      const issuedAt = at(i);
+      const row = await issueTask(db, NO_BUCKET, { id: newId(issuedAt), accountId: target.accountId, input: INPUT, fn: target.fn, buildId: null as unknown as string }, issuedAt);
+      issued.push({ id: row.id, accountId: target.accountId, functionId: target.fn.id, at: issuedAt + 150 });
+    }
+    sqlite.exec("commit");
+    for (let i = 0; i < issued.length; i += 64) {
+      const slice = issued.slice(i, i + 64);
+      const outcomes: Outcome[] = slice.map((t) => ({
+        taskId: t.id, accountId: t.accountId, functionId: t.functionId, at: t.at, node: "bench-node", assignedAt: t.at - 120, rttMs: 2,
+        report: { type: "task.done", taskId: t.id, ...REPORT, bodyUploaded: false, logUploaded: false, durationMs: 95, runtime: "runsc" },
+      }));
+      await outcomesWritten(db, NO_BUCKET, outcomes, slice[slice.length - 1]!.at);
+    }
+    done += n;
+    if (done % (CHUNK * 100) === 0 || done === count) process.stdout.write(`  ${done.toLocaleString("en")} records written, ${(done / ((performance.now() - t0) / 1000)).toFixed(0)}/s\r`);
+  }
+  process.stdout.write("\n");
+  sqlite.close();
+  return performance.now() - t0;
+}
+
+/** Bytes in the database of `tasks` and `usage`, each table with its indexes, by dbstat. */
+function bytesByTree(file: string): Map<string, number> {
+  const sqlite = new DatabaseSync(file, { readOnly: true });
+  const rows = sqlite
+    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage') group by s.name order by bytes desc")
+    .all() as { name: string; bytes: number }[];
+  sqlite.close();
+  return new Map(rows.map((r) => [r.name, r.bytes]));
+}
+
+async function readLatencies(worker: LocalWorker, tenant: Tenant, ids: string[]) {
+  const user = api(worker.url, tenant.token);
+  const cookie = { cookie: `gc_console=${tenant.token}` };
+  const reads: [string, (i: number) => Promise<unknown>][] = [
+    ["bare /healthz (baseline)", () => fetch(`${worker.url}/healthz`).then((r) => r.text())],
+    ["task get", (i) => ok(user, "GET", `/v1/task/${ids[i % ids.length]}`)],
+    ["a function's task list (first page)", () => ok(user, "GET", `/v1/task/list?functionId=${tenant.functionIds[0]}`)],
+    ["the account's usage", () => ok(user, "GET", "/v1/usage")],
+    ["the console's runs page", () => ok(user, "GET", "/console/tasks", cookie)],
+  ];
+  const out = new Map<string, { p50: number; p95: number }>();
+  for (const [name, read] of reads) {
+    for (let i = 0; i < 10; i++) await read(i);
+    const lat: number[] = [];
+    for (let i = 0; i < SAMPLES; i++) lat.push((await timed(() => read(i)))[0]);
+    out.set(name, { p50: percentile(lat, 50), p95: percentile(lat, 95) });
+  }
+  return out;
+}
+
+async function ok(user: Api, method: string, p: string, headers?: Record<string, string>): Promise<void> {
+  const res = await user(method, p, headers ? { headers } : undefined);
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${method} ${p}: ${res.status} ${text.slice(0, 200)}`);
+}
+
+async function measure(stateDir: string, tenant: Tenant, total: number) {
+  const file = await d1File(stateDir);
+  const trees = bytesByTree(file);
+  const worker = await LocalWorker.create({ stateDir });
+  try {
+    const ids = (await api(worker.url, tenant.token).json<{ id: string }[]>("GET", `/v1/task/list?functionId=${tenant.functionIds[1]}&limit=1000`, 200)).map((t) => t.id);
+    return { total, trees, reads: await readLatencies(worker, tenant, ids) };
+  } finally {
+    await worker.stop();
+  }
+}
+
+async function main() {
+  const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-history-"));
+  try {
+    const worker = await LocalWorker.create({ stateDir });
+    const admin = api(worker.url, worker.adminToken);
+    const tenants: Tenant[] = [];
+    for (let a = 0; a < ACCOUNTS; a++) {
+      const acct = await admin.json<{ token: string; accountId: string }>("POST", "/v1/admin/accounts", 201, { json: { name: `history${a}` } });
+      const user = api(worker.url, acct.token);
+      const functionIds: string[] = [];
+      for (let f = 0; f < FUNCTIONS_PER_ACCOUNT; f++)
+        functionIds.push((await user.json<{ id: string }>("POST", "/v1/function", 201, { json: { name: `fn${f}`, lang: "PY", type: "DOCKER" } })).id);
+      tenants.push({ token: acct.token, accountId: acct.accountId, functionIds });
+    }
+    await worker.stop();
+    const file = await d1File(stateDir);
+
+    const smallMs = await fill(file, tenants, SMALL);
+    const small = await measure(stateDir, tenants[0]!, SMALL);
+    const bigMs = await fill(file, tenants, RECORDS - SMALL);
+    const big = await measure(stateDir, tenants[0]!, RECORDS);
+
+    const perTask = (m: typeof small, name?: string) => {
+      const bytes = name ? (m.trees.get(name) ?? 0) : [...m.trees.values()].reduce((a, b) => a + b, 0);
+      return (bytes / m.total).toFixed(0);
+    };
+    printTable(
+      `Bytes per task record in D1 (dbstat: pages of each table and index, over the records), ${SMALL.toLocaleString("en")} and ${RECORDS.toLocaleString("en")} records`,
+      ["tree", `at ${SMALL.toLocaleString("en")}`, `at ${RECORDS.toLocaleString("en")}`],
+      [...[...big.trees.keys()].map((name) => [name, perTask(small, name), perTask(big, name)]), ["all of tasks and usage", perTask(small), perTask(big)]],
+    );
+    printTable(
+      `Reads of one account's records (one of ${ACCOUNTS} accounts, ${SAMPLES} sequential calls each), local Worker`,
+      ["read", `p50 at ${SMALL.toLocaleString("en")}`, `p95`, `p50 at ${RECORDS.toLocaleString("en")}`, "p95", "p50 ratio"],
+      [...big.reads.keys()].map((name) => {
+        const s = small.reads.get(name)!;
+        const b = big.reads.get(name)!;
+        return [name, ms(s.p50), ms(s.p95), ms(b.p50), ms(b.p95), (b.p50 / s.p50).toFixed(2) + "×"];
+      }),
+    );
+    console.log(`\nFill rate through the write path: ${(SMALL / (smallMs / 1000)).toFixed(0)} and ${((RECORDS - SMALL) / (bigMs / 1000)).toFixed(0)} records/s; database file ${((await fs.stat(file)).size / 1e9).toFixed(2)} GB.`);
+  } finally {
+    await fs.rm(stateDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
