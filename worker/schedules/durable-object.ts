@@ -65,7 +65,7 @@ export class Scheduler extends DurableObject<Bindings> {
   override async alarm(): Promise<void> {
     const known = this.state();
     if (!known) return;
-    const db = openDb(this.env.DB);
+    const db = openDb(this.env);
     let s: typeof schedules.$inferSelect | undefined;
     try {
       [s] = await db.select().from(schedules).where(eq(schedules.id, known.scheduleId));
