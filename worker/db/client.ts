@@ -7,7 +7,8 @@ import { troubled, type TroubleVars } from "./d1-trouble.js";
 
 export type Db = DrizzleD1Database<typeof schema> & { $client: D1Database };
 
-const opened = new WeakMap<D1Database, Db>();
+/** By binding, then by its trouble settings (constant in a deployment; tests may open one binding both ways). */
+const opened = new WeakMap<D1Database, Map<string, Db>>();
 
 /**
  * One drizzle instance per binding: building one walks the whole schema, a cost per request
@@ -15,8 +16,11 @@ const opened = new WeakMap<D1Database, Db>();
  * reaches them all.
  */
 export function openDb(env: { DB: D1Database } & TroubleVars): Db {
-  let db = opened.get(env.DB);
-  if (!db) opened.set(env.DB, (db = drizzle(troubled(env.DB, env), { schema })));
+  let byTrouble = opened.get(env.DB);
+  if (!byTrouble) opened.set(env.DB, (byTrouble = new Map()));
+  const key = `${env.D1_DELAY_MS ?? ""}|${env.D1_TEST_FAILURES ?? ""}`;
+  let db = byTrouble.get(key);
+  if (!db) byTrouble.set(key, (db = drizzle(troubled(env.DB, env), { schema })));
   return db;
 }
 
