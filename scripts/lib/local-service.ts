@@ -153,11 +153,9 @@ export class LocalWorker {
     return this.d1Control("GET");
   }
 
-  private async d1Control(method: string, query = ""): Promise<D1TroubleState> {
+  private d1Control(method: string, query = ""): Promise<D1TroubleState> {
     if (!this.d1.failures) throw new Error("this LocalWorker was created without testD1Failures");
-    const res = await fetch(`${this.url}/__test/d1${query}`, { method, headers: { authorization: `Bearer ${this.adminToken}` } });
-    if (!res.ok) throw new Error(`${method} /__test/d1${query}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as D1TroubleState;
+    return d1Control(this.url, this.adminToken, method, query);
   }
 
   private keepalive?: NodeJS.Timeout;
@@ -200,6 +198,13 @@ export class LocalWorker {
     await this.stop();
     if (this.temporary) await fs.rm(this.stateDir, { recursive: true, force: true });
   }
+}
+
+/** The D1 failure control of the Worker at `url` (worker/diagnostics/d1-control.ts): GET the state, POST a window, DELETE it. */
+export async function d1Control(url: string, adminToken: string, method: string, query = ""): Promise<D1TroubleState> {
+  const res = await fetch(`${url}/__test/d1${query}`, { method, headers: { authorization: `Bearer ${adminToken}` } });
+  if (!res.ok) throw new Error(`${method} /__test/d1${query}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as D1TroubleState;
 }
 
 /** A new agent token from the Worker at `url`, bound to the node id the agent must then run as. */

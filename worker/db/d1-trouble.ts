@@ -40,8 +40,9 @@ export function openFailureWindow(ms: number, mode: FailureMode, now = Date.now(
   window = { until: now + ms, mode, failed: 0 };
 }
 
-export function closeFailureWindow(): void {
-  window = undefined;
+/** Ends the window now; its count of failed round trips stays readable. */
+export function closeFailureWindow(now = Date.now()): void {
+  if (window) window.until = Math.min(window.until, now);
 }
 
 export function troubleState(now = Date.now()) {
