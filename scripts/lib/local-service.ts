@@ -138,10 +138,11 @@ export class LocalWorker {
   /**
    * Makes every D1 round trip of the Worker and its Durable Objects fail for `ms` from now (only
    * with `testD1Failures`). `refuse`: D1 is not reached; `lose_answer`: it is, and commits, and the
-   * caller gets the error anyway. Resolves with the state once the window is open.
+   * caller gets the error anyway; `after` round trips go through first. Resolves with the state
+   * once the window is open.
    */
-  failD1(ms: number, mode: D1FailureMode = "refuse"): Promise<D1TroubleState> {
-    return this.d1Control("POST", `?failForMs=${ms}&mode=${mode}`);
+  failD1(ms: number, mode: D1FailureMode = "refuse", after = 0): Promise<D1TroubleState> {
+    return this.d1Control("POST", `?failForMs=${ms}&mode=${mode}&after=${after}`);
   }
 
   /** Ends a failure window now. */

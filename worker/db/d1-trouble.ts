@@ -25,6 +25,8 @@ export type FailureMode = "refuse" | "lose_answer";
 interface Window {
   until: number;
   mode: FailureMode;
+  /** Round trips still let through before the failures begin: D1 lost in the middle of a request. */
+  after: number;
   /** Round trips failed in this window, for the control's answer. */
   failed: number;
 }
@@ -36,8 +38,8 @@ let delayed = 0;
 /** The message D1 gives when its connection drops (a retryable error, per D1's documentation). */
 export const INJECTED_FAILURE = "D1_ERROR: Network connection lost. (a test's D1 failure window)";
 
-export function openFailureWindow(ms: number, mode: FailureMode, now = Date.now()): void {
-  window = { until: now + ms, mode, failed: 0 };
+export function openFailureWindow(ms: number, mode: FailureMode, after = 0, now = Date.now()): void {
+  window = { until: now + ms, mode, after, failed: 0 };
 }
 
 /** Ends the window now; its count of failed round trips stays readable. */
@@ -77,6 +79,10 @@ async function before(delayMs: number, failures: boolean): Promise<boolean> {
     await new Promise((r) => setTimeout(r, delayMs));
   }
   if (!failures || !window || Date.now() >= window.until) return false;
+  if (window.after > 0) {
+    window.after--;
+    return false;
+  }
   window.failed++;
   if (window.mode === "refuse") throw new Error(INJECTED_FAILURE);
   return true;

@@ -13,7 +13,8 @@ const MODES: FailureMode[] = ["refuse", "lose_answer"];
  * The test control of D1 failures (worker/db/d1-trouble.ts), only with the binding
  * D1_TEST_FAILURES = "1" (scripts/lib/serve-worker.ts sets it from GCFAAS_TEST_D1_FAILURES=1 for
  * LocalWorker's tests; never in wrangler.toml). Operator only, as the cost counters are:
- * - `POST /__test/d1?failForMs=N[&mode=refuse|lose_answer]` opens a window of N ms from now;
+ * - `POST /__test/d1?failForMs=N[&mode=refuse|lose_answer][&after=K]` opens a window of N ms from
+ *   now, whose failures begin after K more round trips went through (D1 lost mid-request);
  * - `DELETE /__test/d1` closes it;
  * - `GET /__test/d1` answers the state: whether D1 is failing, until when, how many round trips
  *   the window failed, and how many round trips the delay held back.
@@ -45,6 +46,8 @@ async function control(req: Request, url: URL, env: Bindings): Promise<Response>
   if (!/^\d+$/.test(ms) || Number(ms) > MAX_WINDOW_MS) return refused(`failForMs must be a whole number of milliseconds from 0 to ${MAX_WINDOW_MS}, not ${JSON.stringify(ms)}`);
   const mode = (url.searchParams.get("mode") ?? "refuse") as FailureMode;
   if (!MODES.includes(mode)) return refused(`mode must be one of ${MODES.join(", ")}, not ${JSON.stringify(mode)}`);
-  openFailureWindow(Number(ms), mode);
+  const after = url.searchParams.get("after") ?? "0";
+  if (!/^\d+$/.test(after) || Number(after) > 1000) return refused(`after must be a whole number of round trips from 0 to 1000, not ${JSON.stringify(after)}`);
+  openFailureWindow(Number(ms), mode, Number(after));
   return answer(200, state());
 }
