@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -5,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems } from "../support/zip.js";
-import { LocalWorker, localStack, type AgentProcess, type Api } from "./harness.js";
+import { LocalWorker, ROOT, localStack, type AgentProcess, type Api } from "./harness.js";
 import { deploy, invoke, result } from "./deploy.js";
 
 /**
@@ -58,7 +59,18 @@ afterAll(async () => {
 });
 
 describe("GCFAAS_D1_DELAY_MS", () => {
-  it("refuses a delay that is not a whole number of milliseconds before starting anything", async () => {
+  it("stops the start command on a delay that is not a whole number of milliseconds, before it starts anything", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts/start.ts")], {
+      cwd: ROOT, env: { ...process.env, GCFAAS_D1_DELAY_MS: "soon", GCFAAS_STATE_DIR: path.join(os.tmpdir(), `gcfaas-d1-start-${process.pid}`) }, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect({ code, out: out.trim() }).toEqual({ code: 1, out: '[start] failed: GCFAAS_D1_DELAY_MS must be a whole number of milliseconds from 0 to 60000, not "soon"' });
+  });
+
+  it("refuses a LocalWorker delay that is not a whole number of milliseconds before starting anything", async () => {
     await expect(LocalWorker.create({ d1DelayMs: -1 })).rejects.toThrow(/d1DelayMs must be a whole number of milliseconds/);
     await expect(LocalWorker.create({ d1DelayMs: 2.5 })).rejects.toThrow(/d1DelayMs must be a whole number of milliseconds/);
   });
