@@ -21,11 +21,11 @@ let agent: AgentProcess;
 let user: Api;
 const workerLog = path.join(os.tmpdir(), `gcfaas-d1-trouble-${process.pid}.log`);
 
-const SLEEPER = `import time
-def handle(event, context):
-    time.sleep(2)
-    return "slept"
-`;
+/**
+ * The tasks whose outcomes must meet the outage run this long: the window opens two local requests
+ * after their creation answered, long before they finish.
+ */
+const sleepsThenSays = (word: string) => `import time\ndef handle(event, context):\n    time.sleep(3)\n    return "${word}"\n`;
 const says = (word: string) => `def handle(event, context):\n    return "${word}"\n`;
 
 /** Waits (no time limit of its own but the test's) until `seen` is true; polled, not timed. */
@@ -37,7 +37,8 @@ async function until(what: string, seen: () => boolean | Promise<boolean>, timeo
   }
 }
 
-const agentFinished = (taskId: string) => until(`the agent finishing ${taskId}`, () => agent.log.includes(`"msg":"task finished","taskId":"${taskId}"`));
+const hasFinished = (taskId: string) => agent.log.includes(`"msg":"task finished","taskId":"${taskId}"`);
+const agentFinished = (taskId: string) => until(`the agent finishing ${taskId}`, () => hasFinished(taskId));
 const workerLogged = (text: string, after: number) => until(`the Worker logging "${text}"`, async () => (await readFile(workerLog, "utf8")).slice(after).includes(text));
 const logSize = async () => (await readFile(workerLog, "utf8")).length;
 const invocations = async () => (await user.json("GET", "/v1/usage", 200)).invocations as number;
@@ -89,7 +90,7 @@ describe("GCFAAS_D1_DELAY_MS", () => {
 
 describe("a D1 outage", () => {
   it("lets tasks already dispatched run, answers calls 503 storage_unavailable, and records every task once when D1 is back", async () => {
-    const fn = await deploy(user, "py", await zipItems([{ name: "handler.py", data: SLEEPER }]), "sleeper");
+    const fn = await deploy(user, "py", await zipItems([{ name: "handler.py", data: sleepsThenSays("slept") }]), "sleeper");
     expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
     const { id: endpoint } = await user.json("POST", `/v1/endpoint/${fn.functionId}`, 201, { json: {} });
     await invoke(user, fn.functionId); // a warm container: the tasks below run at once
@@ -99,6 +100,7 @@ describe("a D1 outage", () => {
     const logged = await logSize();
 
     expect((await worker.failD1(60_000)).failing).toBe(true);
+    expect(ids.filter(hasFinished)).toEqual([]); // still running: their outcomes meet the outage
     await expectUnavailable(await user("POST", `/v1/task/${fn.functionId}`));
     await expectUnavailable(await user("POST", `/v1/task/${fn.functionId}`, { headers: { prefer: "wait=5" } }));
     await expectUnavailable(await user("GET", `/v1/task/${ids[0]}`));
@@ -116,7 +118,7 @@ describe("a D1 outage", () => {
   }, 600_000);
 
   it("counts a task once when D1 committed its outcome but the answer was lost, and still fires its trigger", async () => {
-    const first = await deploy(user, "py", await zipItems([{ name: "handler.py", data: says("first") }]), "first");
+    const first = await deploy(user, "py", await zipItems([{ name: "handler.py", data: sleepsThenSays("first") }]), "first");
     const next = await deploy(user, "py", await zipItems([{ name: "handler.py", data: says("next") }]), "next");
     expect([first.build.status, next.build.status]).toEqual(["SUCCESS", "SUCCESS"]);
     await invoke(user, first.functionId);
@@ -127,6 +129,7 @@ describe("a D1 outage", () => {
     const logged = await logSize();
 
     await worker.failD1(60_000, "lose_answer");
+    expect(hasFinished(id)).toBe(false);
     await agentFinished(id);
     // Its write reached D1 and committed; the dispatcher was told it failed, and retries.
     await workerLogged("recording outcomes failed; retrying", logged);
