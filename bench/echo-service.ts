@@ -3,6 +3,7 @@ import { AgentProcess, api } from "../test/e2e/harness.js";
 import { deploy } from "../test/e2e/deploy.js";
 import { zipSources } from "../test/support/zip.js";
 import { benchWorker } from "./target.js";
+import type { WorkerOptions } from "../scripts/lib/local-service.js";
 
 /** The Python function the dispatch benchmarks drive: it answers its JSON body back. */
 export const ECHO_HANDLER = { "handler.py": "def handle(event, context):\n    return {'echo': event.json}\n" };
@@ -12,9 +13,9 @@ export const ECHO_HANDLER = { "handler.py": "def handle(event, context):\n    re
  * slots) with the echo function deployed, and the two ways to call it: create → result (two
  * requests) and Prefer: wait (one).
  */
-export async function startEchoService(slots: string, url?: string) {
+export async function startEchoService(slots: string, url?: string, local: WorkerOptions = {}) {
   await ensureOfflineImages(["py"]);
-  const worker = await benchWorker(url);
+  const worker = await benchWorker(url, local);
   const admin = api(worker.url, worker.adminToken);
   const user = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "bench" } })).token);
   const agent = await AgentProcess.start(worker, await worker.agentToken("bench"), "bench", ["--slots", slots]);

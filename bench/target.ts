@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { LocalWorker } from "../test/e2e/harness.js";
+import type { WorkerOptions } from "../scripts/lib/local-service.js";
 import { mintAgentToken } from "../scripts/lib/local-service.js";
 
 /**
@@ -22,8 +23,9 @@ export interface BenchWorker {
   dispose(): Promise<void>;
 }
 
-export async function benchWorker(url: string | undefined): Promise<BenchWorker> {
-  if (!url) return LocalWorker.create();
+/** `local`: how to start the local Worker (a D1 delay, the D1 failure control); unused with `url`. */
+export async function benchWorker(url: string | undefined, local: WorkerOptions = {}): Promise<BenchWorker> {
+  if (!url) return LocalWorker.create(local);
   const adminToken = process.env.GCFAAS_ADMIN_TOKEN;
   if (!adminToken) throw new Error("--url needs the Worker's admin token in GCFAAS_ADMIN_TOKEN");
   const base = url.replace(/\/+$/, "");

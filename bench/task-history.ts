@@ -71,7 +71,7 @@ async function fill(file: string, tenants: Tenant[], count: number): Promise<num
   const sqlite = new DatabaseSync(file);
   // The bench's own connection: the fill's durability is not what is measured.
   sqlite.exec("pragma synchronous = off");
-  const db: Db = openDb(d1OverSqlite(sqlite));
+  const db: Db = openDb({ DB: d1OverSqlite(sqlite) });
   const fns = new Map<string, FunctionRow>((await db.select().from(functions)).map((f) => [f.id, f]));
   const targets = tenants.flatMap((t) => t.functionIds.map((id) => ({ accountId: t.accountId, fn: fns.get(id)! })));
   const t0 = performance.now();

@@ -9,6 +9,7 @@ import path from "node:path";
 import { LANGS, parseLang } from "../agent/runtimes/languages.js";
 import { assertDockerRunning, ensureOfflineImages } from "../agent/runtimes/images.js";
 import { AgentProcess, LocalWorker, ROOT } from "./lib/local-service.js";
+import { d1DelayFrom } from "./lib/d1-delay.js";
 
 const STATE = path.resolve(process.env.GCFAAS_STATE_DIR ?? path.join(ROOT, ".state"));
 const DEV_FILE = path.join(STATE, "dev.json");
@@ -63,13 +64,15 @@ async function ensureCredentials(worker: LocalWorker, state: DevState): Promise<
 }
 
 async function main() {
+  // Checked before anything starts: a bad value is a clear error, not a Worker that fails each request.
+  const d1DelayMs = d1DelayFrom(process.env.GCFAAS_D1_DELAY_MS);
   await fs.mkdir(path.join(STATE, "logs"), { recursive: true });
   await assertDockerRunning();
   say("checking runtime images (missing ones are built offline from Debian packages)");
   await ensureOfflineImages(LANGS_SERVED, (line) => say(line));
   const state = await readState();
-  say(`starting the Worker (local workerd) on port ${PORT}`);
-  const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log") });
+  say(`starting the Worker (local workerd) on port ${PORT}${d1DelayMs ? `, every D1 round trip delayed ${d1DelayMs} ms (GCFAAS_D1_DELAY_MS)` : ""}`);
+  const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log"), d1DelayMs });
   const creds = await ensureCredentials(worker, state);
   say("starting one agent");
   const agent = await AgentProcess.start(worker, creds.agentToken, AGENT_NODE, ["--state-dir", path.join(STATE, "agent"), "--langs", LANGS_SERVED.join(","), "--metrics", "127.0.0.1:9464", "--egress"], path.join(STATE, "logs/agent.log"));

@@ -3,6 +3,7 @@ import { requestId } from "hono/request-id";
 import type { AppEnv } from "./env.js";
 import { ApiError } from "./errors.js";
 import { openDb } from "./db/client.js";
+import { isStorageUnavailable, storageUnavailable } from "./db/unavailable.js";
 import { openApiDocument } from "./openapi/document.js";
 import { requireAccount, requireAdmin, requireAgent } from "./middleware/auth.js";
 import { methodNotAllowed } from "./middleware/method-not-allowed.js";
@@ -39,7 +40,7 @@ export function createApp() {
   app.use(requestId());
   app.use(bodyLimit);
   app.use(async (c, next) => {
-    c.set("db", openDb(c.env.DB));
+    c.set("db", openDb(c.env));
     await next();
   });
 
@@ -81,8 +82,11 @@ export function createApp() {
   });
 
   app.notFound(methodNotAllowed(app));
-  app.onError((err, c) => {
+  app.onError((thrown, c) => {
+    // D1 unreachable (an outage, or a test's failure window): a 503 the client may retry, not a 500.
+    const err = isStorageUnavailable(thrown) ? storageUnavailable() : thrown;
     if (err instanceof ApiError) {
+      if (err.code === "storage_unavailable") console.warn(JSON.stringify({ level: "warn", requestId: c.var.requestId, path: c.req.path, msg: "D1 unreachable", error: String(thrown) }));
       for (const [k, v] of Object.entries(err.headers ?? {})) c.header(k, v);
       return c.json(err.body(), err.status);
     }

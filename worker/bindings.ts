@@ -30,4 +30,8 @@ export interface StoreBindings {
   ADMIN_TOKEN?: string;
   /** "1" counts what requests cost, for bench/cost.ts (worker/diagnostics/cost-counters.ts); never set in production. */
   COST_COUNTERS?: string;
+  /** Milliseconds added before every D1 round trip, emulating a far primary (worker/db/d1-trouble.ts); unset in wrangler.toml. */
+  D1_DELAY_MS?: string;
+  /** "1" lets the local stack's tests make D1 fail for a while (POST /__test/d1); never set in a deployment. */
+  D1_TEST_FAILURES?: string;
 }

@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   limit_reached: 429,
   internal_error: 500,
   function_paused: 503,
+  storage_unavailable: 503,
 } as const satisfies Record<string, ContentfulStatusCode>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -8,6 +8,7 @@ import { retentionMs } from "./tasks/retention-period.js";
 import { sweepOrphans } from "./services/orphans.js";
 import { RENEWAL_CRON } from "./crons.js";
 import { withCostCounting } from "./diagnostics/cost-counters.js";
+import { withD1Control } from "./diagnostics/d1-control.js";
 import { Dispatcher } from "./dispatch/durable-object.js";
 import { sweepUnreachable } from "./dispatch/client.js";
 
@@ -22,9 +23,9 @@ const app = createApp();
 const logged = (msg: string, cron: string) => (n: number) => console.log(JSON.stringify({ level: "info", msg, n, cron }));
 
 export default {
-  fetch: withCostCounting(app.fetch, Dispatcher),
+  fetch: withD1Control(withCostCounting(app.fetch, Dispatcher)),
   async scheduled(controller, env, ctx) {
-    const db = openDb(env.DB);
+    const db = openDb(env);
     const now = controller.scheduledTime;
     if (controller.cron === RENEWAL_CRON) ctx.waitUntil(renewPlans(db, plansFrom(env.PLANS), now).then(logged("plans renewed", controller.cron)));
     else {

@@ -5,6 +5,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { d1DelayFrom } from "./d1-delay.js";
 
 /**
  * The service on one machine, for `npm run dev` and the end-to-end suite alike: the Worker under
@@ -58,6 +59,24 @@ export interface WorkerOptions {
    * --test-scheduled` does; off by default, since any local client could then fire them too.
    */
   testScheduled?: boolean;
+  /** Milliseconds added before every D1 round trip (GCFAAS_D1_DELAY_MS); the environment's value when omitted. */
+  d1DelayMs?: number;
+  /** Lets the test make D1 fail for a while (failD1); off by default, as testScheduled is. */
+  testD1Failures?: boolean;
+}
+
+export type D1FailureMode = "refuse" | "lose_answer";
+
+/** The Worker's D1 trouble as GET /__test/d1 reports it (worker/diagnostics/d1-control.ts). */
+export interface D1TroubleState {
+  failing: boolean;
+  until: number | null;
+  mode: D1FailureMode | null;
+  /** Round trips the current (or last) window failed. */
+  failed: number;
+  /** Round trips held back by the delay since the Worker started. */
+  delayed: number;
+  delayMs: number;
 }
 
 export class LocalWorker {
@@ -70,6 +89,7 @@ export class LocalWorker {
     private readonly temporary: boolean,
     private readonly logFile: string | undefined,
     private readonly testScheduled = false,
+    private readonly d1: { delayMs?: number; failures?: boolean } = {},
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -77,7 +97,9 @@ export class LocalWorker {
   static async create(o: WorkerOptions = {}): Promise<LocalWorker> {
     const stateDir = o.stateDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-e2e-")));
     await fs.mkdir(stateDir, { recursive: true });
-    const w = new LocalWorker(o.port ?? (await freePort()), stateDir, o.adminToken ?? ADMIN_TOKEN, !o.stateDir, o.logFile, o.testScheduled);
+    if (o.d1DelayMs !== undefined) d1DelayFrom(String(o.d1DelayMs), "d1DelayMs");
+    const d1 = { ...(o.d1DelayMs !== undefined ? { delayMs: o.d1DelayMs } : {}), failures: o.testD1Failures ?? false };
+    const w = new LocalWorker(o.port ?? (await freePort()), stateDir, o.adminToken ?? ADMIN_TOKEN, !o.stateDir, o.logFile, o.testScheduled, d1);
     // Idempotent: applies only migrations the local database has not seen.
     await run(path.join(BIN, "wrangler"), ["d1", "migrations", "apply", "gc-faas", "--local", "--persist-to", stateDir]);
     await w.start();
@@ -91,7 +113,7 @@ export class LocalWorker {
       // Its own process group: wrangler runs workerd as grandchildren, which a signal to wrangler
       // alone can leave behind. The admin token travels in the environment: a command line is
       // readable by every user of the host (ps), a process's environment by its owner alone.
-      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", GCFAAS_ADMIN_TOKEN: this.adminToken, ...(this.testScheduled ? { GCFAAS_TEST_SCHEDULED: "1" } : {}) }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", GCFAAS_ADMIN_TOKEN: this.adminToken, ...(this.testScheduled ? { GCFAAS_TEST_SCHEDULED: "1" } : {}), ...this.d1Env() }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     if (this.logFile) teeToFile(this.child, this.logFile);
     await waitForLine(this.child, /Ready on/, 120_000, "the Worker");
@@ -104,6 +126,37 @@ export class LocalWorker {
     const res = await fetch(`${this.url}/__test/scheduled?cron=${encodeURIComponent(cron)}`, { method: "POST" });
     if (!res.ok) throw new Error(`firing the cron ${cron}: ${res.status} ${await res.text()}`);
     await res.body?.cancel();
+  }
+
+  private d1Env(): Record<string, string> {
+    return {
+      ...(this.d1.delayMs !== undefined ? { GCFAAS_D1_DELAY_MS: String(this.d1.delayMs) } : {}),
+      ...(this.d1.failures ? { GCFAAS_TEST_D1_FAILURES: "1" } : {}),
+    };
+  }
+
+  /**
+   * Makes every D1 round trip of the Worker and its Durable Objects fail for `ms` from now (only
+   * with `testD1Failures`). `refuse`: D1 is not reached; `lose_answer`: it is, and commits, and the
+   * caller gets the error anyway; `after` round trips go through first. Resolves with the state
+   * once the window is open.
+   */
+  failD1(ms: number, mode: D1FailureMode = "refuse", after = 0): Promise<D1TroubleState> {
+    return this.d1Control("POST", `?failForMs=${ms}&mode=${mode}&after=${after}`);
+  }
+
+  /** Ends a failure window now. */
+  healD1(): Promise<D1TroubleState> {
+    return this.d1Control("DELETE");
+  }
+
+  d1State(): Promise<D1TroubleState> {
+    return this.d1Control("GET");
+  }
+
+  private d1Control(method: string, query = ""): Promise<D1TroubleState> {
+    if (!this.d1.failures) throw new Error("this LocalWorker was created without testD1Failures");
+    return d1Control(this.url, this.adminToken, method, query);
   }
 
   private keepalive?: NodeJS.Timeout;
@@ -146,6 +199,13 @@ export class LocalWorker {
     await this.stop();
     if (this.temporary) await fs.rm(this.stateDir, { recursive: true, force: true });
   }
+}
+
+/** The D1 failure control of the Worker at `url` (worker/diagnostics/d1-control.ts): GET the state, POST a window, DELETE it. */
+export async function d1Control(url: string, adminToken: string, method: string, query = ""): Promise<D1TroubleState> {
+  const res = await fetch(`${url}/__test/d1${query}`, { method, headers: { authorization: `Bearer ${adminToken}` } });
+  if (!res.ok) throw new Error(`${method} /__test/d1${query}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as D1TroubleState;
 }
 
 /** A new agent token from the Worker at `url`, bound to the node id the agent must then run as. */

@@ -18,6 +18,8 @@
  * GCFAAS_DISPATCH_SHARDS overrides wrangler.toml's DISPATCH_SHARDS (bench/fleet.ts compares counts);
  * GCFAAS_COST_COUNTERS=1 turns on the Worker's cost counters (bench/cost.ts);
  * GCFAAS_INSPECTOR_PORT opens workerd's inspector there (bench/cost.ts --profile samples it).
+ * GCFAAS_D1_DELAY_MS adds that many milliseconds before every D1 round trip (a far primary);
+ * GCFAAS_TEST_D1_FAILURES=1 opens the test control of D1 failures, POST /__test/d1 (tests only).
  * SECRETS_KEY (function secrets at rest) is drawn once and kept in `<state dir>/secrets-key`.
  *
  * Usage: GCFAAS_ADMIN_TOKEN=… node --import tsx scripts/lib/serve-worker.ts <port> <state dir> [info|warn]
@@ -33,6 +35,7 @@ import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { startFrontDoor, trustedProxiesFrom } from "./client-address-proxy.js";
 import { localSecretsKey } from "./local-secrets-key.js";
 import { quietDisconnects } from "./quiet-disconnects.js";
+import { d1DelayBinding, d1DelayFrom } from "./d1-delay.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const [port, stateDir, logLevel = "warn"] = process.argv.slice(2);
@@ -65,6 +68,14 @@ function shardsOverride(v: string | undefined): { DISPATCH_SHARDS?: string } {
   return { DISPATCH_SHARDS: v };
 }
 
+let d1Delay: number;
+try {
+  d1Delay = d1DelayFrom(process.env.GCFAAS_D1_DELAY_MS);
+} catch (e) {
+  console.error((e as Error).message);
+  process.exit(2);
+}
+
 const outdir = path.join(stateDir, "bundle");
 await bundle(outdir);
 const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
@@ -74,7 +85,8 @@ const mf = new Miniflare({
   modules: true,
   scriptPath: path.join(outdir, "index.js"),
   modulesRoot: outdir,
-  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken, SECRETS_KEY: await localSecretsKey(stateDir), ...shardsOverride(process.env.GCFAAS_DISPATCH_SHARDS), ...(process.env.GCFAAS_COST_COUNTERS === "1" ? { COST_COUNTERS: "1" } : {}) },
+  bindings: { ...workerOptions.bindings, ADMIN_TOKEN: adminToken, SECRETS_KEY: await localSecretsKey(stateDir), ...shardsOverride(process.env.GCFAAS_DISPATCH_SHARDS), ...(process.env.GCFAAS_COST_COUNTERS === "1" ? { COST_COUNTERS: "1" } : {}),
+    ...d1DelayBinding(d1Delay), ...(process.env.GCFAAS_TEST_D1_FAILURES === "1" ? { D1_TEST_FAILURES: "1" } : {}) },
   host: "127.0.0.1",
   port: 0,
   defaultPersistRoot: path.join(stateDir, "v3"),

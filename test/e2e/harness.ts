@@ -29,8 +29,11 @@ export function api(baseUrl: string, defaultToken?: string): Api {
 }
 
 /** A Worker on local workerd, one account on it, and one agent: what a file of examples runs against. */
-export async function localStack(o: { account: string; nodeId: string; agentArgs?: string[]; logFile?: string; testScheduled?: boolean }) {
-  const worker = await LocalWorker.create({ ...(o.logFile ? { logFile: o.logFile } : {}), testScheduled: o.testScheduled ?? false });
+export async function localStack(o: { account: string; nodeId: string; agentArgs?: string[]; logFile?: string; testScheduled?: boolean; d1DelayMs?: number; testD1Failures?: boolean }) {
+  const worker = await LocalWorker.create({
+    ...(o.logFile ? { logFile: o.logFile } : {}), testScheduled: o.testScheduled ?? false,
+    ...(o.d1DelayMs !== undefined ? { d1DelayMs: o.d1DelayMs } : {}), testD1Failures: o.testD1Failures ?? false,
+  });
   const acct = await api(worker.url, ADMIN_TOKEN).json("POST", "/v1/admin/accounts", 201, { json: { name: o.account } });
   const agent = await AgentProcess.start(worker, await worker.agentToken(o.nodeId), o.nodeId, o.agentArgs ?? ["--slots", "2"]);
   const token: string = acct.token;

@@ -198,8 +198,8 @@ describe("secrets at rest", () => {
     const sealed = rows.results.find((r) => r.function_id === fn)!.value as string;
     await env.DB.prepare("update function_config set value = ? where function_id = ?").bind(sealed, fn2).run();
     const { taskConfigOf } = await import("../../worker/function-config/task-configs.js");
-    await expect(taskConfigOf((await import("../../worker/db/client.js")).openDb(env.DB), env.SECRETS_KEY, fn2)).rejects.toThrow();
-    expect((await taskConfigOf((await import("../../worker/db/client.js")).openDb(env.DB), env.SECRETS_KEY, fn)).secrets).toEqual({ KEY: SECRET });
+    await expect(taskConfigOf((await import("../../worker/db/client.js")).openDb(env), env.SECRETS_KEY, fn2)).rejects.toThrow();
+    expect((await taskConfigOf((await import("../../worker/db/client.js")).openDb(env), env.SECRETS_KEY, fn)).secrets).toEqual({ KEY: SECRET });
   });
 
   it("go with the function when it is deleted", async () => {

@@ -52,7 +52,7 @@ describe("GET /v1/openapi.json", () => {
     const release = doc.paths["/v1/function/{id}/release"].put.requestBody.content["application/json"].schema;
     expect(release.properties.canary.anyOf[0].properties.weight).toMatchObject({ minimum: 1, maximum: 99 });
     expect(doc.paths["/v1/function/{id}/release"].get.responses["200"].content["application/json"].schema.required).toEqual(["buildId", "pinned", "canary"]);
-    expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409", "413"]);
+    expect(Object.keys(doc.paths["/v1/function/{id}/rollback"].post.responses)).toEqual(["200", "401", "404", "409", "413", "503"]);
     expect(doc.paths["/v1/task/{id}"].get.responses["200"].content["application/json"].schema.properties.buildId).toBeDefined();
     const network = doc.paths["/v1/function/{id}/network"].put.requestBody.content["application/json"].schema;
     expect(network).toMatchObject({ additionalProperties: false, required: ["egress"] });

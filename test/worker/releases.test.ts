@@ -254,7 +254,7 @@ describe("a schedule's timer", () => {
 describe("protectedBuildIds (for artifact eviction)", () => {
   it("returns the pinned and canary builds, and none for a function that follows its newest build", async () => {
     const { token, fn, builds } = await withBuilds(3);
-    const db = openDb(env.DB);
+    const db = openDb(env);
     expect(await protectedBuildIds(db, fn)).toEqual([]);
     await expectNoContent(putRelease(token, fn, { buildId: builds[0], canary: { buildId: builds[1], weight: 50 } }));
     expect(await protectedBuildIds(db, fn)).toEqual([builds[0], builds[1]]);

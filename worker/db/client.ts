@@ -3,15 +3,24 @@ import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { BatchItem } from "drizzle-orm/batch";
 import * as schema from "./schema.js";
+import { troubled, type TroubleVars } from "./d1-trouble.js";
 
 export type Db = DrizzleD1Database<typeof schema> & { $client: D1Database };
 
-const opened = new WeakMap<D1Database, Db>();
+/** By binding, then by its trouble settings (constant in a deployment; tests may open one binding both ways). */
+const opened = new WeakMap<D1Database, Map<string, Db>>();
 
-/** One drizzle instance per binding: building one walks the whole schema, a cost per request otherwise. */
-export function openDb(d1: D1Database): Db {
-  let db = opened.get(d1);
-  if (!db) opened.set(d1, (db = drizzle(d1, { schema })));
+/**
+ * One drizzle instance per binding: building one walks the whole schema, a cost per request
+ * otherwise. Every D1 user opens it here, so a delay or a test's failure window (d1-trouble.ts)
+ * reaches them all.
+ */
+export function openDb(env: { DB: D1Database } & TroubleVars): Db {
+  let byTrouble = opened.get(env.DB);
+  if (!byTrouble) opened.set(env.DB, (byTrouble = new Map()));
+  const key = `${env.D1_DELAY_MS ?? ""}|${env.D1_TEST_FAILURES ?? ""}`;
+  let db = byTrouble.get(key);
+  if (!db) byTrouble.set(key, (db = drizzle(troubled(env.DB, env), { schema })));
   return db;
 }
 

@@ -1,6 +1,7 @@
 import { TaskConfigs, withConfig } from "../function-config/task-configs.js";
 import type { TaskConfig } from "../../shared/schemas/function-config.js";
 import type { WorkRow } from "./queue.js";
+import { isStorageUnavailable } from "../db/unavailable.js";
 
 /** The agent a task goes to, as far as sending its configuration goes. */
 interface Recipient {
@@ -21,6 +22,8 @@ export interface AssignmentHost {
   /** The assignment went out (live log followers start with it). */
   sent(w: WorkRow, nodeId: string): void;
   fail(w: WorkRow, reason: string): void;
+  /** The configuration could not be read because D1 is unreachable: the task waits to be assigned again. */
+  later(w: WorkRow): void;
 }
 
 /**
@@ -53,7 +56,9 @@ export class ConfiguredAssignments {
       const config = await loaded.get(w.function_id)!;
       // Requeued, reassigned or cancelled while D1 answered: whoever holds it now sends it.
       if (!this.host.stillAssigned(w.id, to.nodeId, at)) continue;
-      if (config instanceof Error) this.host.fail(w, "its configuration could not be read");
+      // D1 down is no reason for a task to fail: it waits for D1 as it would for a free slot.
+      if (config instanceof Error && isStorageUnavailable(config)) this.host.later(w);
+      else if (config instanceof Error) this.host.fail(w, "its configuration could not be read");
       else this.sendWith(w, to, payload, config, (frame) => this.host.send(to.nodeId, frame));
     }
   }

@@ -78,7 +78,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.outcomes = new OutcomeLog(ctx.storage.sql);
     this.revoked = new RevokedTokens(ctx.storage.sql);
     this.storage = new DispatcherStorage(ctx.storage.sql);
-    this.db = openDb(env.DB);
+    this.db = openDb(env);
     this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
@@ -120,6 +120,11 @@ export class Dispatcher extends DurableObject<Bindings> {
         log("error", "a task's configuration could not go with it; the task fails", { taskId: w.id, reason });
         this.accept(w, verdictReport(w.id, 500, "config_unavailable", `the task did not run: ${reason}`), Date.now(), 0);
         void this.commits.run();
+      },
+      later: (w) => {
+        log("warn", "a task's configuration could not be read (D1 unreachable); the task waits", { taskId: w.id });
+        this.queue.handBack(w.id);
+        void this.scheduleAlarm();
       },
     });
     this.commits = new GroupCommit({

@@ -218,6 +218,18 @@ export class WorkQueue {
     if (w?.node != null) this.unassign(w);
   }
 
+  /**
+   * An assignment that never left (its configuration could not be read while D1 was unreachable):
+   * back to the queue, and the attempt it took not counted, so an outage cannot use a task's up.
+   */
+  handBack(id: string): void {
+    this.sql.exec("update work set node = null, assigned_at = null, deadline = null, attempts = max(attempts - 1, 0) where id = ?", id);
+    const w = this.rows.get(id);
+    if (w?.node == null) return;
+    w.attempts = Math.max(0, w.attempts - 1);
+    this.unassign(w);
+  }
+
   private unassign(w: WorkRow) {
     if (w.attempts >= this.maxAttempts) this.spent.add(w.id);
     w.node = null;

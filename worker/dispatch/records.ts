@@ -94,22 +94,25 @@ const outcomeRows = (json: string) => sql`(select
   from json_each(${json}))`;
 
 /**
- * Writes outcomes to D1 in one batch of three statements, however many outcomes there are (their
+ * Writes outcomes to D1 in one batch of four statements, however many outcomes there are (their
  * text never changes, so nothing is rebuilt per task):
- * - one update finishes every task still unfinished, so each is recorded exactly once, and
- *   returns the rows it finished; an outcome of an unassigned-looking row brings its assignment;
+ * - one update finishes every task still unfinished, so each is recorded exactly once; an
+ *   outcome of an unassigned-looking row brings its assignment;
+ * - one query reads back the rows these outcomes finished, now or in an earlier write of the same
+ *   batch whose answer was lost (D1 committed it, the connection dropped before the reply): a
+ *   retry then still wakes the readers and fires the triggers the first write never got to;
  * - one insert meters exactly those (a row finished at this outcome's time, not cancelled, and
  *   run on a node: a task the dispatcher ended before any node had it, such as one no node could
  *   take, cost nothing);
  * - one query reads the triggers of their functions, so chaining costs no further round trip.
- * Returns the rows this write finished (by task id) and those triggers.
+ * Returns the rows these outcomes finished (by task id) and those triggers.
  */
 export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcome[], now: number) {
   const elements = await Promise.all(outcomes.map((o) => outcomeElement(bucket, o)));
   const json = JSON.stringify(elements);
   // Metering needs no results or logs: its copy of the batch leaves them out.
   const metered = JSON.stringify(elements.map(({ id, at, period }) => ({ id, at, period })));
-  const [rows, , triggers] = await sqlBatch(db, [
+  const [, rows, , triggers] = await sqlBatch(db, [
     sql`update tasks set
       finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
       result_body = o.body, result_key = o.result_key, log = o.log, log_key = o.log_key, duration_ms = o.duration_ms,
@@ -117,8 +120,9 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       network_latency = coalesce(o.rtt, tasks.network_latency), runtime = coalesce(o.runtime, tasks.runtime),
       attempts = coalesce(o.attempts, tasks.attempts)
       from ${outcomeRows(json)} as o
-      where tasks.id = o.id and tasks.finished_at is null
-      returning *`,
+      where tasks.id = o.id and tasks.finished_at is null`,
+    // Finished by this outcome (its time), not by a cancellation or another report in between.
+    sql`select tasks.* from tasks join ${outcomeRows(metered)} as o on tasks.id = o.id and tasks.finished_at = o.at`,
     sql`insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib)
       select t.id, t.account_id, t.function_id, o.period, t.finished_at, coalesce(t.duration_ms, 0),
         case when t.mem_size > 0 then t.mem_size else ${DEFAULT_BILLED_MEM_MIB} end

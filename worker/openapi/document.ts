@@ -28,6 +28,9 @@ function queryParameters(schema: z.ZodType | undefined) {
 /** The Worker's own answers name their request (hono's requestId middleware, app.ts): quote it when reporting a problem. */
 const REQUEST_ID = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
 
+/** The operations that touch no storage, and so never answer storage_unavailable. */
+const STORAGE_FREE = new Set(["/healthz", "/v1/openapi.json"]);
+
 function operationObject(op: Operation, path: DocumentedPath, method: string) {
   const pathParams = path.params.map((p) => ({ name: p.name, in: "path", required: true, description: p.description, schema: { type: "string" } }));
   const responses: Record<string, unknown> = {};
@@ -43,7 +46,9 @@ function operationObject(op: Operation, path: DocumentedPath, method: string) {
     };
   // Every request is held to its route's body limit (middleware/body-limit.ts) before the route
   // runs: a declared Content-Length over it answers 413 even on a GET.
-  const errors = op.errors.includes(413) ? op.errors : [...op.errors, 413].sort((a, b) => a - b);
+  // Every operation that reads or writes the database answers 503 storage_unavailable (with
+  // Retry-After) when D1 cannot be reached (app.ts, db/unavailable.ts).
+  const errors = [...new Set([...op.errors, 413, ...(STORAGE_FREE.has(op.path) ? [] : [503])])].sort((a, b) => a - b);
   for (const status of errors)
     responses[status] = { description: `Error: ${codesFor(status).join(", ") || "see message"}`, headers: REQUEST_ID, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
   return {

@@ -5,9 +5,14 @@ import { openDb } from "../db/client.js";
 import { schedules } from "../db/schema.js";
 import { ApiError } from "../errors.js";
 import { nextRun, parseCron } from "../../shared/time/cron.js";
-import { issueScheduledTask } from "./issue.js";
+import { issueScheduledTask, type ScheduleRow } from "./issue.js";
+import { isStorageUnavailable } from "../db/unavailable.js";
+import { newTaskId } from "../dispatch/client.js";
+import type { Db } from "../db/client.js";
 
 const RETRY_MS = 60_000;
+/** A due run that D1 did not take is tried again this soon (with the same task id). */
+const RUN_RETRY_MS = 5_000;
 
 interface State {
   scheduleId: string;
@@ -29,6 +34,38 @@ export class Scheduler extends DurableObject<Bindings> {
   constructor(ctx: DurableObjectState, env: Bindings) {
     super(ctx, env);
     ctx.storage.sql.exec("create table if not exists state (schedule_id text primary key, watermark integer not null)");
+    // A due run whose task D1 did not take (unreachable): its task id and time, until issued.
+    ctx.storage.sql.exec("create table if not exists pending_run (task_id text primary key, at integer not null)");
+  }
+
+  private pendingRun(): { taskId: string; at: number } | undefined {
+    const row = this.ctx.storage.sql.exec<{ task_id: string; at: number }>("select task_id, at from pending_run").toArray()[0];
+    return row && { taskId: row.task_id, at: row.at };
+  }
+
+  /**
+   * Issues the run; when D1 cannot be reached, keeps it (task id and time) and tries again in a few
+   * seconds, so an outage delays a run instead of skipping it, and the same id keeps a run whose
+   * insert landed unseen from being issued twice. Answers whether the run is still pending.
+   */
+  private async issue(db: Db, s: ScheduleRow, at: number, taskId: string): Promise<boolean> {
+    try {
+      const task = await issueScheduledTask(this.env, db, s, at, taskId);
+      console.log(JSON.stringify({ level: "info", msg: "scheduled task issued", scheduleId: s.id, taskId: task.id, at }));
+    } catch (err) {
+      if (isStorageUnavailable(err)) {
+        console.warn(JSON.stringify({ level: "warn", msg: "scheduled run not taken by D1; retrying", scheduleId: s.id, taskId, error: String(err) }));
+        this.ctx.storage.sql.exec("insert or replace into pending_run (task_id, at) values (?, ?)", taskId, at);
+        await this.ctx.storage.setAlarm(this.now() + RUN_RETRY_MS);
+        return true;
+      }
+      // A refusal (quota, pending cap, no successful build) skips this run, as it would refuse a
+      // call through the API; retrying would only get the same answer.
+      const reason = err instanceof ApiError ? err.body().error : String(err);
+      console.warn(JSON.stringify({ level: "warn", msg: "scheduled run not issued", scheduleId: s.id, at, reason }));
+    }
+    this.ctx.storage.sql.exec("delete from pending_run");
+    return false;
   }
 
   private state(): State | undefined {
@@ -60,12 +97,13 @@ export class Scheduler extends DurableObject<Bindings> {
   async stop(): Promise<void> {
     await this.ctx.storage.deleteAlarm();
     this.ctx.storage.sql.exec("delete from state");
+    this.ctx.storage.sql.exec("delete from pending_run");
   }
 
   override async alarm(): Promise<void> {
     const known = this.state();
     if (!known) return;
-    const db = openDb(this.env.DB);
+    const db = openDb(this.env);
     let s: typeof schedules.$inferSelect | undefined;
     try {
       [s] = await db.select().from(schedules).where(eq(schedules.id, known.scheduleId));
@@ -77,6 +115,9 @@ export class Scheduler extends DurableObject<Bindings> {
       return this.ctx.storage.setAlarm(this.now() + RETRY_MS);
     }
     if (!s) return this.stop();
+    const pending = this.pendingRun();
+    if (pending && !s.active) this.ctx.storage.sql.exec("delete from pending_run");
+    else if (pending && (await this.issue(db, s, pending.at, pending.taskId))) return;
     if (!s.active) return;
     // Read again after the await: an arm() or a stop() may have run meanwhile. From here to the
     // write, nothing yields.
@@ -93,14 +134,6 @@ export class Scheduler extends DurableObject<Bindings> {
     this.setWatermark(s.id, now);
     const next = nextRun(cron, s.timezone, now);
     if (next !== null) await this.ctx.storage.setAlarm(next);
-    try {
-      const task = await issueScheduledTask(this.env, db, s, now);
-      console.log(JSON.stringify({ level: "info", msg: "scheduled task issued", scheduleId: s.id, taskId: task.id, due }));
-    } catch (err) {
-      // A refusal (quota, pending cap, no successful build) skips this run, as it would refuse a
-      // call through the API; rethrowing would only have the alarm retried into the same answer.
-      const reason = err instanceof ApiError ? err.body().error : String(err);
-      console.warn(JSON.stringify({ level: "warn", msg: "scheduled run not issued", scheduleId: s.id, due, reason }));
-    }
+    await this.issue(db, s, now, newTaskId(this.env, s.functionId, now));
   }
 }

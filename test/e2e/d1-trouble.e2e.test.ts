@@ -1,0 +1,143 @@
+import { spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureOfflineImages } from "../../agent/runtimes/images.js";
+import { zipItems } from "../support/zip.js";
+import { LocalWorker, ROOT, localStack, type AgentProcess, type Api } from "./harness.js";
+import { deploy, invoke, result } from "./deploy.js";
+
+/**
+ * D1 trouble on purpose against the whole local stack: the Worker on workerd with every D1 round
+ * trip delayed (GCFAAS_D1_DELAY_MS) and the test's failure control, a real agent and Docker. The
+ * windows here are opened for a minute and closed by the test once what it waits for has happened,
+ * so nothing depends on how fast this machine is; bench/d1-trouble.ts runs a 60 s outage by the clock.
+ */
+const DELAY_MS = 5;
+let worker: LocalWorker;
+let agent: AgentProcess;
+let user: Api;
+const workerLog = path.join(os.tmpdir(), `gcfaas-d1-trouble-${process.pid}.log`);
+
+/**
+ * The tasks whose outcomes must meet the outage run this long: the window opens two local requests
+ * after their creation answered, long before they finish.
+ */
+const sleepsThenSays = (word: string) => `import time\ndef handle(event, context):\n    time.sleep(3)\n    return "${word}"\n`;
+const says = (word: string) => `def handle(event, context):\n    return "${word}"\n`;
+
+/** Waits (no time limit of its own but the test's) until `seen` is true; polled, not timed. */
+async function until(what: string, seen: () => boolean | Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await seen())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not seen in ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+const hasFinished = (taskId: string) => agent.log.includes(`"msg":"task finished","taskId":"${taskId}"`);
+const agentFinished = (taskId: string) => until(`the agent finishing ${taskId}`, () => hasFinished(taskId));
+const workerLogged = (text: string, after: number) => until(`the Worker logging "${text}"`, async () => (await readFile(workerLog, "utf8")).slice(after).includes(text));
+const logSize = async () => (await readFile(workerLog, "utf8")).length;
+const invocations = async () => (await user.json("GET", "/v1/usage", 200)).invocations as number;
+const tasksOf = async (functionId: string) => (await user.json("GET", `/v1/task/list?functionId=${functionId}`, 200)) as { id: string; status: number }[];
+
+async function expectUnavailable(res: Response) {
+  const body = (await res.json()) as { error?: { code?: string } };
+  expect({ status: res.status, code: body.error?.code, retryAfter: res.headers.get("retry-after") }).toEqual({ status: 503, code: "storage_unavailable", retryAfter: "5" });
+}
+
+beforeAll(async () => {
+  await ensureOfflineImages(["py"]);
+  ({ worker, agent, user } = await localStack({ account: "d1-trouble", nodeId: "d1-agent", agentArgs: ["--slots", "4"], logFile: workerLog, d1DelayMs: DELAY_MS, testD1Failures: true }));
+}, 1_800_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await worker?.dispose();
+});
+
+describe("GCFAAS_D1_DELAY_MS", () => {
+  it("stops the start command on a delay that is not a whole number of milliseconds, before it starts anything", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts/start.ts")], {
+      cwd: ROOT, env: { ...process.env, GCFAAS_D1_DELAY_MS: "soon", GCFAAS_STATE_DIR: path.join(os.tmpdir(), `gcfaas-d1-start-${process.pid}`) }, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect({ code, out: out.trim() }).toEqual({ code: 1, out: '[start] failed: GCFAAS_D1_DELAY_MS must be a whole number of milliseconds from 0 to 60000, not "soon"' });
+  });
+
+  it("refuses a LocalWorker delay that is not a whole number of milliseconds before starting anything", async () => {
+    await expect(LocalWorker.create({ d1DelayMs: -1 })).rejects.toThrow(/d1DelayMs must be a whole number of milliseconds/);
+    await expect(LocalWorker.create({ d1DelayMs: 2.5 })).rejects.toThrow(/d1DelayMs must be a whole number of milliseconds/);
+  });
+
+  it("holds back D1 round trips of the Worker and the dispatcher, and tasks answer as without it", async () => {
+    const fn = await deploy(user, "py", await zipItems([{ name: "handler.py", data: says("far") }]), "far");
+    expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
+    const before = await worker.d1State();
+    expect(before.delayMs).toBe(DELAY_MS);
+    const { res } = await invoke(user, fn.functionId);
+    expect(res).toEqual({ status: 200, contentType: "text/plain; charset=utf-8", body: "far" });
+    // Issuing the task and the dispatcher's write of its outcome at the least.
+    expect((await worker.d1State()).delayed - before.delayed).toBeGreaterThanOrEqual(2);
+  }, 600_000);
+});
+
+describe("a D1 outage", () => {
+  it("lets tasks already dispatched run, answers calls 503 storage_unavailable, and records every task once when D1 is back", async () => {
+    const fn = await deploy(user, "py", await zipItems([{ name: "handler.py", data: sleepsThenSays("slept") }]), "sleeper");
+    expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
+    const { id: endpoint } = await user.json("POST", `/v1/endpoint/${fn.functionId}`, 201, { json: {} });
+    await invoke(user, fn.functionId); // a warm container: the tasks below run at once
+    const usedBefore = await invocations();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await user.json("POST", `/v1/task/${fn.functionId}`, 201, {})).id);
+    const logged = await logSize();
+
+    expect((await worker.failD1(60_000)).failing).toBe(true);
+    expect(ids.filter(hasFinished)).toEqual([]); // still running: their outcomes meet the outage
+    await expectUnavailable(await user("POST", `/v1/task/${fn.functionId}`));
+    await expectUnavailable(await user("POST", `/v1/task/${fn.functionId}`, { headers: { prefer: "wait=5" } }));
+    await expectUnavailable(await user("GET", `/v1/task/${ids[0]}`));
+    await expectUnavailable(await fetch(`${worker.url}/gc/${endpoint}`, { method: "POST" }));
+    for (const id of ids) await agentFinished(id);
+    // The dispatcher took the outcomes while D1 was down, and its write of them failed.
+    await workerLogged("recording outcomes failed; retrying", logged);
+    expect((await worker.healD1()).failed).toBeGreaterThan(0);
+
+    for (const id of ids) expect(await result(user, id)).toEqual({ status: 200, contentType: "text/plain; charset=utf-8", body: "slept" });
+    expect(await invocations()).toBe(usedBefore + 3);
+    // The warm-up and the three: the refused calls issued nothing, nothing was lost.
+    const tasks = await tasksOf(fn.functionId);
+    expect(tasks.map((t) => t.status)).toEqual([200, 200, 200, 200]);
+  }, 600_000);
+
+  it("counts a task once when D1 committed its outcome but the answer was lost, and still fires its trigger", async () => {
+    const first = await deploy(user, "py", await zipItems([{ name: "handler.py", data: sleepsThenSays("first") }]), "first");
+    const next = await deploy(user, "py", await zipItems([{ name: "handler.py", data: says("next") }]), "next");
+    expect([first.build.status, next.build.status]).toEqual(["SUCCESS", "SUCCESS"]);
+    await invoke(user, first.functionId);
+    await invoke(user, next.functionId);
+    await user.json("POST", "/v1/trigger", 201, { json: { functionId: first.functionId, nextId: next.functionId, includeResult: false, status: 200 } });
+    const usedBefore = await invocations();
+    const { id } = await user.json("POST", `/v1/task/${first.functionId}`, 201, {});
+    const logged = await logSize();
+
+    await worker.failD1(60_000, "lose_answer");
+    expect(hasFinished(id)).toBe(false);
+    await agentFinished(id);
+    // Its write reached D1 and committed; the dispatcher was told it failed, and retries.
+    await workerLogged("recording outcomes failed; retrying", logged);
+    await worker.healD1();
+
+    expect(await result(user, id)).toEqual({ status: 200, contentType: "text/plain; charset=utf-8", body: "first" });
+    await until("the triggered task finishing", async () => (await tasksOf(next.functionId)).every((t) => t.status !== 0) && (await tasksOf(next.functionId)).length === 2);
+    expect((await tasksOf(next.functionId)).map((t) => t.status)).toEqual([200, 200]);
+    expect(await invocations()).toBe(usedBefore + 2);
+  }, 600_000);
+});
