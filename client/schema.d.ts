@@ -1149,20 +1149,40 @@ export interface operations {
     callPublicEndpointWithGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `wait=<seconds>` (at most 30): answer with the function's response when the task finishes within that time, else as without it. */
+                Prefer?: string;
+            };
             path: {
                 /** @description The public endpoint's id. */
                 id: string;
             };
             cookie?: never;
         };
-        /** @description Any JSON value, handed to the function with the query parameters. */
+        /** @description Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON. */
         requestBody?: {
             content: {
+                "*/*": unknown;
                 "application/json": unknown;
             };
         };
         responses: {
+            /** @description With Prefer: wait, when the task finished in time: the function's response (its status code, Content-Type and body). */
+            200: {
+                headers: {
+                    /** @description Where the result stays readable. */
+                    Location: string;
+                    /** @description `wait`: the answer is the function's. */
+                    "Preference-Applied": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description The task's id. */
+                    "X-Task-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
             /** @description The new task's id. */
             201: {
                 headers: {
@@ -1260,20 +1280,40 @@ export interface operations {
     callPublicEndpointWithPut: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `wait=<seconds>` (at most 30): answer with the function's response when the task finishes within that time, else as without it. */
+                Prefer?: string;
+            };
             path: {
                 /** @description The public endpoint's id. */
                 id: string;
             };
             cookie?: never;
         };
-        /** @description Any JSON value, handed to the function with the query parameters. */
+        /** @description Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON. */
         requestBody?: {
             content: {
+                "*/*": unknown;
                 "application/json": unknown;
             };
         };
         responses: {
+            /** @description With Prefer: wait, when the task finished in time: the function's response (its status code, Content-Type and body). */
+            200: {
+                headers: {
+                    /** @description Where the result stays readable. */
+                    Location: string;
+                    /** @description `wait`: the answer is the function's. */
+                    "Preference-Applied": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description The task's id. */
+                    "X-Task-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
             /** @description The new task's id. */
             201: {
                 headers: {
@@ -1371,20 +1411,40 @@ export interface operations {
     callPublicEndpointWithPost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `wait=<seconds>` (at most 30): answer with the function's response when the task finishes within that time, else as without it. */
+                Prefer?: string;
+            };
             path: {
                 /** @description The public endpoint's id. */
                 id: string;
             };
             cookie?: never;
         };
-        /** @description Any JSON value, handed to the function with the query parameters. */
+        /** @description Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON. */
         requestBody?: {
             content: {
+                "*/*": unknown;
                 "application/json": unknown;
             };
         };
         responses: {
+            /** @description With Prefer: wait, when the task finished in time: the function's response (its status code, Content-Type and body). */
+            200: {
+                headers: {
+                    /** @description Where the result stays readable. */
+                    Location: string;
+                    /** @description `wait`: the answer is the function's. */
+                    "Preference-Applied": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description The task's id. */
+                    "X-Task-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
             /** @description The new task's id. */
             201: {
                 headers: {
@@ -1482,20 +1542,40 @@ export interface operations {
     callPublicEndpointWithDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `wait=<seconds>` (at most 30): answer with the function's response when the task finishes within that time, else as without it. */
+                Prefer?: string;
+            };
             path: {
                 /** @description The public endpoint's id. */
                 id: string;
             };
             cookie?: never;
         };
-        /** @description Any JSON value, handed to the function with the query parameters. */
+        /** @description Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON. */
         requestBody?: {
             content: {
+                "*/*": unknown;
                 "application/json": unknown;
             };
         };
         responses: {
+            /** @description With Prefer: wait, when the task finished in time: the function's response (its status code, Content-Type and body). */
+            200: {
+                headers: {
+                    /** @description Where the result stays readable. */
+                    Location: string;
+                    /** @description `wait`: the answer is the function's. */
+                    "Preference-Applied": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description The task's id. */
+                    "X-Task-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
             /** @description The new task's id. */
             201: {
                 headers: {
@@ -1635,20 +1715,40 @@ export interface operations {
     callPublicEndpointWithPatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `wait=<seconds>` (at most 30): answer with the function's response when the task finishes within that time, else as without it. */
+                Prefer?: string;
+            };
             path: {
                 /** @description The public endpoint's id. */
                 id: string;
             };
             cookie?: never;
         };
-        /** @description Any JSON value, handed to the function with the query parameters. */
+        /** @description Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON. */
         requestBody?: {
             content: {
+                "*/*": unknown;
                 "application/json": unknown;
             };
         };
         responses: {
+            /** @description With Prefer: wait, when the task finished in time: the function's response (its status code, Content-Type and body). */
+            200: {
+                headers: {
+                    /** @description Where the result stays readable. */
+                    Location: string;
+                    /** @description `wait`: the answer is the function's. */
+                    "Preference-Applied": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description The task's id. */
+                    "X-Task-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
             /** @description The new task's id. */
             201: {
                 headers: {
@@ -6839,20 +6939,40 @@ export interface operations {
     createTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `wait=<seconds>` (at most 30): answer with the function's response when the task finishes within that time, else as without it. */
+                Prefer?: string;
+            };
             path: {
                 /** @description The function's id. */
                 id: string;
             };
             cookie?: never;
         };
-        /** @description Any JSON value, handed to the function with the query parameters. */
+        /** @description Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON. */
         requestBody?: {
             content: {
+                "*/*": unknown;
                 "application/json": unknown;
             };
         };
         responses: {
+            /** @description With Prefer: wait, when the task finished in time: the function's response (its status code, Content-Type and body). */
+            200: {
+                headers: {
+                    /** @description Where the result stays readable. */
+                    Location: string;
+                    /** @description `wait`: the answer is the function's. */
+                    "Preference-Applied": string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    /** @description The task's id. */
+                    "X-Task-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
             /** @description The new task's id. */
             201: {
                 headers: {

@@ -30,6 +30,7 @@ const REQUEST_ID = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } 
 
 function operationObject(op: Operation, path: DocumentedPath, method: string) {
   const pathParams = path.params.map((p) => ({ name: p.name, in: "path", required: true, description: p.description, schema: { type: "string" } }));
+  const headerParams = (op.headers ?? []).map((h) => ({ name: h.name, in: "header", required: false, description: h.description, schema: { type: "string" } }));
   const responses: Record<string, unknown> = {};
   for (const ok of [op.ok, ...(op.also ?? [])])
     responses[ok.status] = {
@@ -47,9 +48,9 @@ function operationObject(op: Operation, path: DocumentedPath, method: string) {
     tags: [op.group],
     operationId: operationId(op.method, op.path, method),
     security: SECURITY[op.auth],
-    parameters: [...pathParams, ...queryParameters(op.query)],
+    parameters: [...pathParams, ...queryParameters(op.query), ...headerParams],
     ...(op.body
-      ? { requestBody: { required: op.body.required, description: op.body.description, content: { [op.body.contentType]: op.body.schema ? { schema: toSchema(op.body.schema) } : {} } } }
+      ? { requestBody: { required: op.body.required, description: op.body.description, content: Object.fromEntries([op.body.contentType, ...(op.body.otherContentTypes ?? [])].map((t) => [t, op.body?.schema ? { schema: toSchema(op.body.schema) } : {}])) } }
       : {}),
     responses,
   };
