@@ -1,7 +1,13 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The package's own export, as a TypeScript user of the package imports it.
 import { createClient, type Answer } from "gc-faas/client";
-import { ADMIN_TOKEN, LocalWorker } from "../e2e/harness.js";
+import { ADMIN_TOKEN, LocalWorker, ROOT } from "../e2e/harness.js";
+import { extractBlocks } from "../support/doc-examples.js";
 
 // The typed client (`gc-faas/client`) against a local Worker: the same calls README.md shows.
 let worker: LocalWorker;
@@ -57,5 +63,30 @@ describe("createClient", () => {
     });
     await api.GET("/v1/tag/list");
     expect(seen).toEqual(["GET /v1/tag/list typed-client-test/1 true"]);
+  });
+});
+
+describe("README.md's client example", () => {
+  const [block] = extractBlocks(ROOT, "README.md").filter((b) => b.lang === "ts" && b.code.includes('from "gc-faas/client"'));
+  // Inside the repository (its .state/ folder, ignored by git), so that `gc-faas/client` resolves
+  // to this package as it does for the README's reader.
+  const file = path.join(ROOT, ".state", "readme-client-example.ts");
+
+  beforeAll(() => {
+    if (!block) throw new Error("README.md has no ts block importing gc-faas/client");
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, block.code);
+  });
+
+  it("type-checks against the generated client", () => {
+    const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, "tsconfig.node.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+    const program = ts.createProgram([file], { ...config!.options, noEmit: true });
+    const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+    expect(problems).toEqual([]);
+  });
+
+  it("runs against the service and prints the new tag", async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", file], { cwd: ROOT, env: { ...process.env, GCFAAS_URL: worker.url, GCFAAS_TOKEN: token } });
+    expect(stdout).toMatch(/^tag [0-9a-z]+: 0 functions\n$/);
   });
 });
