@@ -1,28 +1,20 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ApiClient } from "./api-client.js";
+import { ok, type ApiClient } from "./api-client.js";
 import type { Context } from "./command.js";
 import { CliError } from "./errors.js";
 import { Progress } from "./output.js";
 import { cutMarker } from "../shared/build-log.js";
+import type { Answer } from "../client/index.js";
 
-export interface Build {
-  id: string;
-  functionId: string;
-  status: "PENDING" | "BUILDING" | "SUCCESS" | "FAILED";
-  arch: string[];
-  timeline: { status: string; time: string }[];
-  log: string[];
-  /** How many lines the build printed in all; absent from servers before bounded build logs. */
-  logLines?: number;
-  createdAt?: string;
-}
+/** A build as `GET /v1/build/{id}` answers it. */
+export type Build = Answer<"/v1/build/{id}", "get">;
 
 /**
  * The lines of `b.log` numbered from `seen` on, and the new `seen`. The record carries a long log's
  * first and last lines with one marker line between them (shared/build-log.ts); lines that fell
  * into the cut between two polls are shown as one marker of their own.
  */
-export function linesAfter(b: Pick<Build, "log" | "logLines">, seen: number): { lines: string[]; seen: number } {
+export function linesAfter(b: { log: string[]; logLines?: number }, seen: number): { lines: string[]; seen: number } {
   const log = Array.isArray(b.log) ? b.log : [];
   const total = b.logLines ?? log.length;
   const cut = total - (log.length - 1);
@@ -55,7 +47,7 @@ export async function followBuild(ctx: Context, api: ApiClient, buildId: string,
   let seen = 0;
   try {
     for (;;) {
-      const b = await api.get<Build>(`/v1/build/${buildId}`);
+      const b = await ok(api.GET("/v1/build/{id}", { params: { path: { id: buildId } } }));
       const next = linesAfter(b, seen);
       for (const line of next.lines) progress.log(line);
       seen = next.seen;

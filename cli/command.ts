@@ -128,12 +128,15 @@ function joinNegativeValues(argv: string[], options: OptionSpec): string[] {
 }
 
 /** Drops `undefined` members, so that request bodies carry only what the user gave. */
-export function defined<T extends Record<string, unknown>>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+export function defined<T extends Record<string, unknown>>(o: T): Defined<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Defined<T>;
 }
 
-/** `<group> delete <id>` for a record type: DELETE /v1/<resource>/<id>, then a one-line confirmation. */
-export function deleteCommand(o: { group: string; resource: string; summary: string; example: string }): Command {
+/** `T` with the members that may be `undefined` made optional instead; the others stay required. */
+export type Defined<T> = { [K in keyof T as undefined extends T[K] ? never : K]: T[K] } & { [K in keyof T as undefined extends T[K] ? K : never]?: Exclude<T[K], undefined> };
+
+/** `<group> delete <id>` for a record type: its DELETE operation (`remove`), then a one-line confirmation. */
+export function deleteCommand(o: { group: string; resource: string; summary: string; example: string; remove: (api: ApiClient, id: string) => Promise<unknown> }): Command {
   return {
     name: "delete",
     summary: o.summary,
@@ -142,7 +145,7 @@ export function deleteCommand(o: { group: string; resource: string; summary: str
     args: [1, 1],
     async run(ctx, a) {
       const id = a.pos(0, `<${o.resource}-id>`);
-      await (await ctx.api()).call("DELETE", `/v1/${o.resource}/${id}`);
+      await o.remove(await ctx.api(), id);
       ctx.out.result({ id, deleted: true }, () => ctx.out.line(`deleted ${o.resource} ${id}`));
     },
   };

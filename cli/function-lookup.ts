@@ -1,23 +1,22 @@
-import type { ApiClient } from "./api-client.js";
+import { ok, type ApiClient } from "./api-client.js";
 import { cmd } from "./cli-name.js";
 import { CliError } from "./errors.js";
 import { fmtTime } from "./output.js";
+import type { Answer } from "../client/index.js";
 
-export interface FunctionSummary {
-  id: string;
-  name: string;
-  lang: string;
-  createdAt: string;
-}
+export type FunctionSummary = Answer<"/v1/function/list", "get">[number];
+
+/** Every function of the account. */
+export const listFunctions = (api: ApiClient, tag?: string) => ok(api.GET("/v1/function/list", { params: { query: { tag } } }));
 
 /** The functions of the account called `name` (names are not unique: the API allows two). */
 export async function functionsNamed(api: ApiClient, name: string): Promise<FunctionSummary[]> {
-  const all = await api.get<FunctionSummary[]>("/v1/function/list");
+  const all = await listFunctions(api);
   return all.filter((f) => f.name === name);
 }
 
 /** One line per function, for errors and warnings that must tell same-named functions apart. */
-export function describeFunctions(fns: readonly FunctionSummary[]): { field: string; message: string }[] {
+export function describeFunctions(fns: readonly Pick<FunctionSummary, "id" | "name" | "lang" | "createdAt">[]): { field: string; message: string }[] {
   return fns.map((f) => ({ field: f.id, message: `${f.name}, ${f.lang}, created ${fmtTime(f.createdAt)}` }));
 }
 
@@ -26,7 +25,7 @@ export function describeFunctions(fns: readonly FunctionSummary[]): { field: str
  * an alphabet, so a name could look like an id); two functions of one name are an error listing both.
  */
 export async function functionIdFor(api: ApiClient, ref: string): Promise<string> {
-  const all = await api.get<FunctionSummary[]>("/v1/function/list");
+  const all = await listFunctions(api);
   if (all.some((f) => f.id === ref)) return ref;
   const named = all.filter((f) => f.name === ref);
   if (named.length === 1) return named[0]!.id;
@@ -46,7 +45,7 @@ export async function functionIdFor(api: ApiClient, ref: string): Promise<string
  * `name (id)`; an id no function has any more stays as it is.
  */
 export async function functionLabels(api: ApiClient): Promise<(id: string | null | undefined) => string> {
-  const all = await api.get<FunctionSummary[]>("/v1/function/list");
+  const all = await listFunctions(api);
   const byId = new Map(all.map((f) => [f.id, f]));
   const count = new Map<string, number>();
   for (const f of all) count.set(f.name, (count.get(f.name) ?? 0) + 1);

@@ -35,6 +35,6 @@ export function parseLangCode(value: string, command?: string): LangCode {
 }
 
 /** The API's input spelling. */
-export function apiLang(code: LangCode): string {
-  return code.toUpperCase();
+export function apiLang(code: LangCode): Uppercase<LangCode> {
+  return code.toUpperCase() as Uppercase<LangCode>;
 }

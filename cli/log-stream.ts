@@ -1,20 +1,23 @@
 import type { z } from "zod";
-import { errorFromResponse, type ApiClient } from "./api-client.js";
+import { apiError, type ApiClient } from "./api-client.js";
 import { CliError } from "./errors.js";
 import { SseReader, type SseEvent } from "../shared/sse-reader.js";
 import { droppedEvent } from "../shared/schemas/live-logs.js";
 import { parseFrame } from "../shared/protocol/messages.js";
+
+/** Opens a live log operation with `follow=1` and these options, e.g. `(api, o) => api.GET("/v1/task/{id}/log", { ...o, params: { path: { id }, query: { follow: "1" } } })`. */
+export type LogStream = (api: ApiClient, o: { parseAs: "stream"; headers: Record<string, string> }) => Promise<{ data?: ReadableStream<Uint8Array> | null; error?: unknown; response: Response }>;
 
 /**
  * Opens one of the service's live log streams (Server-Sent Events, api-decisions "Live logs") and
  * hands each event to `onEvent` until the stream ends or `onEvent` returns "stop". An error answer
  * (404, 429 limit_reached, ...) throws as every other call's does.
  */
-export async function streamEvents(api: ApiClient, path: string, onEvent: (e: SseEvent) => void | "stop", onOpen: () => void = () => undefined): Promise<void> {
-  const res = await api.raw("GET", path, { query: { follow: 1 }, headers: { accept: "text/event-stream" } });
-  if (!res.ok || !res.body) throw errorFromResponse(res, await res.text());
+export async function streamEvents(api: ApiClient, open: LogStream, onEvent: (e: SseEvent) => void | "stop", onOpen: () => void = () => undefined): Promise<void> {
+  const { data, error, response } = await open(api, { parseAs: "stream", headers: { accept: "text/event-stream" } });
+  if (!response.ok || !data) throw apiError(response, error);
   onOpen();
-  const reader = new SseReader(res.body);
+  const reader = new SseReader(data);
   for (let e = await reader.next(); e; e = await reader.next()) {
     if (onEvent(e) === "stop") {
       await reader.cancel();

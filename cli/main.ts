@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Writable } from "node:stream";
-import { ApiClient } from "./api-client.js";
+import { apiClient, type ApiClient } from "./api-client.js";
 import { cmd, detectCliName, runnable } from "./cli-name.js";
 import { Args, type Command, type Context } from "./command.js";
 import { requireConnection, type Env } from "./config-store.js";
@@ -206,7 +206,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       async api() {
         if (!client) {
           const c = await requireConnection(io.env, flags);
-          client = new ApiClient(c.url, c.token);
+          client = apiClient(c.url, c.token);
         }
         return client;
       },

@@ -2,7 +2,7 @@ import type { Command } from "./command.js";
 import type { Column } from "./output.js";
 import { functionLabels } from "./function-lookup.js";
 import { resolveFunctionRef } from "./project.js";
-import type { Envelope } from "../shared/schemas/common.js";
+import type { ApiClient } from "./api-client.js";
 
 /**
  * A list command over one of the API's paged lists (builds, triggers, endpoints): the same
@@ -15,7 +15,8 @@ export function pagedListCommand<T>(o: {
   summary: string;
   /** Plural noun for messages: "builds". */
   what: string;
-  path: string;
+  /** One page of the list operation, e.g. `ok(api.GET("/v1/build/list", { params: { query } }))`. */
+  list: (api: ApiClient, query: { functionId?: string; page: number; limit: number }) => Promise<{ results: T[]; pageCount: number; totalCount: number }>;
   functionHelp: string;
   limitHelp: string;
   example: string;
@@ -35,7 +36,7 @@ export function pagedListCommand<T>(o: {
       const fn = a.str("function");
       const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, o.usageName)).id;
       const current = a.int("page") ?? 1;
-      const page = await (await ctx.api()).get<Envelope<T>>(o.path, { functionId, page: current, limit: a.int("limit") ?? 20 });
+      const page = await o.list(await ctx.api(), { functionId, page: current, limit: a.int("limit") ?? 20 });
       const label = o.functionColumns && !ctx.out.json && page.results.length ? await functionLabels(await ctx.api()) : undefined;
       const columns = o.columns.map((c) => {
         const id = o.functionColumns?.[c.title];

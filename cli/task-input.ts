@@ -1,6 +1,5 @@
 import fs from "node:fs/promises";
 import path from "node:path";
-import type { RequestOptions } from "./api-client.js";
 import type { Args, Context } from "./command.js";
 import { UsageError } from "./errors.js";
 
@@ -49,14 +48,14 @@ export function parseHeaders(a: Args): Record<string, string> {
  * The task's body: `--data` is JSON (checked here, sent as application/json); `--data-binary` is
  * any bytes, sent as they are with `--content-type` (default application/octet-stream).
  */
-export async function taskBody(ctx: Context, a: Args): Promise<Pick<RequestOptions, "json" | "body" | "contentType">> {
+export async function taskBody(ctx: Context, a: Args): Promise<{ bytes: Uint8Array; contentType: string } | undefined> {
   if (a.has("data") && a.has("data-binary")) throw new UsageError("give --data (JSON) or --data-binary (any bytes), not both", a.command);
   const binary = await readBytesOption(ctx, a, "data-binary");
-  if (binary !== undefined) return { body: binary, contentType: a.str("content-type") ?? "application/octet-stream" };
+  if (binary !== undefined) return { bytes: binary, contentType: a.str("content-type") ?? "application/octet-stream" };
   const bytes = await readDataBytes(ctx, a);
   if (bytes === undefined) {
     if (a.has("content-type")) throw new UsageError("--content-type goes with --data-binary", a.command);
-    return {};
+    return undefined;
   }
   const text = Buffer.from(bytes).toString("utf8");
   try {
@@ -64,5 +63,5 @@ export async function taskBody(ctx: Context, a: Args): Promise<Pick<RequestOptio
   } catch (err) {
     throw new UsageError(`--data must be valid JSON (${(err as Error).message}); send other bodies with --data-binary and --content-type`, a.command);
   }
-  return { body: bytes, contentType: a.str("content-type") ?? "application/json" };
+  return { bytes, contentType: a.str("content-type") ?? "application/json" };
 }

@@ -1,16 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ApiClient } from "./api-client.js";
+import { exchange, ok, type ApiClient } from "./api-client.js";
 import { cmd } from "./cli-name.js";
 import type { Context } from "./command.js";
 import { CliError } from "./errors.js";
 import { fmtTaskStatus } from "./output.js";
-
-interface TaskRecord {
-  id: string;
-  functionId: string;
-  status: number;
-  progress: number;
-}
 
 /** A task's result: the function's status, content type and body; `status` 0 while not finished. */
 export interface TaskResult {
@@ -33,7 +26,7 @@ export function headerList(h: Headers): [string, string][] {
  * from before that field keeps the result's own headers.
  */
 export async function withFunctionHeaders(api: ApiClient, r: TaskResult): Promise<TaskResult> {
-  const task = await api.get<{ responseHeaders?: Record<string, string> | null }>(`/v1/task/${r.id}`);
+  const task = await ok(api.GET("/v1/task/{id}", { params: { path: { id: r.id } } }));
   if (!task.responseHeaders) return r;
   const own = Object.entries(task.responseHeaders).map(([k, v]): [string, string] => [k.toLowerCase(), v]);
   return { ...r, headers: [["x-task-id", r.id], ...own.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))] };
@@ -41,13 +34,12 @@ export async function withFunctionHeaders(api: ApiClient, r: TaskResult): Promis
 
 /** One read of the result operation, holding up to `wait` seconds for the task to finish. */
 export async function readResult(api: ApiClient, taskId: string, wait: number): Promise<TaskResult> {
-  const res = await api.raw("GET", `/v1/task/${taskId}/result`, { query: { wait } });
-  const text = await res.text();
+  const { response: res, text } = await exchange((raw) => api.GET("/v1/task/{id}/result", { ...raw, params: { path: { id: taskId }, query: { wait } } }));
   const contentType = res.headers.get("content-type");
   if (res.status === 202) {
     // The service's "still running" answer; a finished function may also answer 202, which the
     // task record tells apart.
-    const task = await api.get<TaskRecord>(`/v1/task/${taskId}`);
+    const task = await ok(api.GET("/v1/task/{id}", { params: { path: { id: taskId } } }));
     if (task.status === 0) return { id: taskId, status: 0, progress: task.progress, contentType: null, body: null };
   }
   return { id: taskId, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType), headers: headerList(res.headers) };

@@ -1,17 +1,11 @@
+import { ok } from "../api-client.js";
+import type { Answer } from "../../client/index.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { yesNo } from "../output.js";
 
 /** An account as GET /v1/admin/accounts/<id> answers it. */
-interface AccountView {
-  id: string;
-  name: string;
-  plan: string;
-  privileged: boolean;
-  egress: boolean;
-  createdAt: string;
-  limits: Record<string, number>;
-}
+type AccountView = Answer<"/v1/admin/accounts/{accountId}", "get">;
 
 const ADMIN_NOTE = "Operator commands: pass the ADMIN_TOKEN with --token (or GCFAAS_TOKEN).";
 
@@ -27,7 +21,7 @@ const showAccount: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const id = a.pos(0, "<account-id>");
-    const acct = await (await ctx.api()).call<AccountView>("GET", `/v1/admin/accounts/${encodeURIComponent(id)}`);
+    const acct = await ok((await ctx.api()).GET("/v1/admin/accounts/{accountId}", { params: { path: { accountId: id } } }));
     ctx.out.result(acct, () => {
       ctx.out.line(`account ${acct.id} (${acct.name}), plan ${acct.plan}`);
       ctx.out.line(grantsLine(acct));
@@ -59,8 +53,8 @@ const setAccountLimits: Command = {
     }
     if (!Object.keys(limits).length) throw new UsageError("name at least one limit to change", a.command);
     const api = await ctx.api();
-    await api.call("PATCH", `/v1/admin/accounts/${encodeURIComponent(id)}`, { json: { limits } });
-    const acct = await api.call<AccountView>("GET", `/v1/admin/accounts/${encodeURIComponent(id)}`);
+    await ok(api.PATCH("/v1/admin/accounts/{accountId}", { params: { path: { accountId: id } }, body: { limits } }));
+    const acct = await ok(api.GET("/v1/admin/accounts/{accountId}", { params: { path: { accountId: id } } }));
     ctx.out.result(acct, () => ctx.out.line(`account ${acct.id}: ${Object.entries(acct.limits).map(([k, v]) => `${k} ${v}`).join(", ")}`));
   },
 };
@@ -87,8 +81,8 @@ const setGrants: Command = {
     const grants = Object.fromEntries((["egress", "privileged"] as const).flatMap((g) => (a.bool(g) === undefined ? [] : [[g, a.bool(g)]])));
     if (!Object.keys(grants).length) throw new UsageError("name a grant to change: --egress true|false or --privileged true|false", a.command);
     const api = await ctx.api();
-    await api.call("PATCH", `/v1/admin/accounts/${encodeURIComponent(id)}`, { json: grants });
-    const acct = await api.call<AccountView>("GET", `/v1/admin/accounts/${encodeURIComponent(id)}`);
+    await ok(api.PATCH("/v1/admin/accounts/{accountId}", { params: { path: { accountId: id } }, body: grants }));
+    const acct = await ok(api.GET("/v1/admin/accounts/{accountId}", { params: { path: { accountId: id } } }));
     ctx.out.result(acct, () => ctx.out.line(`account ${acct.id}: ${grantsLine(acct)}`));
   },
 };

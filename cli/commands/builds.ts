@@ -1,24 +1,17 @@
-import { followBuild, FINAL_BUILD_STATUSES, type Build } from "../build-follow.js";
+import { followBuild, FINAL_BUILD_STATUSES } from "../build-follow.js";
 import type { Command, Context } from "../command.js";
-import { errorFromResponse, type ApiClient } from "../api-client.js";
+import { ok, type ApiClient } from "../api-client.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTime } from "../output.js";
 import { pagedListCommand } from "../paged-list.js";
 import { topLevelHint } from "../deploy-target.js";
 
-interface BuildItem {
-  id: string;
-  functionId: string;
-  status: string;
-  createdAt: string;
-}
-
-export const builds = pagedListCommand<BuildItem>({
+export const builds = pagedListCommand({
   name: "builds",
   usageName: "builds",
   summary: "list builds, newest first",
   what: "builds",
-  path: "/v1/build/list",
+  list: (api, query) => ok(api.GET("/v1/build/list", { params: { query } })),
   functionHelp: "only builds of this function",
   limitHelp: "builds per page (1 to 100, default 20)",
   example: "gcfaas builds --function ./hello",
@@ -49,7 +42,7 @@ export const build: Command = {
       if (a.flag("follow")) throw new UsageError("--log and --follow do not go together: follow the build, then print its log", "build");
       return printWholeLog(ctx, api, id);
     }
-    let b = await api.get<Build>(`/v1/build/${id}`);
+    let b = await ok(api.GET("/v1/build/{id}", { params: { path: { id } } }));
     if (a.flag("follow") && !FINAL_BUILD_STATUSES.has(b.status)) {
       b = await followBuild(ctx, api, id, { maxWaitSeconds: 900 });
       ctx.out.result(b, () => undefined);
@@ -77,9 +70,7 @@ export const build: Command = {
 
 /** GET /v1/build/<id>/log: the text as it is (with --json, `{id, log}`). */
 async function printWholeLog(ctx: Context, api: ApiClient, id: string): Promise<number> {
-  const res = await api.raw("GET", `/v1/build/${id}/log`);
-  const text = await res.text();
-  if (!res.ok) throw errorFromResponse(res, text);
+  const text = await ok(api.GET("/v1/build/{id}/log", { params: { path: { id } }, parseAs: "text" }));
   ctx.out.result({ id, log: text }, () => ctx.out.stdout.write(text));
   return 0;
 }

@@ -1,5 +1,7 @@
+import { ok } from "../api-client.js";
 import path from "node:path";
 import { followBuild } from "../build-follow.js";
+import { uploadBuild } from "../build-upload.js";
 import { defined, type Command } from "../command.js";
 import { ApiError, CliError, UsageError } from "../errors.js";
 import { apiLang, LANG_CODES, LANG_NAMES, parseLangCode, type LangCode } from "../langs.js";
@@ -73,7 +75,7 @@ export const deploy: Command = {
     const functionId = functionFlag !== undefined ? await functionIdFor(api, functionFlag) : project.functionId;
     if (functionId) {
       try {
-        fn = await api.get<FunctionInfo>(`/v1/function/${functionId}`);
+        fn = await ok(api.GET("/v1/function/{id}", { params: { path: { id: functionId } } }));
       } catch (err) {
         if (err instanceof ApiError && err.status === 404 && !a.has("function") && project.functionId)
           throw new ApiError(404, err.code, `the function ${functionId} remembered in ${path.join(dirArg, PROJECT_FILE)} no longer exists`, err.details, `remove functionId from ${PROJECT_FILE} to create a new function`);
@@ -82,7 +84,7 @@ export const deploy: Command = {
       await checkEntryAtTop(dir, dirArg, parseLangCode(fn.lang));
       if (langFlag && langFlag !== fn.lang) ctx.out.note(`warning: function ${fn.id} is ${fn.lang}; --lang ${langFlag} is ignored (the language of a function cannot change)`);
       if ((name !== undefined && name !== fn.name) || description !== undefined) {
-        await api.call("PATCH", `/v1/function/${fn.id}`, { json: defined({ name: name !== fn.name ? name : undefined, description }) });
+        await ok(api.PATCH("/v1/function/{id}", { params: { path: { id: fn.id } }, body: defined({ name: name !== fn.name ? name : undefined, description }) }));
         if (name !== undefined) fn.name = name;
       }
     } else {
@@ -94,9 +96,9 @@ export const deploy: Command = {
       if (existing) {
         fn = { id: existing.id, name: existing.name, lang };
         ctx.out.note(`updating function ${fnName} (${existing.id}, created ${fmtTime(existing.createdAt)}), the one of this name; --new makes a second one`);
-        if (description !== undefined) await api.call("PATCH", `/v1/function/${fn.id}`, { json: { description } });
+        if (description !== undefined) await ok(api.PATCH("/v1/function/{id}", { params: { path: { id: fn.id } }, body: { description } }));
       } else {
-        const { id } = await api.call<{ id: string }>("POST", "/v1/function", { json: defined({ name: fnName, description, lang: apiLang(lang), type: "DOCKER" }) });
+        const { id } = await ok(api.POST("/v1/function", { body: defined({ name: fnName, description, lang: apiLang(lang), type: "DOCKER" as const }) }));
         fn = { id, name: fnName, lang };
         created = true;
         ctx.out.note(`created function ${fnName} (${id}, ${LANG_NAMES[lang]})`);
@@ -107,10 +109,10 @@ export const deploy: Command = {
     }
 
     ctx.out.note(`uploading ${files.length} file${files.length === 1 ? "" : "s"} (${fmtBytes(zip.length)}) to function ${fn.name} (${fn.id})`);
-    const { id: buildId } = await api.call<{ id: string }>("POST", `/v1/build/${fn.id}`, { query: { arch: "amd64" }, body: zip, contentType: "application/octet-stream" });
+    const buildId = await uploadBuild(api, fn.id, zip);
 
     if (a.flag("no-wait")) {
-      const build = await api.get(`/v1/build/${buildId}`);
+      const build = await ok(api.GET("/v1/build/{id}", { params: { path: { id: buildId } } }));
       ctx.out.result(build, () => ctx.out.line(runnable(`build ${buildId} started; follow it with: gcfaas build ${buildId} --follow`)));
       return 0;
     }
@@ -123,7 +125,7 @@ export const deploy: Command = {
     if (build.status !== "SUCCESS") {
       ctx.out.stderr.write(`error: build_failed: build ${buildId} of function ${fn.name} (${fn.id}) FAILED${build.log.length ? `: ${build.log[build.log.length - 1]}` : ""}\n`);
       if (created && !a.flag("keep-failed")) {
-        await api.call("DELETE", `/v1/function/${fn.id}`);
+        await ok(api.DELETE("/v1/function/{id}", { params: { path: { id: fn.id } } }));
         await writeProject(dir, { ...project, functionId: undefined, name: fn.name, lang: parseLangCode(fn.lang) });
         ctx.out.stderr.write(`removed function ${fn.name} (${fn.id}) again: this deploy created it and it has no successful build (keep it with --keep-failed)\n`);
       }

@@ -1,3 +1,4 @@
+import { ok } from "../api-client.js";
 import { defined, deleteCommand, type Args, type Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime } from "../output.js";
@@ -8,18 +9,6 @@ interface TimeLimit {
   from: string;
   to: string;
   timezone: string;
-}
-
-interface Endpoint {
-  id: string;
-  functionId: string;
-  description: string;
-  tags: { id: string; name: string; color: string }[];
-  dailyLimit: number;
-  origin: string[];
-  ip: string[];
-  timeLimit: TimeLimit | null;
-  createdAt: string;
 }
 
 const FIELD_OPTIONS = {
@@ -71,12 +60,12 @@ function fmtWindow(t: TimeLimit | null): string {
   return t ? `${t.from}–${t.to} ${t.timezone}` : "any time";
 }
 
-const listEndpoints = pagedListCommand<Endpoint>({
+const listEndpoints = pagedListCommand({
   name: "list",
   usageName: "endpoints list",
   summary: "list public endpoints, newest first",
   what: "public endpoints",
-  path: "/v1/endpoint/list",
+  list: (api, query) => ok(api.GET("/v1/endpoint/list", { params: { query } })),
   functionHelp: "only endpoints of this function",
   limitHelp: "per page, 3 to 999 (default 20)",
   example: "gcfaas endpoints list",
@@ -102,7 +91,7 @@ const createEndpoint: Command = {
     const body = endpointBody(a, false);
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "endpoints create");
     const api = await ctx.api();
-    const res = await api.call<{ id: string }>("POST", `/v1/endpoint/${ref.id}`, { json: body });
+    const res = await ok(api.POST("/v1/endpoint/{id}", { params: { path: { id: ref.id } }, body }));
     ctx.out.result(res, () => {
       ctx.out.line(`created endpoint ${res.id} for function ${ref.id}`);
       // With origins set the service refuses a call without an allowed Origin header, so the curl carries one.
@@ -124,7 +113,7 @@ const getEndpoint: Command = {
   async run(ctx, a) {
     const id = a.pos(0, "<endpoint-id>");
     const api = await ctx.api();
-    const e = await api.get<Endpoint>(`/v1/endpoint/${id}`);
+    const e = await ok(api.GET("/v1/endpoint/{id}", { params: { path: { id } } }));
     ctx.out.result(e, () =>
       ctx.out.fields([
         ["id", e.id ?? id],
@@ -155,13 +144,13 @@ const editEndpoint: Command = {
     const body = endpointBody(a, true);
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change", "endpoints edit");
     const api = await ctx.api();
-    await api.call("PATCH", `/v1/endpoint/${id}`, { json: body });
-    const e = await api.get<Endpoint>(`/v1/endpoint/${id}`);
+    await ok(api.PATCH("/v1/endpoint/{id}", { params: { path: { id } }, body }));
+    const e = await ok(api.GET("/v1/endpoint/{id}", { params: { path: { id } } }));
     ctx.out.result(e, () => ctx.out.line(`updated endpoint ${id}`));
   },
 };
 
-const deleteEndpoint = deleteCommand({ group: "endpoints", resource: "endpoint", summary: "delete a public endpoint", example: "01jc9x7k2s" });
+const deleteEndpoint = deleteCommand({ group: "endpoints", resource: "endpoint", summary: "delete a public endpoint", example: "01jc9x7k2s", remove: (api, id) => ok(api.DELETE("/v1/endpoint/{id}", { params: { path: { id } } })) });
 
 const endpointMetrics: Command = {
   name: "metrics",
@@ -171,7 +160,7 @@ const endpointMetrics: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const id = a.pos(0, "<endpoint-id>");
-    const m = await (await ctx.api()).get<{ todayTasks: number; pendingTasks: number; weekTasks: number }>(`/v1/endpoint/${id}/metrics`);
+    const m = await ok((await ctx.api()).GET("/v1/endpoint/{id}/metrics", { params: { path: { id } } }));
     ctx.out.result(m, () =>
       ctx.out.fields([
         ["today", String(m.todayTasks)],

@@ -1,3 +1,4 @@
+import { ok } from "../api-client.js";
 import type { Args, Command, Context } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveFunctionRef } from "../project.js";
@@ -11,7 +12,7 @@ export async function targetFunction(ctx: Context, a: Args): Promise<string> {
 }
 
 type Vars = Record<string, string>;
-const envPath = (id: string) => `/v1/function/${id}/env`;
+const envPath = (id: string) => ({ params: { path: { id } } });
 
 const listEnv: Command = {
   name: "list",
@@ -22,7 +23,7 @@ const listEnv: Command = {
   options: FUNCTION_OPTION,
   args: [0, 0],
   async run(ctx, a) {
-    const vars = await (await ctx.api()).get<Vars>(envPath(await targetFunction(ctx, a)));
+    const vars = await ok((await ctx.api()).GET("/v1/function/{id}/env", envPath(await targetFunction(ctx, a))));
     ctx.out.result(vars, () => {
       const names = Object.keys(vars);
       if (names.length === 0) ctx.out.line("(no variables)");
@@ -48,8 +49,8 @@ const setEnv: Command = {
     }
     const id = await targetFunction(ctx, a);
     const api = await ctx.api();
-    const vars = { ...(await api.get<Vars>(envPath(id))), ...given };
-    await api.call("PUT", envPath(id), { json: vars });
+    const vars = { ...(await ok(api.GET("/v1/function/{id}/env", envPath(id)))), ...given };
+    await ok(api.PUT("/v1/function/{id}/env", { ...envPath(id), body: vars }));
     ctx.out.result(vars, () => ctx.out.line(`set ${Object.keys(given).join(", ")} (the function has ${Object.keys(vars).length} variables)`));
   },
 };
@@ -65,11 +66,11 @@ const unsetEnv: Command = {
   async run(ctx, a) {
     const id = await targetFunction(ctx, a);
     const api = await ctx.api();
-    const vars = await api.get<Vars>(envPath(id));
+    const vars = await ok(api.GET("/v1/function/{id}/env", envPath(id)));
     const missing = a.positionals.filter((n) => !Object.hasOwn(vars, n));
     if (missing.length) throw new UsageError(`not set: ${missing.join(", ")}`, a.command);
     for (const name of a.positionals) delete vars[name];
-    await api.call("PUT", envPath(id), { json: vars });
+    await ok(api.PUT("/v1/function/{id}/env", { ...envPath(id), body: vars }));
     ctx.out.result(vars, () => ctx.out.line(`unset ${a.positionals.join(", ")} (the function has ${Object.keys(vars).length} variables)`));
   },
 };

@@ -1,3 +1,5 @@
+import { ok } from "../api-client.js";
+import type { Answer } from "../../client/index.js";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { defined, type Command } from "../command.js";
@@ -7,35 +9,7 @@ import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime, yesNo } from "../output.js";
 import { PROJECT_FILE, readProject, resolveFunctionRef, writeProject } from "../project.js";
 
-interface Tag {
-  id: string;
-  name: string;
-  color: string;
-}
-
-interface FunctionItem {
-  id: string;
-  name: string;
-  description: string;
-  lang: string;
-  tags: Tag[];
-  createdAt: string;
-}
-
-interface Capabilities {
-  timeout: number;
-  cpuCount: number;
-  memSize: number;
-  networkLatency: number;
-  privileged: boolean;
-}
-
-interface FunctionRecord extends FunctionItem {
-  type: string;
-  paused: boolean;
-  capabilities: Capabilities;
-  metrics: { todaysTasks: number; pendingTasks: number; weekTasks: number; completedTasks: number };
-}
+type Capabilities = Answer<"/v1/function/{id}/capabilities", "get">;
 
 export function capabilityFields(c: Capabilities): [string, string][] {
   return [
@@ -57,7 +31,7 @@ export const list: Command = {
   args: [0, 0],
   async run(ctx, a) {
     const api = await ctx.api();
-    const fns = await api.get<FunctionItem[]>("/v1/function/list", { tag: a.str("tag") });
+    const fns = await ok(api.GET("/v1/function/list", { params: { query: { tag: a.str("tag") } } }));
     ctx.out.result(fns, () =>
       ctx.out.table(
         fns,
@@ -83,7 +57,7 @@ export const get: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "get");
-    const fn = await (await ctx.api()).get<FunctionRecord>(`/v1/function/${ref.id}`);
+    const fn = await ok((await ctx.api()).GET("/v1/function/{id}", { params: { path: { id: ref.id } } }));
     ctx.out.result(fn, () => {
       ctx.out.fields([
         ["id", fn.id],
@@ -126,8 +100,8 @@ export const edit: Command = {
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change: give --name, --description, --tag or --no-tags", "edit");
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "edit");
     const api = await ctx.api();
-    await api.call("PATCH", `/v1/function/${ref.id}`, { json: body });
-    const fn = await api.get<FunctionRecord>(`/v1/function/${ref.id}`);
+    await ok(api.PATCH("/v1/function/{id}", { params: { path: { id: ref.id } }, body }));
+    const fn = await ok(api.GET("/v1/function/{id}", { params: { path: { id: ref.id } } }));
     if (ref.dir && body.name) {
       const project = await readProject(ref.dir);
       if (project) await writeProject(ref.dir, { ...project, name: fn.name });
@@ -153,8 +127,8 @@ export const capabilities: Command = {
     const body = defined({ timeout: a.num("timeout"), cpuCount: a.num("cpu"), memSize: a.num("memory"), privileged: a.bool("privileged") });
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "capabilities");
     const api = await ctx.api();
-    if (Object.keys(body).length > 0) await api.call("POST", `/v1/function/${ref.id}/capabilities`, { json: body });
-    const caps = await api.get<Capabilities>(`/v1/function/${ref.id}/capabilities`);
+    if (Object.keys(body).length > 0) await ok(api.POST("/v1/function/{id}/capabilities", { params: { path: { id: ref.id } }, body }));
+    const caps = await ok(api.GET("/v1/function/{id}/capabilities", { params: { path: { id: ref.id } } }));
     ctx.out.result(caps, () => {
       if (Object.keys(body).length > 0) ctx.out.note(`updated capabilities of ${ref.id}`);
       ctx.out.fields(capabilityFields(caps));
@@ -179,14 +153,14 @@ export const del: Command = {
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "delete");
     const api = await ctx.api();
     if (!a.flag("yes")) {
-      const fn = await api.get<FunctionRecord>(`/v1/function/${ref.id}`);
-      const ok = await confirm(ctx, `delete function ${fn.name} (${fn.id}, ${fn.lang}) with its builds, triggers and endpoints?`, "delete");
-      if (!ok) {
+      const fn = await ok(api.GET("/v1/function/{id}", { params: { path: { id: ref.id } } }));
+      const sure = await confirm(ctx, `delete function ${fn.name} (${fn.id}, ${fn.lang}) with its builds, triggers and endpoints?`, "delete");
+      if (!sure) {
         ctx.out.result({ id: ref.id, deleted: false }, () => ctx.out.line("nothing deleted"));
         return 1;
       }
     }
-    await api.call("DELETE", `/v1/function/${ref.id}`);
+    await ok(api.DELETE("/v1/function/{id}", { params: { path: { id: ref.id } } }));
     if (ref.dir) {
       const project = await readProject(ref.dir);
       if (project) {

@@ -1,4 +1,5 @@
-import { errorFromResponse, type ApiClient } from "../api-client.js";
+import { apiErrorOf, exchange, ok, type ApiClient } from "../api-client.js";
+import type { Answer } from "../../client/index.js";
 import { cmd } from "../cli-name.js";
 import type { Command } from "../command.js";
 import { ApiError, CliError, UsageError } from "../errors.js";
@@ -7,12 +8,15 @@ import { resolveFunctionRef } from "../project.js";
 import { parseHeaders, parseQuery, taskBody } from "../task-input.js";
 import { decodeBody, headerList, printResult, readResult, waitResult, withFunctionHeaders, type TaskResult } from "../task-result.js";
 
+/** The 201 answer of POST /v1/task/{id}, read as text by `exchange`. */
+type Created = Answer<"/v1/task/{id}", "post">;
+
 /**
  * A paused function holds its tasks until it is resumed: waiting for one would only run out the
  * clock, so invoke says so at once (with --no-wait the task is queued and the note says it is held).
  */
 async function pausedState(api: ApiClient, id: string): Promise<{ name: string; paused: boolean }> {
-  return api.get<{ name: string; paused: boolean }>(`/v1/function/${id}`);
+  return ok(api.GET("/v1/function/{id}", { params: { path: { id } } }));
 }
 
 /**
@@ -21,8 +25,7 @@ async function pausedState(api: ApiClient, id: string): Promise<{ name: string; 
  */
 async function withHint(api: ApiClient, err: ApiError, ref: string, functionId: string): Promise<ApiError> {
   if (err.code !== "no_successful_build") return err;
-  const latest = await api
-    .get<{ results: { id: string; status: string }[] }>("/v1/build/list", { functionId, limit: 1 })
+  const latest = await ok(api.GET("/v1/build/list", { params: { query: { functionId, limit: 1 } } }))
     .then((p) => p.results[0])
     .catch(() => undefined);
   const running = latest && (latest.status === "PENDING" || latest.status === "BUILDING");
@@ -81,28 +84,36 @@ export const invoke: Command = {
     const fn = await pausedState(api, ref.id);
     if (fn.paused && !a.flag("no-wait"))
       throw new CliError("function_paused", `function ${fn.name} (${ref.id}) is paused: its tasks wait until it is resumed`, [], 1, `resume it with \`${cmd(`resume ${refArg}`)}\`, or queue the task anyway with --no-wait`);
-    const create = async (extra: Record<string, string>) => {
-      const res = await api.raw("POST", `/v1/task/${ref.id}`, { query, headers: { ...headers, ...extra }, ...body });
-      return { res, text: await res.text() };
+    const create = async (waitSeconds?: number) => {
+      const { response: res, text } = await exchange((raw) =>
+        api.POST("/v1/task/{id}", {
+          params: { path: { id: ref.id }, header: waitSeconds ? { Prefer: `wait=${waitSeconds}` } : {} },
+          // The function's own query string, bytes and headers: free-form, handed on as they are.
+          querySerializer: () => query.toString(),
+          ...(body ? { body: body.bytes, bodySerializer: (b: unknown) => b, headers: { ...headers, "content-type": body.contentType } } : { headers }),
+          ...raw,
+        }),
+      );
+      return { res, text };
     };
     if (a.flag("no-wait")) {
-      const { res, text } = await create({});
-      if (!res.ok) throw await withHint(api, errorFromResponse(res, text), refArg, ref.id);
-      const { id } = JSON.parse(text) as { id: string };
+      const { res, text } = await create();
+      if (!res.ok) throw await withHint(api, apiErrorOf(res, text), refArg, ref.id);
+      const { id } = JSON.parse(text) as Created;
       if (fn.paused) ctx.out.note(`function ${fn.name} is paused: task ${id} waits until \`${cmd(`resume ${refArg}`)}\``);
       ctx.out.result({ id }, () => ctx.out.line(id));
       return 0;
     }
     const show = async (r: TaskResult) => (a.flag("include") ? printResult(ctx, await withFunctionHeaders(api, r), true) : printResult(ctx, r));
     // One round trip when the function answers within the synchronous wait (RFC 7240 Prefer).
-    const { res, text } = await create({ prefer: `wait=${Math.min(30, maxWait)}` });
+    const { res, text } = await create(Math.min(30, maxWait));
     const contentType = res.headers.get("content-type");
     if (res.headers.get("preference-applied") === "wait") {
       const id = res.headers.get("x-task-id") ?? "";
       return show({ id, status: res.status, progress: 100, contentType, body: decodeBody(text, contentType), headers: headerList(res.headers) });
     }
-    if (!res.ok) throw await withHint(api, errorFromResponse(res, text), refArg, ref.id);
-    const { id } = JSON.parse(text) as { id: string };
+    if (!res.ok) throw await withHint(api, apiErrorOf(res, text), refArg, ref.id);
+    const { id } = JSON.parse(text) as Created;
     ctx.out.note(`task ${id} created; waiting for its result`);
     return show(await waitResult(api, id, deadline, maxWait));
   },
@@ -121,7 +132,7 @@ export const result: Command = {
     const wait = a.int("wait") ?? 0;
     if (wait < 0 || wait > 30) throw new UsageError("--wait must be from 0 to 30 seconds", "result");
     const api = await ctx.api();
-    await api.get(`/v1/task/${taskId}`); // unknown ids answer the API's own 404, not a function's
+    await ok(api.GET("/v1/task/{id}", { params: { path: { id: taskId } } })); // unknown ids answer the API's own 404, not a function's
     const r = await readResult(api, taskId, wait);
     if (r.status === 0) {
       ctx.out.result({ id: taskId, status: 0, progress: r.progress }, () => ctx.out.line(`task ${taskId} is ${fmtTaskStatus(0, r.progress)}; no result yet`));

@@ -1,4 +1,4 @@
-import { ApiClient } from "../api-client.js";
+import { apiClient, ok, type ApiClient } from "../api-client.js";
 import type { Command } from "../command.js";
 import { configPath, loadConfig, normalizeUrl, removeConfig, resolveConnection, saveConfig } from "../config-store.js";
 import { cmd } from "../cli-name.js";
@@ -10,10 +10,10 @@ import { ApiError, UsageError } from "../errors.js";
  */
 async function verifyToken(api: ApiClient): Promise<void> {
   try {
-    await api.get("/v1/tag/list");
+    await ok(api.GET("/v1/tag/list"));
   } catch (err) {
     if (!(err instanceof ApiError) || err.status !== 401) throw err;
-    const isAdmin = await api.get("/v1/admin/nodes").then(
+    const isAdmin = await ok(api.GET("/v1/admin/nodes")).then(
       () => true,
       () => false,
     );
@@ -45,7 +45,7 @@ export const login: Command = {
     if (!token) throw new UsageError("missing --token", "login");
     const normalized = normalizeUrl(url);
     // One cheap authenticated call: a wrong URL or token fails here, not on the first real command.
-    if (!a.flag("skip-verify")) await verifyToken(new ApiClient(normalized, token));
+    if (!a.flag("skip-verify")) await verifyToken(apiClient(normalized, token));
     const file = await saveConfig(ctx.env, { url: normalized, token });
     ctx.out.result({ url: normalized, configFile: file }, () => ctx.out.line(`logged in to ${normalized} (saved to ${file})`));
   },

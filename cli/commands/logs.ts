@@ -1,17 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ApiClient } from "../api-client.js";
+import { ok, type ApiClient } from "../api-client.js";
 import type { Command, Context } from "../command.js";
 import { CliError } from "../errors.js";
 import { droppedNote, eventData, streamEvents } from "../log-stream.js";
 import { droppedEvent, logEndEvent, tailLineEvent, tailTaskEvent } from "../../shared/schemas/live-logs.js";
 import type { SseEvent } from "../../shared/sse-reader.js";
 import { resolveFunctionRef } from "../project.js";
-
-interface TaskLog {
-  id: string;
-  finished: boolean;
-  log: string[];
-}
 
 export const logs: Command = {
   name: "logs",
@@ -31,7 +25,7 @@ export const logs: Command = {
       else ctx.out.note(`(task ${taskId} finished with status ${status})`);
       return 0;
     }
-    const log = await api.get<TaskLog>(`/v1/task/${taskId}/log`);
+    const log = await ok(api.GET("/v1/task/{id}/log", { params: { path: { id: taskId } } }));
     ctx.out.result(log, () => {
       for (const line of log.log) ctx.out.line(line);
       if (!log.finished) ctx.out.note(`(task ${taskId} has not finished; more lines may come: gcfaas logs ${taskId} --follow)`);
@@ -58,7 +52,7 @@ async function followTaskLog(ctx: Context, api: ApiClient, taskId: string): Prom
       await sleep(1000);
     }
     let seen = 0;
-    await streamEvents(api, `/v1/task/${taskId}/log`, (e) => {
+    await streamEvents(api, (api, o) => api.GET("/v1/task/{id}/log", { ...o, params: { path: { id: taskId }, query: { follow: "1" } } }), (e) => {
       if (e.event === "line" && ++seen > lines.length) {
         lines.push(e.data);
         if (!ctx.out.json) ctx.out.line(e.data);
@@ -110,7 +104,7 @@ export const tail: Command = {
       const onOpen = () => {
         if (!opened) ctx.out.note(`tailing function ${ref}; Ctrl-C to stop`, true);
       };
-      await streamEvents(api, `/v1/function/${id}/logs`, onEvent, onOpen);
+      await streamEvents(api, (api, o) => api.GET("/v1/function/{id}/logs", { ...o, params: { path: { id }, query: { follow: "1" } } }), onEvent, onOpen);
       opened = true;
       idle = got ? 0 : idle + 1;
     }

@@ -1,10 +1,13 @@
+import { ok } from "../api-client.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveFunctionRef } from "../project.js";
 
 const EGRESS = ["none", "internet"] as const;
+type Egress = (typeof EGRESS)[number];
+const isEgress = (v: string): v is Egress => (EGRESS as readonly string[]).includes(v);
 
-const MEANING: Record<(typeof EGRESS)[number], string> = {
+const MEANING: Record<Egress, string> = {
   none: "none (no network: loopback only)",
   internet: "internet (public addresses only; runs on nodes that allow egress)",
 };
@@ -26,12 +29,12 @@ export const network: Command = {
   args: [1, 2],
   async run(ctx, a) {
     const egress = a.positionals[1];
-    if (egress !== undefined && !(EGRESS as readonly string[]).includes(egress)) throw new UsageError(`the network setting is none or internet, not "${egress}"`, "network");
+    if (egress !== undefined && !isEgress(egress)) throw new UsageError(`the network setting is none or internet, not "${egress}"`, "network");
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "network");
     const api = await ctx.api();
-    const path = `/v1/function/${ref.id}/network`;
-    if (egress) await api.call("PUT", path, { json: { egress } });
-    const n = await api.get<{ egress: (typeof EGRESS)[number] }>(path);
+    const path = { params: { path: { id: ref.id } } };
+    if (egress) await ok(api.PUT("/v1/function/{id}/network", { ...path, body: { egress } }));
+    const n = await ok(api.GET("/v1/function/{id}/network", path));
     ctx.out.result(n, () => {
       if (egress) ctx.out.note(`network of ${ref.id} updated`);
       ctx.out.fields([

@@ -1,23 +1,10 @@
+import { ok } from "../api-client.js";
+import type { Answer } from "../../client/index.js";
 import type { Command } from "../command.js";
 import { fmtTime, yesNo } from "../output.js";
 
 /** A node of the fleet as GET /v1/admin/nodes answers it. */
-interface FleetNode {
-  id: string;
-  agentVersion: string | null;
-  runtime: string | null;
-  connected: boolean;
-  slots: number;
-  busySlots: number;
-  langs: string[];
-  privileged: boolean;
-  egress: boolean;
-  rttMs: number | null;
-  connectedSince: string | null;
-  lastSeen: string | null;
-  draining: boolean;
-  disabled: boolean;
-}
+type FleetNode = Answer<"/v1/admin/nodes", "get">[number];
 
 const ADMIN_NOTE = "Operator commands: pass the ADMIN_TOKEN with --token (or GCFAAS_TOKEN).";
 
@@ -31,7 +18,7 @@ const listNodes: Command = {
   examples: ["gcfaas nodes list --token $ADMIN_TOKEN"],
   args: [0, 0],
   async run(ctx) {
-    const nodes = await (await ctx.api()).get<FleetNode[]>("/v1/admin/nodes");
+    const nodes = await ok((await ctx.api()).GET("/v1/admin/nodes"));
     ctx.out.result(nodes, () =>
       ctx.out.table(
         nodes,
@@ -64,7 +51,7 @@ function nodeAction(name: "drain" | "resume" | "disable", summary: string, done:
     args: [1, 1],
     async run(ctx, a) {
       const id = a.pos(0, "<node-id>");
-      await (await ctx.api()).call("POST", `/v1/admin/nodes/${encodeURIComponent(id)}/${name}`);
+      await ok((await ctx.api()).POST(`/v1/admin/nodes/{nodeId}/${name}`, { params: { path: { nodeId: id } } }));
       ctx.out.result({ id, action: name }, () => ctx.out.line(`node ${id} ${done}`));
     },
   };

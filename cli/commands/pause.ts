@@ -1,12 +1,7 @@
+import { ok } from "../api-client.js";
 import type { Command, Context } from "../command.js";
 import { cmd } from "../cli-name.js";
 import { resolveFunctionRef } from "../project.js";
-
-interface PauseState {
-  id: string;
-  name: string;
-  paused: boolean;
-}
 
 /**
  * The API only toggles, so pausing twice would resume: read the state first and toggle only when
@@ -15,9 +10,9 @@ interface PauseState {
 async function setPaused(ctx: Context, ref: string, want: boolean, command: string): Promise<void> {
   const { id } = await resolveFunctionRef(ctx, ref, command);
   const api = await ctx.api();
-  const before = await api.get<PauseState>(`/v1/function/${id}`);
-  if (before.paused !== want) await api.call("POST", `/v1/function/${id}/togglePause`);
-  const fn = await api.get<PauseState>(`/v1/function/${id}`);
+  const before = await ok(api.GET("/v1/function/{id}", { params: { path: { id } } }));
+  if (before.paused !== want) await ok(api.POST("/v1/function/{id}/togglePause", { params: { path: { id } } }));
+  const fn = await ok(api.GET("/v1/function/{id}", { params: { path: { id } } }));
   const changed = before.paused !== fn.paused;
   ctx.out.result({ id: fn.id, paused: fn.paused, changed }, () => {
     const who = `function ${fn.name} (${fn.id})`;

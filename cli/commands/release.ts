@@ -1,12 +1,10 @@
+import { ok } from "../api-client.js";
+import type { Answer } from "../../client/index.js";
 import type { Command, Context } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveFunctionRef } from "../project.js";
 
-interface Release {
-  buildId: string | null;
-  pinned: boolean;
-  canary: { buildId: string; weight: number } | null;
-}
+type Release = Answer<"/v1/function/{id}/release", "get">;
 
 /** `<build>=<weight>`: the weight's range (1 to 99) is the service's to check. */
 function parseCanary(v: string): { buildId: string; weight: number } {
@@ -56,9 +54,9 @@ export const release: Command = {
     const parsedCanary = canary ? parseCanary(canary) : undefined;
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "release");
     const api = await ctx.api();
-    const path = `/v1/function/${ref.id}/release`;
-    if (build || latest) await api.call("PUT", path, { json: { buildId: build ?? null, ...(parsedCanary ? { canary: parsedCanary } : {}) } });
-    const r = await api.get<Release>(path);
+    const path = { params: { path: { id: ref.id } } };
+    if (build || latest) await ok(api.PUT("/v1/function/{id}/release", { ...path, body: { buildId: build ?? null, ...(parsedCanary ? { canary: parsedCanary } : {}) } }));
+    const r = await ok(api.GET("/v1/function/{id}/release", path));
     showRelease(ctx, ref.id, r, build || latest ? `release of ${ref.id} updated` : undefined);
   },
 };
@@ -72,7 +70,7 @@ export const rollback: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "rollback");
-    const r = await (await ctx.api()).call<Release>("POST", `/v1/function/${ref.id}/rollback`);
+    const r = await ok((await ctx.api()).POST("/v1/function/{id}/rollback", { params: { path: { id: ref.id } } }));
     showRelease(ctx, ref.id, r, `rolled ${ref.id} back to build ${r.buildId}`);
   },
 };

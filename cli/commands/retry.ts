@@ -1,12 +1,10 @@
+import { ok } from "../api-client.js";
+import type { Answer } from "../../client/index.js";
 import type { Command, Context } from "../command.js";
 import { UsageError } from "../errors.js";
 import { resolveFunctionRef } from "../project.js";
 
-interface RetryPolicy {
-  maxAttempts: number;
-  backoffSeconds: number;
-  deadLetterFunctionId: string | null;
-}
+type RetryPolicy = Answer<"/v1/function/{id}/retry", "get">;
 
 function showRetry(ctx: Context, functionId: string, p: RetryPolicy, note?: string) {
   ctx.out.result(p, () => {
@@ -44,14 +42,14 @@ export const retry: Command = {
     if (deadLetterRef && noDeadLetter) throw new UsageError("give --dead-letter or --no-dead-letter, not both", "retry");
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "retry");
     const api = await ctx.api();
-    const path = `/v1/function/${ref.id}/retry`;
+    const path = { params: { path: { id: ref.id } } };
     const changing = attempts !== undefined || backoff !== undefined || deadLetterRef !== undefined || noDeadLetter;
     if (changing) {
-      const now = await api.get<RetryPolicy>(path);
+      const now = await ok(api.GET("/v1/function/{id}/retry", path));
       const deadLetter = deadLetterRef ? (await resolveFunctionRef(ctx, deadLetterRef, "retry")).id : noDeadLetter ? null : now.deadLetterFunctionId;
-      await api.call("PUT", path, { json: { maxAttempts: attempts ?? now.maxAttempts, backoffSeconds: backoff ?? now.backoffSeconds, deadLetterFunctionId: deadLetter } });
+      await ok(api.PUT("/v1/function/{id}/retry", { ...path, body: { maxAttempts: attempts ?? now.maxAttempts, backoffSeconds: backoff ?? now.backoffSeconds, deadLetterFunctionId: deadLetter } }));
     }
-    showRetry(ctx, ref.id, await api.get<RetryPolicy>(path), changing ? `retry policy of ${ref.id} updated` : undefined);
+    showRetry(ctx, ref.id, await ok(api.GET("/v1/function/{id}/retry", path)), changing ? `retry policy of ${ref.id} updated` : undefined);
   },
 };
 
@@ -75,10 +73,10 @@ export const concurrency: Command = {
     if (maxArg !== undefined && !/^\d+$/.test(maxArg)) throw new UsageError(`<max> must be an integer from 1 to 1000, got "${maxArg}"`, "concurrency");
     const ref = await resolveFunctionRef(ctx, a.pos(0, "<function-id|name|dir>"), "concurrency");
     const api = await ctx.api();
-    const path = `/v1/function/${ref.id}/concurrency`;
+    const path = { params: { path: { id: ref.id } } };
     const changing = maxArg !== undefined || none;
-    if (changing) await api.call("PUT", path, { json: { max: none ? null : Number(maxArg) } });
-    const cap = await api.get<{ max: number | null }>(path);
+    if (changing) await ok(api.PUT("/v1/function/{id}/concurrency", { ...path, body: { max: none ? null : Number(maxArg) } }));
+    const cap = await ok(api.GET("/v1/function/{id}/concurrency", path));
     ctx.out.result(cap, () => {
       if (changing) ctx.out.note(`concurrency of ${ref.id} updated`);
       ctx.out.fields([

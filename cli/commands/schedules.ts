@@ -1,3 +1,5 @@
+import { ok } from "../api-client.js";
+import type { Answer } from "../../client/index.js";
 import { defined, deleteCommand, type Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { fmtTime, yesNo } from "../output.js";
@@ -9,16 +11,8 @@ import { fmtLocal, upcoming } from "../../shared/time/schedule-runs.js";
 
 export { upcoming };
 
-interface Schedule {
-  id: string;
-  active: boolean;
-  functionId: string;
-  cron: string;
-  timezone: string;
-  description: string;
-  inlinePayload?: { query: string; body: string; contentType: string | null } | null;
-  createdAt?: string;
-}
+/** A schedule as the list answers it (a get answers its payload too). */
+type Schedule = Answer<"/v1/scheduled/list", "get">["results"][number];
 
 /** "in 45s", "in 12m", "in 3h", "in 2d": how soon, at a glance. */
 export function fmtIn(at: number, now: number): string {
@@ -35,12 +29,12 @@ const nextRunsColumn = (s: Schedule) => {
   return runs.length ? runs.map((t) => `${fmtLocal(t, s.timezone)} (${fmtIn(t, now)})`).join(", ") : "-";
 };
 
-const listSchedules = pagedListCommand<Schedule>({
+const listSchedules = pagedListCommand({
   name: "list",
   usageName: "schedules list",
   summary: "list schedules, newest first, with their next runs",
   what: "schedules",
-  path: "/v1/scheduled/list",
+  list: (api, query) => ok(api.GET("/v1/scheduled/list", { params: { query } })),
   functionHelp: "only schedules of this function",
   limitHelp: "per page, 3 to 999 (default 20)",
   example: "gcfaas schedules list --function 01jc9x2k7m",
@@ -76,7 +70,7 @@ const createSchedule: Command = {
     const timezone = a.str("timezone") ?? "UTC";
     const functionId = (await resolveFunctionRef(ctx, fn, "schedules create")).id;
     const body = defined({ functionId, cron, timezone, description: a.str("description") });
-    const res = await (await ctx.api()).call<{ id: string }>("POST", "/v1/scheduled", { json: body });
+    const res = await ok((await ctx.api()).POST("/v1/scheduled", { body }));
     const next = upcoming({ active: true, cron, timezone }, 1)[0];
     ctx.out.result(res, () => ctx.out.line(`created schedule ${res.id}: ${functionId} at "${cron}" ${timezone}${next ? `; next run ${fmtLocal(next, timezone)} (${fmtIn(next, Date.now())})` : ""}`));
   },
@@ -90,7 +84,7 @@ const getSchedule: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const id = a.pos(0, "<schedule-id>");
-    const s = await (await ctx.api()).get<Schedule>(`/v1/scheduled/${id}`);
+    const s = await ok((await ctx.api()).GET("/v1/scheduled/{id}", { params: { path: { id } } }));
     const now = Date.now();
     const p = s.inlinePayload;
     ctx.out.result(s, () =>
@@ -129,9 +123,9 @@ const editSchedule: Command = {
     if (Object.keys(change).length === 0) throw new UsageError("nothing to change", "schedules edit");
     const api = await ctx.api();
     // The API takes the whole schedule (active, cron and timezone are required): fill in the rest.
-    const s = await api.get<Schedule>(`/v1/scheduled/${id}`);
-    await api.call("PATCH", `/v1/scheduled/${id}`, { json: { active: s.active, cron: s.cron, timezone: s.timezone, ...change } });
-    const after = await api.get<Schedule>(`/v1/scheduled/${id}`);
+    const s = await ok(api.GET("/v1/scheduled/{id}", { params: { path: { id } } }));
+    await ok(api.PATCH("/v1/scheduled/{id}", { params: { path: { id } }, body: { active: s.active, cron: s.cron, timezone: s.timezone, ...change } }));
+    const after = await ok(api.GET("/v1/scheduled/{id}", { params: { path: { id } } }));
     ctx.out.result(after, () => ctx.out.line(`updated schedule ${id}`));
   },
 };
@@ -153,7 +147,15 @@ const setPayload: Command = {
     const body = await readDataBytes(ctx, a);
     const contentType = a.str("content-type") ?? (body ? "application/octet-stream" : undefined);
     const query = parseQuery(a);
-    await (await ctx.api()).call("PUT", `/v1/scheduled/${id}/payload`, { query, ...(body ? { body, contentType } : {}), headers: !body && contentType ? { "content-type": contentType } : {} });
+    await ok(
+      (await ctx.api()).PUT("/v1/scheduled/{id}/payload", {
+        params: { path: { id } },
+        // The payload is free-form: any query string, any bytes with their Content-Type, kept as given.
+        querySerializer: () => query.toString(),
+        ...(body ? { body, bodySerializer: (b: unknown) => b } : {}),
+        headers: contentType ? { "content-type": contentType } : {},
+      }),
+    );
     ctx.out.result({ id, payload: true }, () => ctx.out.line(`set the payload of schedule ${id} (${body?.length ?? 0} bytes)`));
   },
 };
@@ -166,12 +168,12 @@ const trySchedule: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const id = a.pos(0, "<schedule-id>");
-    const res = await (await ctx.api()).call<{ id: string }>("POST", `/v1/scheduled/${id}/try`);
+    const res = await ok((await ctx.api()).POST("/v1/scheduled/{id}/try", { params: { path: { id } } }));
     ctx.out.result(res, () => ctx.out.line(runnable(`started task ${res.id}; see its result with \`gcfaas result ${res.id}\``)));
   },
 };
 
-const deleteSchedule = deleteCommand({ group: "schedules", resource: "scheduled", summary: "delete a schedule", example: "01jc9x6h1r" });
+const deleteSchedule = deleteCommand({ group: "schedules", resource: "scheduled", summary: "delete a schedule", example: "01jc9x6h1r", remove: (api, id) => ok(api.DELETE("/v1/scheduled/{id}", { params: { path: { id } } })) });
 
 export const schedules: Command = {
   name: "schedules",

@@ -1,11 +1,7 @@
+import { ok } from "../api-client.js";
 import type { Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { FUNCTION_HELP, FUNCTION_OPTION, targetFunction } from "./env.js";
-
-interface SecretName {
-  name: string;
-  updatedAt: string;
-}
 
 const listSecrets: Command = {
   name: "list",
@@ -16,7 +12,7 @@ const listSecrets: Command = {
   options: FUNCTION_OPTION,
   args: [0, 0],
   async run(ctx, a) {
-    const list = await (await ctx.api()).get<SecretName[]>(`/v1/function/${await targetFunction(ctx, a)}/secrets`);
+    const list = await ok((await ctx.api()).GET("/v1/function/{id}/secrets", { params: { path: { id: await targetFunction(ctx, a) } } }));
     ctx.out.result(list, () =>
       ctx.out.table(list, [
         { title: "UPDATED", value: (s) => s.updatedAt },
@@ -46,7 +42,7 @@ const setSecret: Command = {
     for await (const c of ctx.stdin) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
     const value = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
     if (value === "") throw new UsageError("no value on standard input", a.command);
-    await (await ctx.api()).call("PUT", `/v1/function/${id}/secrets/${encodeURIComponent(name)}`, { json: { value } });
+    await ok((await ctx.api()).PUT("/v1/function/{id}/secrets/{name}", { params: { path: { id, name } }, body: { value } }));
     ctx.out.result({ name, set: true }, () => ctx.out.line(`set secret ${name}; it applies from the function's next call`));
   },
 };
@@ -61,7 +57,7 @@ const deleteSecret: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const name = a.pos(0, "NAME");
-    await (await ctx.api()).call("DELETE", `/v1/function/${await targetFunction(ctx, a)}/secrets/${encodeURIComponent(name)}`);
+    await ok((await ctx.api()).DELETE("/v1/function/{id}/secrets/{name}", { params: { path: { id: await targetFunction(ctx, a), name } } }));
     ctx.out.result({ name, deleted: true }, () => ctx.out.line(`deleted secret ${name}`));
   },
 };

@@ -1,11 +1,6 @@
+import { ok } from "../api-client.js";
 import { defined, deleteCommand, type Command } from "../command.js";
 import { CliError, UsageError } from "../errors.js";
-
-interface Tag {
-  id: string;
-  name: string;
-  color: string;
-}
 
 const listTags: Command = {
   name: "list",
@@ -14,7 +9,7 @@ const listTags: Command = {
   examples: ["gcfaas tags list"],
   args: [0, 0],
   async run(ctx) {
-    const tags = await (await ctx.api()).get<Tag[]>("/v1/tag/list");
+    const tags = await ok((await ctx.api()).GET("/v1/tag/list"));
     ctx.out.result(tags, () =>
       ctx.out.table(tags, [
         { title: "ID", value: (t) => t.id },
@@ -35,7 +30,7 @@ const createTag: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const name = a.pos(0, "<name>");
-    const res = await (await ctx.api()).call<{ id: string }>("POST", "/v1/tag", { json: defined({ name, color: a.str("color") }) });
+    const res = await ok((await ctx.api()).POST("/v1/tag", { body: defined({ name, color: a.str("color") }) }));
     ctx.out.result(res, () => ctx.out.line(`created tag ${name} (${res.id})`));
   },
 };
@@ -52,14 +47,14 @@ const editTag: Command = {
     const body = defined({ name: a.str("name"), color: a.str("color") });
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change: give --name or --color", "tags edit");
     const api = await ctx.api();
-    await api.call("PATCH", `/v1/tag/${id}`, { json: body });
-    const tag = (await api.get<Tag[]>("/v1/tag/list")).find((t) => t.id === id);
+    await ok(api.PATCH("/v1/tag/{id}", { params: { path: { id } }, body }));
+    const tag = (await ok(api.GET("/v1/tag/list"))).find((t) => t.id === id);
     if (!tag) throw new CliError("not_found", `tag ${id} not found after editing it`);
     ctx.out.result(tag, () => ctx.out.line(`updated tag ${tag.name} (${tag.id}, ${tag.color})`));
   },
 };
 
-const deleteTag = deleteCommand({ group: "tags", resource: "tag", summary: "delete a tag (it is removed from every function, trigger and endpoint)", example: "01jc9w0q4t" });
+const deleteTag = deleteCommand({ group: "tags", resource: "tag", summary: "delete a tag (it is removed from every function, trigger and endpoint)", example: "01jc9w0q4t", remove: (api, id) => ok(api.DELETE("/v1/tag/{id}", { params: { path: { id } } })) });
 
 export const tags: Command = {
   name: "tags",

@@ -1,24 +1,7 @@
+import { ok } from "../api-client.js";
 import type { Command } from "../command.js";
 import { fmtAge, fmtTaskStatus, fmtTime } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
-
-interface TaskItem {
-  id: string;
-  issued: string;
-  progress: number;
-  status: number;
-}
-
-interface TaskRecord extends TaskItem {
-  functionId: string;
-  assigned: string | null;
-  finished: string | null;
-  node: string | null;
-  timeout: number;
-  capabilities: { cpuCount: number; memSize: number; networkLatency: number; privileged: boolean };
-  /** Absent from services older than retries. */
-  attempts?: number;
-}
 
 export const tasks: Command = {
   name: "tasks",
@@ -32,7 +15,7 @@ export const tasks: Command = {
     const fn = a.str("function");
     const functionId = fn === undefined ? undefined : (await resolveFunctionRef(ctx, fn, "tasks")).id;
     const limit = a.int("limit") ?? 20;
-    const rows = await (await ctx.api()).get<TaskItem[]>("/v1/task/list", { functionId, limit, before: a.str("before") });
+    const rows = await ok((await ctx.api()).GET("/v1/task/list", { params: { query: { functionId, limit, before: a.str("before") } } }));
     ctx.out.result(rows, () => {
       ctx.out.table(
         rows,
@@ -56,7 +39,7 @@ export const task: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const id = a.pos(0, "<task-id>");
-    const t = await (await ctx.api()).get<TaskRecord>(`/v1/task/${id}`);
+    const t = await ok((await ctx.api()).GET("/v1/task/{id}", { params: { path: { id } } }));
     ctx.out.result(t, () =>
       ctx.out.fields([
         ["id", t.id ?? id],

@@ -1,26 +1,16 @@
+import { ok } from "../api-client.js";
 import { defined, deleteCommand, type Command } from "../command.js";
 import { UsageError } from "../errors.js";
 import { fmtAge, fmtTags, fmtTime, yesNo } from "../output.js";
 import { resolveFunctionRef } from "../project.js";
 import { pagedListCommand } from "../paged-list.js";
 
-interface Trigger {
-  id: string;
-  functionId: string;
-  nextId: string;
-  status: number;
-  includeResult: boolean;
-  description?: string;
-  tags: { id: string; name: string; color: string }[];
-  createdAt: string;
-}
-
-const listTriggers = pagedListCommand<Trigger>({
+const listTriggers = pagedListCommand({
   name: "list",
   usageName: "triggers list",
   summary: "list triggers, newest first",
   what: "triggers",
-  path: "/v1/trigger/list",
+  list: (api, query) => ok(api.GET("/v1/trigger/list", { params: { query } })),
   functionHelp: "only triggers that fire after this function",
   limitHelp: "per page, 3 to 20 (default 20)",
   example: "gcfaas triggers list --function 01jc9x2k7m",
@@ -70,7 +60,7 @@ const createTrigger: Command = {
       description: a.str("description"),
       tag: a.has("tag") ? a.list("tag") : undefined,
     });
-    const res = await (await ctx.api()).call<{ id: string }>("POST", "/v1/trigger", { json: body });
+    const res = await ok((await ctx.api()).POST("/v1/trigger", { body }));
     ctx.out.result(res, () => ctx.out.line(`created trigger ${res.id}: ${body.functionId} → ${body.nextId} on status ${body.status ?? 200}`));
   },
 };
@@ -83,7 +73,7 @@ const getTrigger: Command = {
   args: [1, 1],
   async run(ctx, a) {
     const id = a.pos(0, "<trigger-id>");
-    const t = await (await ctx.api()).get<Trigger>(`/v1/trigger/${id}`);
+    const t = await ok((await ctx.api()).GET("/v1/trigger/{id}", { params: { path: { id } } }));
     ctx.out.result(t, () =>
       ctx.out.fields([
         ["id", t.id ?? id],
@@ -124,13 +114,13 @@ const editTrigger: Command = {
     });
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change", "triggers edit");
     const api = await ctx.api();
-    await api.call("PATCH", `/v1/trigger/${id}`, { json: body });
-    const t = await api.get<Trigger>(`/v1/trigger/${id}`);
+    await ok(api.PATCH("/v1/trigger/{id}", { params: { path: { id } }, body }));
+    const t = await ok(api.GET("/v1/trigger/{id}", { params: { path: { id } } }));
     ctx.out.result(t, () => ctx.out.line(`updated trigger ${id}`));
   },
 };
 
-const deleteTrigger = deleteCommand({ group: "triggers", resource: "trigger", summary: "delete a trigger", example: "01jc9x6h1r" });
+const deleteTrigger = deleteCommand({ group: "triggers", resource: "trigger", summary: "delete a trigger", example: "01jc9x6h1r", remove: (api, id) => ok(api.DELETE("/v1/trigger/{id}", { params: { path: { id } } })) });
 
 export const triggers: Command = {
   name: "triggers",

@@ -1,3 +1,4 @@
+import { ok } from "../api-client.js";
 import path from "node:path";
 import type { Command } from "../command.js";
 import { CliError, type ErrorDetail } from "../errors.js";
@@ -42,7 +43,7 @@ export const up: Command = {
     const api = await ctx.api();
     const o: PlanOptions = { prune: a.flag("prune"), updateSecrets: a.flag("update-secrets"), env: ctx.env, problems: [] };
 
-    const all = await api.get<FunctionSummary[]>("/v1/function/list");
+    const all = await ok(api.GET("/v1/function/list"));
     const named = (n: string) => all.filter((f) => f.name === n);
     const declared = Object.entries(stack.functions);
     const states = new Map<string, FunctionState>();

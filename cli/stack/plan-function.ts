@@ -1,4 +1,6 @@
+import { ok } from "../api-client.js";
 import { followBuild } from "../build-follow.js";
+import { uploadBuild } from "../build-upload.js";
 import { CliError, type ErrorDetail } from "../errors.js";
 import { apiLang, LANG_NAMES } from "../langs.js";
 import { checkEntryAtTop } from "../deploy-target.js";
@@ -28,8 +30,8 @@ export async function planFunction(name: string, decl: StackFunction, folder: St
       fn: name,
       detail: LANG_NAMES[decl.lang],
       async apply(run) {
-        const body = { name, lang: apiLang(decl.lang), type: "DOCKER", ...(decl.description !== undefined ? { description: decl.description } : {}) };
-        const { id } = await run.api.call<{ id: string }>("POST", "/v1/function", { json: body });
+        const body = { name, lang: apiLang(decl.lang), type: "DOCKER" as const, ...(decl.description !== undefined ? { description: decl.description } : {}) };
+        const { id } = await ok(run.api.POST("/v1/function", { body }));
         run.ids.set(name, id);
         return id;
       },
@@ -37,7 +39,7 @@ export async function planFunction(name: string, decl: StackFunction, folder: St
   } else if (state.lang !== decl.lang) {
     o.problems.push({ field: `functions.${name}.lang`, message: `function ${name} (${state.id}) is ${state.lang}; a function's language cannot change` });
   } else if (decl.description !== undefined && decl.description !== state.description) {
-    changes.push({ verb: "update", kind: "function", fn: name, id: state.id, detail: "description", apply: (run) => run.api.call("PATCH", `/v1/function/${state.id}`, { json: { description: decl.description } }).then(() => undefined) });
+    changes.push({ verb: "update", kind: "function", fn: name, id: state.id, detail: "description", apply: (run) => ok(run.api.PATCH("/v1/function/{id}", { params: { path: { id: state.id } }, body: { description: decl.description } })).then(() => undefined) });
   } else changes.push({ verb: "unchanged", kind: "function", fn: name, id: state.id });
 
   changes.push(await planBuild(name, decl, folder, state, o));
@@ -75,7 +77,7 @@ async function planBuild(name: string, decl: StackFunction, { abs, shown: rel }:
     detail: why,
     async apply(run) {
       const id = idOf(run, name);
-      const { id: buildId } = await run.api.call<{ id: string }>("POST", `/v1/build/${id}`, { query: { arch: "amd64" }, body: zip, contentType: "application/octet-stream" });
+      const buildId = await uploadBuild(run.api, id, zip);
       const build = await followBuild(run.ctx, run.api, buildId, { maxWaitSeconds: run.maxWaitSeconds });
       if (build.status !== "SUCCESS")
         throw new CliError("build_failed", `build ${buildId} of function ${name} FAILED${build.log.length ? `: ${build.log[build.log.length - 1]}` : ""}`, [], 1, `fix the error, then run \`gcfaas up\` again; the whole log: \`gcfaas build ${buildId} --log\``);
@@ -96,7 +98,7 @@ function planCapabilities(name: string, decl: StackFunction, state: FunctionStat
       kind: "capabilities",
       fn: name,
       detail: diff.map(([k, v]) => `${k} ${current[k as keyof typeof current]} -> ${v}`).join(", "),
-      apply: (run) => run.api.call("POST", `/v1/function/${idOf(run, name)}/capabilities`, { json: Object.fromEntries(diff) }).then(() => undefined),
+      apply: (run) => ok(run.api.POST("/v1/function/{id}/capabilities", { params: { path: { id: idOf(run, name) } }, body: Object.fromEntries(diff) })).then(() => undefined),
     },
   ];
 }
@@ -112,7 +114,7 @@ function planEnv(name: string, decl: StackFunction, state: FunctionState | undef
   const keptNote = kept.length ? `kept ${kept.join(", ")} (not in the file; --prune removes them)` : "";
   if (set.length === 0 && removed.length === 0) return [{ verb: "unchanged", kind: "env", fn: name, ...(keptNote ? { detail: keptNote } : {}) }];
   const detail = [set.length ? `set ${set.join(", ")}` : "", removed.length ? `removed ${removed.join(", ")}` : "", keptNote].filter(Boolean).join("; ");
-  return [{ verb: "update", kind: "env", fn: name, detail, apply: (run) => run.api.call("PUT", `/v1/function/${idOf(run, name)}/env`, { json: desired }).then(() => undefined) }];
+  return [{ verb: "update", kind: "env", fn: name, detail, apply: (run) => ok(run.api.PUT("/v1/function/{id}/env", { params: { path: { id: idOf(run, name) } }, body: desired })).then(() => undefined) }];
 }
 
 function planSecrets(name: string, decl: StackFunction, state: FunctionState | undefined, o: PlanOptions): Change[] {
@@ -139,12 +141,12 @@ function planSecrets(name: string, decl: StackFunction, state: FunctionState | u
       fn: name,
       key: secret,
       detail: `from $${secret}`,
-      apply: (run) => run.api.call("PUT", `/v1/function/${idOf(run, name)}/secrets/${encodeURIComponent(secret)}`, { json: { value } }).then(() => undefined),
+      apply: (run) => ok(run.api.PUT("/v1/function/{id}/secrets/{name}", { params: { path: { id: idOf(run, name), name: secret } }, body: { value } })).then(() => undefined),
     });
   }
   for (const extra of [...current].filter((s) => !declared.includes(s))) {
     if (o.prune)
-      changes.push({ verb: "delete", kind: "secret", fn: name, key: extra, apply: (run) => run.api.call("DELETE", `/v1/function/${idOf(run, name)}/secrets/${encodeURIComponent(extra)}`).then(() => undefined) });
+      changes.push({ verb: "delete", kind: "secret", fn: name, key: extra, apply: (run) => ok(run.api.DELETE("/v1/function/{id}/secrets/{name}", { params: { path: { id: idOf(run, name), name: extra } } })).then(() => undefined) });
     else changes.push({ verb: "leave", kind: "secret", fn: name, key: extra, detail: "not in the file (--prune deletes it)" });
   }
   return changes;

@@ -1,3 +1,4 @@
+import { ok } from "../api-client.js";
 import { idOf, type ApplyContext, type Change } from "./change.js";
 import { keyOfDescription, stackMarker, type StackFunction } from "./schema.js";
 import type { EndpointRecord, FunctionState, ScheduleRecord, TriggerRecord } from "./service-state.js";
@@ -20,11 +21,13 @@ function byKey<R extends { id: string; description: string }>(records: readonly 
   return out;
 }
 
+const DELETE_PATH = { endpoint: "/v1/endpoint/{id}", schedule: "/v1/scheduled/{id}", trigger: "/v1/trigger/{id}" } as const;
+
 /** What the file does not mention: left alone, or deleted with --prune. */
-function extras(kind: "endpoint" | "schedule" | "trigger", fn: string, records: readonly { id: string }[], resource: string, prune: boolean): Change[] {
+function extras(kind: "endpoint" | "schedule" | "trigger", fn: string, records: readonly { id: string }[], prune: boolean): Change[] {
   return records.map((r) =>
     prune
-      ? { verb: "delete", kind, fn, key: r.id, id: r.id, apply: (run: ApplyContext) => run.api.call("DELETE", `/v1/${resource}/${r.id}`).then(() => undefined) }
+      ? { verb: "delete", kind, fn, key: r.id, id: r.id, apply: (run: ApplyContext) => ok(run.api.DELETE(DELETE_PATH[kind], { params: { path: { id: r.id } } })).then(() => undefined) }
       : { verb: "leave", kind, fn, key: r.id, id: r.id, detail: "not in the file (--prune deletes it)" },
   );
 }
@@ -46,7 +49,7 @@ export function planEndpoints(name: string, decl: StackFunction, state: Function
         fn: name,
         key,
         async apply(run) {
-          const { id } = await run.api.call<{ id: string }>("POST", `/v1/endpoint/${idOf(run, name)}`, { json: body });
+          const { id } = await ok(run.api.POST("/v1/endpoint/{id}", { params: { path: { id: idOf(run, name) } }, body }));
           return `${run.api.baseUrl}/gc/${id}`;
         },
       });
@@ -60,9 +63,9 @@ export function planEndpoints(name: string, decl: StackFunction, state: Function
       !sameJson(body.timeLimit, have.timeLimit) && "timeLimit",
     ].filter((d): d is string => Boolean(d));
     if (differs.length === 0) changes.push({ verb: "unchanged", kind: "endpoint", fn: name, key, id: have.id });
-    else changes.push({ verb: "update", kind: "endpoint", fn: name, key, id: have.id, detail: differs.join(", "), apply: (run) => run.api.call("PATCH", `/v1/endpoint/${have.id}`, { json: body }).then(() => undefined) });
+    else changes.push({ verb: "update", kind: "endpoint", fn: name, key, id: have.id, detail: differs.join(", "), apply: (run) => ok(run.api.PATCH("/v1/endpoint/{id}", { params: { path: { id: have.id } }, body })).then(() => undefined) });
   }
-  return [...changes, ...extras("endpoint", name, [...existing.values(), ...others], "endpoint", prune)];
+  return [...changes, ...extras("endpoint", name, [...existing.values(), ...others], prune)];
 }
 
 export function planSchedules(name: string, decl: StackFunction, state: FunctionState | undefined, prune: boolean): Change[] {
@@ -80,8 +83,8 @@ export function planSchedules(name: string, decl: StackFunction, state: Function
         key,
         detail: `${s.cron} (${s.timezone})${s.active ? "" : ", inactive"}`,
         async apply(run) {
-          const { id } = await run.api.call<{ id: string }>("POST", "/v1/scheduled", { json: { functionId: idOf(run, name), cron: want.cron, timezone: want.timezone, description: want.description } });
-          if (!want.active) await run.api.call("PATCH", `/v1/scheduled/${id}`, { json: want });
+          const { id } = await ok(run.api.POST("/v1/scheduled", { body: { functionId: idOf(run, name), cron: want.cron, timezone: want.timezone, description: want.description } }));
+          if (!want.active) await ok(run.api.PATCH("/v1/scheduled/{id}", { params: { path: { id } }, body: want }));
           return id;
         },
       });
@@ -89,9 +92,9 @@ export function planSchedules(name: string, decl: StackFunction, state: Function
     }
     const differs = (Object.keys(want) as (keyof typeof want)[]).filter((k) => want[k] !== have[k]);
     if (differs.length === 0) changes.push({ verb: "unchanged", kind: "schedule", fn: name, key, id: have.id });
-    else changes.push({ verb: "update", kind: "schedule", fn: name, key, id: have.id, detail: differs.join(", "), apply: (run) => run.api.call("PATCH", `/v1/scheduled/${have.id}`, { json: want }).then(() => undefined) });
+    else changes.push({ verb: "update", kind: "schedule", fn: name, key, id: have.id, detail: differs.join(", "), apply: (run) => ok(run.api.PATCH("/v1/scheduled/{id}", { params: { path: { id: have.id } }, body: want })).then(() => undefined) });
   }
-  return [...changes, ...extras("schedule", name, [...existing.values(), ...others], "scheduled", prune)];
+  return [...changes, ...extras("schedule", name, [...existing.values(), ...others], prune)];
 }
 
 /**
@@ -113,7 +116,7 @@ export function planTriggers(name: string, decl: StackFunction, state: FunctionS
         fn: name,
         key,
         async apply(run) {
-          return (await run.api.call<{ id: string }>("POST", "/v1/trigger", { json: body(run) })).id;
+          return (await ok(run.api.POST("/v1/trigger", { body: body(run) }))).id;
         },
       });
       continue;
@@ -122,7 +125,7 @@ export function planTriggers(name: string, decl: StackFunction, state: FunctionS
     const want = { includeResult: t.includeResult, ...(t.description !== undefined ? { description: t.description } : {}) };
     const differs = (Object.keys(want) as (keyof typeof want)[]).filter((k) => want[k] !== have[k]);
     if (differs.length === 0) changes.push({ verb: "unchanged", kind: "trigger", fn: name, key, id: have.id });
-    else changes.push({ verb: "update", kind: "trigger", fn: name, key, id: have.id, detail: differs.join(", "), apply: (run) => run.api.call("PATCH", `/v1/trigger/${have.id}`, { json: want }).then(() => undefined) });
+    else changes.push({ verb: "update", kind: "trigger", fn: name, key, id: have.id, detail: differs.join(", "), apply: (run) => ok(run.api.PATCH("/v1/trigger/{id}", { params: { path: { id: have.id } }, body: want })).then(() => undefined) });
   }
-  return [...changes, ...extras("trigger", name, [...left], "trigger", prune)];
+  return [...changes, ...extras("trigger", name, [...left], prune)];
 }

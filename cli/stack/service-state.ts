@@ -1,5 +1,4 @@
-import type { ApiClient } from "../api-client.js";
-import type { Envelope } from "../../shared/schemas/common.js";
+import { ok, type ApiClient } from "../api-client.js";
 
 /** What the service holds for one function, in the shapes `up` compares with the file. */
 export interface FunctionState {
@@ -43,10 +42,10 @@ export interface TriggerRecord {
 }
 
 /** Every page of one of the API's paged lists. */
-async function allPages<T>(api: ApiClient, path: string, functionId: string, limit: number): Promise<T[]> {
+async function allPages<T>(list: (query: { functionId: string; page: number; limit: number }) => Promise<{ results: T[]; pageCount: number }>, functionId: string, limit: number): Promise<T[]> {
   const out: T[] = [];
   for (let page = 1; ; page++) {
-    const env = await api.get<Envelope<T>>(path, { functionId, page, limit });
+    const env = await list({ functionId, page, limit });
     out.push(...env.results);
     if (page >= env.pageCount) return out;
   }
@@ -54,18 +53,18 @@ async function allPages<T>(api: ApiClient, path: string, functionId: string, lim
 
 export async function readFunctionState(api: ApiClient, id: string): Promise<FunctionState> {
   const [fn, env, secrets, endpointList, schedules, triggerList, builds] = await Promise.all([
-    api.get<Omit<FunctionState, "env" | "secrets" | "endpoints" | "schedules" | "triggers">>(`/v1/function/${id}`),
-    api.get<Record<string, string>>(`/v1/function/${id}/env`),
-    api.get<{ name: string }[]>(`/v1/function/${id}/secrets`),
-    allPages<{ id: string }>(api, "/v1/endpoint/list", id, 999),
-    allPages<ScheduleRecord>(api, "/v1/scheduled/list", id, 999),
-    allPages<{ id: string }>(api, "/v1/trigger/list", id, 20),
-    api.get<Envelope<{ id: string; status: string }>>("/v1/build/list", { functionId: id, limit: 1 }),
+    ok(api.GET("/v1/function/{id}", { params: { path: { id } } })),
+    ok(api.GET("/v1/function/{id}/env", { params: { path: { id } } })),
+    ok(api.GET("/v1/function/{id}/secrets", { params: { path: { id } } })),
+    allPages((query) => ok(api.GET("/v1/endpoint/list", { params: { query } })), id, 999),
+    allPages((query) => ok(api.GET("/v1/scheduled/list", { params: { query } })), id, 999),
+    allPages((query) => ok(api.GET("/v1/trigger/list", { params: { query } })), id, 20),
+    ok(api.GET("/v1/build/list", { params: { query: { functionId: id, limit: 1 } } })),
   ]);
   // The lists leave out fields that are compared (an endpoint's limits, a trigger's description).
   const [endpoints, triggers] = await Promise.all([
-    Promise.all(endpointList.map((e) => api.get<EndpointRecord>(`/v1/endpoint/${e.id}`))),
-    Promise.all(triggerList.map((t) => api.get<TriggerRecord>(`/v1/trigger/${t.id}`))),
+    Promise.all(endpointList.map((e) => ok(api.GET("/v1/endpoint/{id}", { params: { path: { id: e.id } } })))),
+    Promise.all(triggerList.map((t) => ok(api.GET("/v1/trigger/{id}", { params: { path: { id: t.id } } })))),
   ]);
   const newest = builds.results[0];
   return {

@@ -60,6 +60,17 @@ describe("GET /v1/openapi.json", () => {
     expect(Object.keys(doc.paths["/v1/function/{id}/network"].put.responses)).toContain("403");
   });
 
+  it("describes a task's input as any body, and the synchronous answer Prefer: wait gets", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as any;
+    for (const op of [doc.paths["/v1/task/{id}"].post, doc.paths["/gc/{id}"].post, doc.paths["/gc/{id}"].put]) {
+      expect(Object.keys(op.requestBody.content)).toEqual(["application/json", "*/*"]);
+      expect(op.parameters).toContainEqual(expect.objectContaining({ name: "Prefer", in: "header", required: false }));
+      expect(Object.keys(op.responses["200"].content)).toEqual(["*/*"]);
+      expect(Object.keys(op.responses["200"].headers)).toEqual(expect.arrayContaining(["Preference-Applied", "X-Task-Id", "Location"]));
+      expect(op.responses["201"].content["application/json"].schema.required).toEqual(["id"]);
+    }
+  });
+
   it("names each operation once, readably", async () => {
     const ops = operationsOf((await (await call("/v1/openapi.json")).json()) as any);
     const ids = ops.map((o) => o.op.operationId);

@@ -58,7 +58,7 @@ function operationObject(op: Operation, path: DocumentedPath, method: string) {
     security: SECURITY[op.auth],
     parameters: [...pathParams, ...queryParameters(op.query), ...(op.headers ?? []).map((h) => ({ name: h.name, in: "header", required: false, description: h.description, schema: toSchema(h.schema) }))],
     ...(op.body
-      ? { requestBody: { required: op.body.required, description: op.body.description, content: { [op.body.contentType]: op.body.schema ? { schema: toSchema(op.body.schema) } : {} } } }
+      ? { requestBody: { required: op.body.required, description: op.body.description, content: Object.fromEntries([op.body.contentType, ...(op.body.otherContentTypes ?? [])].map((t) => [t, op.body?.schema ? { schema: toSchema(op.body.schema) } : {}])) } }
       : {}),
     responses,
   };

@@ -29,7 +29,7 @@ export interface Operation {
   query?: z.ZodType;
   /** Request headers the operation reads, beyond authorization. */
   headers?: HeaderParameter[];
-  body?: { schema?: z.ZodType; contentType: string; required: boolean; description?: string };
+  body?: { schema?: z.ZodType; contentType: string; required: boolean; description?: string; otherContentTypes?: string[] };
   ok: { status: number; schema?: z.ZodType; description: string; contentType?: string; headers?: Record<string, string>; optionalHeaders?: Record<string, string> };
   /** Other answers that are not errors (a result read before the task finished). */
   also?: Operation["ok"][];
@@ -58,7 +58,8 @@ const replayedHeader = { [REPLAYED_HEADER]: "`true` when the answer is that of a
 
 const json = (schema: z.ZodType, required = true) => ({ schema, contentType: "application/json", required });
 const listFilterBody = (schema: z.ZodType) => ({ schema, contentType: "application/json", required: false, description: "Filters in a JSON body on GET (also accepted as query parameters; the body wins)." });
-const anyJson = { contentType: "application/json", required: false, description: "Any JSON value, handed to the function with the query parameters." };
+/** A task's input (worker/http/task-body.ts): any bytes with their Content-Type; a body that says JSON must be JSON. */
+const anyBody = { contentType: "application/json", otherContentTypes: ["*/*"], required: false, description: "Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON." };
 const noContent = { status: 204, description: "Done; empty body." };
 const created = (what: string) => ({ status: 201, schema: out.created, description: `The new ${what}'s id.` });
 /** A new task's id, as the answer to a call that issues one (possibly under an Idempotency-Key). */
@@ -142,7 +143,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/build/:id", summary: "Get a build with its timeline and log (its first 500 and last 500 lines, with one line `… N lines cut …` between them)", group: "builds", auth: "account", ok: { status: 200, schema: out.buildGet, description: "The build." }, errors: [401, 404] },
   { method: "get", path: "/v1/build/:id/log", summary: "A build's whole log as text, kept up to 4 MiB (a longer log ends with a note of the lines cut)", group: "builds", auth: "account", ok: { status: 200, description: "The log, one line a line; while the build runs, the lines its record holds.", contentType: "text/plain" }, errors: [401, 404] },
 
-  { method: "post", path: "/v1/task/:functionId", summary: "Run a function once", group: "tasks", auth: "account", headers: taskCallHeaders, body: anyJson, ok: createdTask, also: [syncAnswer], errors: [400, 401, 402, 404, 409, 413, 429] },
+  { method: "post", path: "/v1/task/:functionId", summary: "Run a function once", group: "tasks", auth: "account", headers: taskCallHeaders, body: anyBody, ok: createdTask, also: [syncAnswer], errors: [400, 401, 402, 404, 409, 413, 429] },
   { method: "get", path: "/v1/task/list", summary: "List tasks (functionId: only that function's; 404 when it is not one of the caller's)", group: "tasks", auth: "account", query: task.taskListQuery, ok: { status: 200, schema: out.taskList, description: "Newest first." }, errors: [400, 401, 404] },
   { method: "get", path: "/v1/task/:id", summary: "Get a task", group: "tasks", auth: "account", ok: { status: 200, schema: out.taskGet, description: "The task." }, errors: [401, 404] },
   { method: "get", path: "/v1/task/:id/result", summary: "The function's response", group: "tasks", auth: "account", query: task.resultQuery, ok: replay, also: [{ status: 202, schema: out.taskPending, description: "The task has not finished: {status: 0, progress}.", headers: resultHeaders }], errors: [400, 401, 404, 410, 502] },
@@ -155,7 +156,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/usage", summary: "This period's usage against the plan", group: "invoices", auth: "account", ok: { status: 200, description: "{period, plan, invocations, pending, remaining, durationMs, gbSeconds}", contentType: "application/json" }, errors: [401] },
   { method: "post", path: "/v1/billing/webhook", summary: "Payment provider webhook (Stripe-style signature)", group: "invoices", auth: "none", body: { contentType: "application/json", required: true, description: "An invoice.payment_succeeded or invoice.payment_failed event." }, ok: { status: 200, description: "{received: true, duplicate}", contentType: "application/json" }, errors: [400, 404, 500] },
   { method: "options", path: "/gc/:id", summary: "CORS preflight of a public endpoint (not counted)", group: "public", auth: "none", ok: { status: 204, description: "CORS headers for an allowed origin." }, errors: [404] },
-  { method: "all", path: "/gc/:id", summary: "Call a public endpoint (any method but OPTIONS)", group: "public", auth: "none", headers: taskCallHeaders, body: anyJson, ok: createdTask, also: [syncAnswer], errors: [400, 402, 403, 404, 409, 413, 429, 503] },
+  { method: "all", path: "/gc/:id", summary: "Call a public endpoint (any method but OPTIONS)", group: "public", auth: "none", headers: taskCallHeaders, body: anyBody, ok: createdTask, also: [syncAnswer], errors: [400, 402, 403, 404, 409, 413, 429, 503] },
   { method: "get", path: "/gc/:taskId/result", summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: task.resultQuery, ok: publicReplay, errors: [400, 401, 404, 410, 502] },
 
   { method: "post", path: "/v1/admin/accounts", summary: "Create an account and its first token", group: "admin", auth: "admin", body: json(admin.accountCreate), ok: { status: 201, schema: out.accountCreated, description: "The token is shown once." }, errors: [400, 401, 415] },
