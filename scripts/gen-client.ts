@@ -9,7 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
-import { openApiDocument } from "../worker/openapi/document.js";
+import { apiDocument } from "./lib/api-document.js";
 
 export const CLIENT_SCHEMA_FILE = fileURLToPath(new URL("../client/schema.d.ts", import.meta.url));
 
@@ -23,7 +23,7 @@ const HEADER = `/**
 /** The text client/schema.d.ts should hold for the document as the code builds it now. */
 export async function clientSchemaText(): Promise<string> {
   // openapi-typescript reads a parsed document; a JSON round trip gives it plain data.
-  const doc = JSON.parse(JSON.stringify(openApiDocument())) as Parameters<typeof openapiTS>[0];
+  const doc = JSON.parse(JSON.stringify(await apiDocument())) as Parameters<typeof openapiTS>[0];
   const ast = await openapiTS(doc, { alphabetize: true, immutable: false, exportType: false });
   return HEADER + astToString(ast);
 }

@@ -6,9 +6,9 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { openApiDocument } from "../worker/openapi/document.js";
+import { apiDocument } from "./lib/api-document.js";
 
 const file = path.resolve(process.argv[2] ?? ".state/openapi.json");
 fs.mkdirSync(path.dirname(file), { recursive: true });
-fs.writeFileSync(file, `${JSON.stringify(openApiDocument("http://127.0.0.1:8787"), null, 2)}\n`);
+fs.writeFileSync(file, `${JSON.stringify(await apiDocument("http://127.0.0.1:8787"), null, 2)}\n`);
 console.log(`wrote ${path.relative(process.cwd(), file)}`);

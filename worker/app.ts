@@ -46,7 +46,7 @@ export function createApp() {
 
   // Liveness for load balancers and the bare baseline of the benchmarks: no auth, no storage.
   app.get("/healthz", (c) => c.text("ok"));
-  app.get("/v1/openapi.json", (c) => c.json(openApiDocument(new URL(c.req.url).origin)));
+  app.get("/v1/openapi.json", (c) => c.json(openApiDocument(app, new URL(c.req.url).origin)));
 
   app.route("/v1/billing", billingWebhookRoutes);
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
-import { openApiDocument } from "../../worker/openapi/document.js";
+import { apiDocument } from "../../scripts/lib/api-document.js";
 import { Contract, documentedFor, METHODS, operationsOf, schemeOf, violatingQueryValue, type Answer, type Document, type DocumentedOperation, type Parameter } from "../support/openapi-contract.js";
 import { zipSources } from "../support/zip.js";
 import { deploy, result } from "./deploy.js";
@@ -15,7 +15,7 @@ import { ADMIN_TOKEN, AgentProcess, api, LocalWorker, type Api } from "./harness
  */
 
 // Collected from the code that serves the document; the first test checks the served one is the same.
-const DOC = openApiDocument("http://placeholder") as unknown as Document;
+const DOC = (await apiDocument("http://placeholder")) as unknown as Document;
 const contract = new Contract(DOC);
 const NO_SUCH_ID = "0nosuchrecord0";
 const SECRET_NAME = "CONTRACT_SECRET";

@@ -2,7 +2,8 @@ import { z } from "zod";
 import { errorBody } from "../../shared/schemas/responses.js";
 import { ERROR_STATUS } from "../errors.js";
 import { documentedPath, operationId, parameterNames, type DocumentedPath } from "./naming.js";
-import { OPERATIONS, type Operation } from "./operations.js";
+import { OPERATIONS } from "./operations.js";
+import { documentedOperations, type Operation } from "./describe.js";
 import { withEventStreams } from "./event-streams.js";
 
 const toSchema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as Record<string, unknown>;
@@ -64,11 +65,15 @@ function operationObject(op: Operation, path: DocumentedPath, method: string) {
   };
 }
 
-/** OpenAPI 3.1 from the operations table and the zod schemas that validate requests. */
-export function openApiDocument(serverUrl?: string) {
+type App = Parameters<typeof documentedOperations>[0];
+
+/** OpenAPI 3.1 from the app's documented routes (describeRoute) and the zod schemas that validate requests. */
+export function openApiDocument(app: App, serverUrl?: string) {
+  const onRoutes = documentedOperations(app);
+  const ops = [...onRoutes, ...OPERATIONS.filter((o) => !onRoutes.some((r) => r.method === o.method && r.path === o.path))];
   const paths: Record<string, Record<string, unknown>> = {};
-  const names = parameterNames(OPERATIONS.map((op) => op.path));
-  for (const op of OPERATIONS) {
+  const names = parameterNames(ops.map((op) => op.path));
+  for (const op of ops) {
     const path = documentedPath(op.path, names);
     const methods = op.method === "all" ? ["get", "post", "put", "patch", "delete"] : [op.method];
     for (const m of methods) (paths[path.template] ??= {})[m] = operationObject(op, path, m);
@@ -83,7 +88,7 @@ export function openApiDocument(serverUrl?: string) {
       description: "Function-execution service: functions, builds, tasks, triggers, public endpoints, tags and invoices.",
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
-    paths: withEventStreams(paths),
+    paths: withEventStreams(paths, ops),
     components: {
       schemas: { Error: toSchema(errorBody) },
       // Not on a replayed result: that answer is built whole by the result service, past the middleware's reach.

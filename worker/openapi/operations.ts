@@ -1,5 +1,3 @@
-import { z } from "zod";
-import { idempotencyKey, IDEMPOTENCY_HEADER, REPLAYED_HEADER } from "../../shared/schemas/idempotency.js";
 import * as fn from "../../shared/schemas/function.js";
 import * as tag from "../../shared/schemas/tag.js";
 import * as trig from "../../shared/schemas/trigger.js";
@@ -17,67 +15,8 @@ import * as network from "../../shared/schemas/network.js";
 import * as retry from "../../shared/schemas/retry.js";
 import * as concurrency from "../../shared/schemas/concurrency.js";
 
-type Method = "get" | "post" | "patch" | "put" | "delete" | "options" | "all";
-
-export interface Operation {
-  method: Method;
-  /** Hono path syntax (`:id`); the document turns it into `{id}`. */
-  path: string;
-  summary: string;
-  group: string;
-  auth: "account" | "admin" | "agent" | "none" | "optional";
-  query?: z.ZodType;
-  /** Request headers the operation reads, beyond authorization. */
-  headers?: HeaderParameter[];
-  body?: { schema?: z.ZodType; contentType: string; required: boolean; description?: string; otherContentTypes?: string[] };
-  ok: { status: number; schema?: z.ZodType; description: string; contentType?: string; headers?: Record<string, string>; optionalHeaders?: Record<string, string> };
-  /** Other answers that are not errors (a result read before the task finished). */
-  also?: Operation["ok"][];
-  errors: number[];
-  /** The Server-Sent Events the success answer may stream instead (docs/logs.md; event-streams.ts). */
-  events?: string;
-}
-
-export interface HeaderParameter {
-  name: string;
-  description: string;
-  schema: z.ZodType;
-}
-
-/** The request headers of a call that issues a task (POST /v1/task/<id>, /gc/<id>). */
-const taskCallHeaders: HeaderParameter[] = [
-  { name: "Prefer", description: "`wait=S` (at most 30): answer with the function's own response if it finishes within S seconds (RFC 7240); else 201 {id}.", schema: z.string() },
-  {
-    name: IDEMPOTENCY_HEADER,
-    description: "Names the call: the same key with the same function (or endpoint) within 24 hours answers with the first call's task (`Idempotent-Replayed: true`) instead of making another; with a different body or query, 409 idempotency_conflict.",
-    schema: idempotencyKey,
-  },
-];
-/** Whether the answer names an earlier call's task (Idempotency-Key). */
-const replayedHeader = { [REPLAYED_HEADER]: "`true` when the answer is that of an earlier call with the same Idempotency-Key; absent otherwise." };
-
-const json = (schema: z.ZodType, required = true) => ({ schema, contentType: "application/json", required });
-const listFilterBody = (schema: z.ZodType) => ({ schema, contentType: "application/json", required: false, description: "Filters in a JSON body on GET (also accepted as query parameters; the body wins)." });
-/** A task's input (worker/http/task-body.ts): any bytes with their Content-Type; a body that says JSON must be JSON. */
-const anyBody = { contentType: "application/json", otherContentTypes: ["*/*"], required: false, description: "Any body, at most 10 MiB, handed to the function byte for byte with its Content-Type and the query parameters; a body that says it is JSON must be valid JSON." };
-const noContent = { status: 204, description: "Done; empty body." };
-const created = (what: string) => ({ status: 201, schema: out.created, description: `The new ${what}'s id.` });
-/** A new task's id, as the answer to a call that issues one (possibly under an Idempotency-Key). */
-const createdTask = { ...created("task"), optionalHeaders: replayedHeader };
-/** Headers every result answer carries (services/task-results.ts), whatever the function answered. */
-const resultHeaders = {
-  "Content-Security-Policy": "`sandbox`: a replayed page cannot act on the service's origin.",
-  "X-Content-Type-Options": "`nosniff`: a browser reads the body as its Content-Type says.",
-};
-const replay = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*", headers: resultHeaders };
-/** A synchronous call's answer (`Prefer: wait`): the function's own status, which may be any, documented here as 200. */
-const syncAnswer = {
-  ...replay,
-  description: "With `Prefer: wait=S`, when the task finishes within S seconds: the function's own response (its status code, Content-Type and body).",
-  headers: { ...resultHeaders, "Preference-Applied": "`wait`.", "X-Task-Id": "The task's id.", Location: "Where the result stays readable." },
-  optionalHeaders: replayedHeader,
-};
-const publicReplay = { ...replay, description: "The function's response replayed: its status code, Content-Type and body. 404 result_not_ready (Retry-After, X-Task-Status) while the task runs, as the original service answers; an HTML page that refreshes itself for a browser." };
+import type { Operation } from "./describe.js";
+import { anyBody, created, createdTask, json, listFilterBody, noContent, publicReplay, replay, resultHeaders, syncAnswer, taskCallHeaders } from "./parts.js";
 
 /**
  * Every operation the Worker serves. The OpenAPI document is generated from this table, and a
