@@ -1,7 +1,4 @@
 import * as fn from "../../shared/schemas/function.js";
-import * as tag from "../../shared/schemas/tag.js";
-import * as trig from "../../shared/schemas/trigger.js";
-import * as sched from "../../shared/schemas/scheduled.js";
 import * as ep from "../../shared/schemas/endpoint.js";
 import * as build from "../../shared/schemas/build.js";
 import * as task from "../../shared/schemas/task.js";
@@ -51,24 +48,8 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/function/:id/network", summary: "What the function may reach: egress \"none\" (no network, the default) or \"internet\" (public addresses only)", group: "network", auth: "account", ok: { status: 200, schema: network.networkOut, description: "{egress}." }, errors: [401, 404] },
   { method: "put", path: "/v1/function/:id/network", summary: "Set the function's egress; \"internet\" needs the operator's grant (403 egress_not_allowed) and runs only on nodes that allow egress; applies to tasks issued after", group: "network", auth: "account", body: json(network.networkSet), ok: noContent, errors: [400, 401, 403, 404, 415] },
 
-  { method: "post", path: "/v1/tag", summary: "Create a tag", group: "tags", auth: "account", body: json(tag.tagCreate), ok: created("tag"), errors: [400, 401, 415] },
-  { method: "get", path: "/v1/tag/list", summary: "List tags", group: "tags", auth: "account", ok: { status: 200, schema: out.tagList, description: "Newest first." }, errors: [401] },
-  { method: "patch", path: "/v1/tag/:id", summary: "Edit a tag", group: "tags", auth: "account", body: json(tag.tagEdit), ok: noContent, errors: [400, 401, 404, 415] },
-  { method: "delete", path: "/v1/tag/:id", summary: "Delete a tag and detach it everywhere", group: "tags", auth: "account", ok: noContent, errors: [401, 404] },
 
-  { method: "post", path: "/v1/trigger", summary: "Create a trigger (at most 10 a function: 409 past that)", group: "triggers", auth: "account", body: json(trig.triggerCreate), ok: created("trigger"), errors: [400, 401, 409, 415] },
-  { method: "get", path: "/v1/trigger/list", summary: "List triggers (paged)", group: "triggers", auth: "account", query: trig.triggerListFilter, body: listFilterBody(trig.triggerListFilter), ok: { status: 200, schema: out.triggerList, description: "Pagination envelope." }, errors: [400, 401, 404] },
-  { method: "get", path: "/v1/trigger/:id", summary: "Get a trigger", group: "triggers", auth: "account", ok: { status: 200, schema: out.triggerGet, description: "The trigger." }, errors: [401, 404] },
-  { method: "patch", path: "/v1/trigger/:id", summary: "Edit a trigger", group: "triggers", auth: "account", body: json(trig.triggerEdit), ok: noContent, errors: [400, 401, 404, 415] },
-  { method: "delete", path: "/v1/trigger/:id", summary: "Delete a trigger", group: "triggers", auth: "account", ok: noContent, errors: [401, 404] },
 
-  { method: "post", path: "/v1/scheduled", summary: "Schedule a function with a cron expression in a time zone", group: "scheduled", auth: "account", body: json(sched.scheduledCreate), ok: created("schedule"), errors: [400, 401, 415, 429] },
-  { method: "get", path: "/v1/scheduled/list", summary: "List schedules (paged)", group: "scheduled", auth: "account", query: sched.scheduledListFilter, body: listFilterBody(sched.scheduledListFilter), ok: { status: 200, schema: out.scheduledList, description: "Pagination envelope." }, errors: [400, 401, 404] },
-  { method: "get", path: "/v1/scheduled/:id", summary: "Get a schedule with its payload", group: "scheduled", auth: "account", ok: { status: 200, schema: out.scheduledGet, description: "The schedule; inlinePayload is null until one is set." }, errors: [401, 404] },
-  { method: "patch", path: "/v1/scheduled/:id", summary: "Edit a schedule (active, cron, timezone, description)", group: "scheduled", auth: "account", body: json(sched.scheduledEdit), ok: noContent, errors: [400, 401, 404, 415] },
-  { method: "put", path: "/v1/scheduled/:id/payload", summary: "Set the payload: this request's body (any Content-Type) and query string", group: "scheduled", auth: "account", body: { contentType: "*/*", required: false, description: "Any body, at most 10 MiB, handed to each run byte for byte with its Content-Type." }, ok: noContent, errors: [400, 401, 404, 413] },
-  { method: "post", path: "/v1/scheduled/:id/try", summary: "Run the schedule's function with its payload now", group: "scheduled", auth: "account", ok: created("task"), errors: [401, 402, 404, 409, 429] },
-  { method: "delete", path: "/v1/scheduled/:id", summary: "Delete a schedule", group: "scheduled", auth: "account", ok: noContent, errors: [401, 404] },
 
   { method: "post", path: "/v1/endpoint/:functionId", summary: "Create a public endpoint for a function", group: "endpoints", auth: "account", body: { ...json(ep.endpointCreate, false) }, ok: created("endpoint"), errors: [400, 401, 404, 415] },
   { method: "get", path: "/v1/endpoint/list", summary: "List public endpoints (paged)", group: "endpoints", auth: "account", query: ep.endpointListFilter, body: listFilterBody(ep.endpointListFilter), ok: { status: 200, schema: out.endpointList, description: "Pagination envelope." }, errors: [400, 401, 404] },
