@@ -1,16 +1,9 @@
-import * as fn from "../../shared/schemas/function.js";
 import * as ep from "../../shared/schemas/endpoint.js";
 import * as build from "../../shared/schemas/build.js";
 import * as task from "../../shared/schemas/task.js";
 import * as live from "../../shared/schemas/live-logs.js";
 import * as admin from "../../shared/schemas/admin.js";
 import * as out from "../../shared/schemas/responses.js";
-import * as storage from "../../shared/schemas/storage.js";
-import * as release from "../../shared/schemas/release.js";
-import * as config from "../../shared/schemas/function-config.js";
-import * as network from "../../shared/schemas/network.js";
-import * as retry from "../../shared/schemas/retry.js";
-import * as concurrency from "../../shared/schemas/concurrency.js";
 
 import type { Operation } from "./describe.js";
 import { anyBody, created, createdTask, json, listFilterBody, noContent, publicReplay, replay, resultHeaders, syncAnswer, taskCallHeaders } from "./parts.js";
@@ -20,33 +13,8 @@ import { anyBody, created, createdTask, json, listFilterBody, noContent, publicR
  * test checks it against the routes the app really registers, in both directions.
  */
 export const OPERATIONS: Operation[] = [
-  { method: "post", path: "/v1/function", summary: "Create a function", group: "functions", auth: "account", body: json(fn.functionCreate), ok: created("function"), errors: [400, 401, 413, 415] },
-  { method: "get", path: "/v1/function/list", summary: "List functions, optionally by tag", group: "functions", auth: "account", query: fn.functionListQuery, ok: { status: 200, schema: out.functionList, description: "Newest first." }, errors: [400, 401, 404] },
-  { method: "get", path: "/v1/function/:id", summary: "Get a function", group: "functions", auth: "account", ok: { status: 200, schema: out.functionGetOut, description: "The function with its capabilities and metrics." }, errors: [401, 404] },
-  { method: "patch", path: "/v1/function/:id", summary: "Edit a function", group: "functions", auth: "account", body: json(fn.functionEdit), ok: noContent, errors: [400, 401, 404, 415] },
-  { method: "delete", path: "/v1/function/:id", summary: "Delete a function, its triggers, endpoints, schedules and builds; cancel its pending tasks", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
-  { method: "post", path: "/v1/function/:id/togglePause", summary: "Pause or resume a function", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
-  { method: "get", path: "/v1/function/:id/logs", summary: "Tail every task of the function live (follow=1 required), as Server-Sent Events", group: "functions", auth: "account", query: live.functionLogsQuery, ok: { status: 200, contentType: "text/event-stream", description: "The tail." }, events: "Server-Sent Events: `event: task` (data {\"taskId\", \"state\": \"running\" | \"started\" | \"ended\", \"status\"?}) when a task starts or ends (running: it ran when the tail began); `event: line` (data {\"taskId\", \"line\"}) for each line a task prints; `event: dropped` (data {\"lines\": n}) when this reader was too slow and lost n lines. Open until the client closes it.", errors: [400, 401, 404, 429] },
-  { method: "get", path: "/v1/function/:id/storage", summary: "Read the function's storage (what its tasks set with the GC-Storage response header)", group: "functions", auth: "account", ok: { status: 200, schema: storage.storageOut, description: "{size, updatedAt, value (base64)}; 404 when nothing is stored." }, errors: [401, 404] },
-  { method: "delete", path: "/v1/function/:id/storage", summary: "Clear the function's storage", group: "functions", auth: "account", ok: noContent, errors: [401, 404] },
-  { method: "get", path: "/v1/function/:id/capabilities", summary: "Get capabilities", group: "functions", auth: "account", ok: { status: 200, schema: out.capabilitiesOut, description: "timeout s, cpuCount CPUs, memSize MiB." }, errors: [401, 404] },
-  { method: "post", path: "/v1/function/:id/capabilities", summary: "Set capabilities (privileged: true only for accounts the operator granted)", group: "functions", auth: "account", body: json(fn.capabilitiesSet), ok: noContent, errors: [400, 401, 403, 404, 415] },
 
-  { method: "get", path: "/v1/function/:id/release", summary: "Which build the function's tasks run: pinned or the newest successful one, and any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "buildId is the build that runs now (null before any successful build)." }, errors: [401, 404] },
-  { method: "put", path: "/v1/function/:id/release", summary: "Pin a build ({buildId: null} follows the newest again), optionally with a canary taking weight % of new tasks", group: "releases", auth: "account", body: json(release.releaseSet), ok: noContent, errors: [400, 401, 404, 409, 415] },
-  { method: "post", path: "/v1/function/:id/rollback", summary: "Pin the successful build before the one that runs now, dropping any canary", group: "releases", auth: "account", ok: { status: 200, schema: release.releaseOut, description: "The new release." }, errors: [401, 404, 409] },
-  { method: "get", path: "/v1/function/:id/retry", summary: "The function's retry policy: attempts in all, the first backoff, the dead-letter function", group: "retries", auth: "account", ok: { status: 200, schema: retry.retrySet, description: "Defaults: {maxAttempts: 1, backoffSeconds: 10, deadLetterFunctionId: null}." }, errors: [401, 404] },
-  { method: "put", path: "/v1/function/:id/retry", summary: "Set the retry policy of the function's asynchronous tasks (a 5xx or a timeout is retried after backoffSeconds × 2^(n−2) ±20 %; when attempts run out the dead-letter function gets one task)", group: "retries", auth: "account", body: json(retry.retrySet), ok: noContent, errors: [400, 401, 404, 415] },
-  { method: "get", path: "/v1/function/:id/concurrency", summary: "The function's cap on its tasks running at once across the fleet", group: "concurrency", auth: "account", ok: { status: 200, schema: concurrency.concurrencySet, description: "{max: null} when uncapped (the default)." }, errors: [401, 404] },
-  { method: "put", path: "/v1/function/:id/concurrency", summary: "Cap the function's tasks running at once (the rest wait pending, in order); {max: null} removes the cap", group: "concurrency", auth: "account", body: json(concurrency.concurrencySet), ok: noContent, errors: [400, 401, 404, 415] },
-  { method: "get", path: "/v1/function/:id/env", summary: "Read the function's environment variables", group: "configuration", auth: "account", ok: { status: 200, schema: config.envVars, description: "{NAME: value, …}; {} when none." }, errors: [401, 404] },
-  { method: "put", path: "/v1/function/:id/env", summary: "Replace every environment variable (names [A-Za-z_][A-Za-z0-9_]{0,127}, not GC_ or GCFAAS_; at most 64 and 32 KiB); 409 name_taken when a secret has the name", group: "configuration", auth: "account", body: json(config.envVars), ok: noContent, errors: [400, 401, 404, 409, 415] },
-  { method: "get", path: "/v1/function/:id/secrets", summary: "List the function's secrets: names and times, never values", group: "configuration", auth: "account", ok: { status: 200, schema: config.secretList, description: "[{name, updatedAt}], newest first." }, errors: [401, 404] },
-  { method: "put", path: "/v1/function/:id/secrets/:name", summary: "Create or replace a secret (value at most 16 KiB; at most 32 a function); 409 name_taken when a variable has the name", group: "configuration", auth: "account", body: json(config.secretSet), ok: noContent, errors: [400, 401, 404, 409, 415] },
-  { method: "delete", path: "/v1/function/:id/secrets/:name", summary: "Delete a secret", group: "configuration", auth: "account", ok: noContent, errors: [401, 404] },
 
-  { method: "get", path: "/v1/function/:id/network", summary: "What the function may reach: egress \"none\" (no network, the default) or \"internet\" (public addresses only)", group: "network", auth: "account", ok: { status: 200, schema: network.networkOut, description: "{egress}." }, errors: [401, 404] },
-  { method: "put", path: "/v1/function/:id/network", summary: "Set the function's egress; \"internet\" needs the operator's grant (403 egress_not_allowed) and runs only on nodes that allow egress; applies to tasks issued after", group: "network", auth: "account", body: json(network.networkSet), ok: noContent, errors: [400, 401, 403, 404, 415] },
 
 
 
