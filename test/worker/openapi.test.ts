@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
-import { OPERATIONS } from "../../worker/openapi/operations.js";
+import { Hono } from "hono";
+import { describeRoute, documentedOperations } from "../../worker/openapi/describe.js";
+import { openApiDocument } from "../../worker/openapi/document.js";
 import { documentedFor, METHODS, operationsOf } from "../support/openapi-paths.js";
 import { call } from "./helpers.js";
 
@@ -26,9 +28,18 @@ describe("GET /v1/openapi.json", () => {
     expect(doc.paths["/gc/{id}"].post.security).toEqual([]);
   });
 
-  it("documents exactly the routes the app serves", () => {
-    const documented = [...new Set(OPERATIONS.map((o) => `${o.method} ${o.path}`))].sort();
-    expect(documented).toEqual(registeredRoutes());
+  it("documents exactly the routes the app serves: each declares its describeRoute", () => {
+    const documented = documentedOperations(createApp()).map((o) => `${o.method} ${o.path}`);
+    expect(documented.filter((r, i) => documented.indexOf(r) !== i)).toEqual([]);
+    expect(documented.sort()).toEqual(registeredRoutes());
+  });
+
+  it("finds a route's documentation through mounted sub-apps, and leaves out a route that has none", () => {
+    const doc = { summary: "Read a thing", group: "things", auth: "account" as const, ok: { status: 200, description: "The thing." }, errors: [404] };
+    const things = new Hono().get("/:id", describeRoute(doc), (c) => c.text("thing")).delete("/:id", (c) => c.body(null, 204));
+    const app = new Hono().route("/v1", new Hono().route("/thing", things));
+    expect(documentedOperations(app)).toEqual([{ ...doc, method: "get", path: "/v1/thing/:id" }]);
+    expect(Object.keys(openApiDocument(app).paths["/v1/thing/{id}"] ?? {})).toEqual(["get"]);
   });
 
   // Read from the served document, not the table it is made from: holds however it is made.

@@ -2,7 +2,6 @@ import { z } from "zod";
 import { errorBody } from "../../shared/schemas/responses.js";
 import { ERROR_STATUS } from "../errors.js";
 import { documentedPath, operationId, parameterNames, type DocumentedPath } from "./naming.js";
-import { OPERATIONS } from "./operations.js";
 import { documentedOperations, type Operation } from "./describe.js";
 import { withEventStreams } from "./event-streams.js";
 
@@ -69,8 +68,7 @@ type App = Parameters<typeof documentedOperations>[0];
 
 /** OpenAPI 3.1 from the app's documented routes (describeRoute) and the zod schemas that validate requests. */
 export function openApiDocument(app: App, serverUrl?: string) {
-  const onRoutes = documentedOperations(app);
-  const ops = [...onRoutes, ...OPERATIONS.filter((o) => !onRoutes.some((r) => r.method === o.method && r.path === o.path))];
+  const ops = documentedOperations(app);
   const paths: Record<string, Record<string, unknown>> = {};
   const names = parameterNames(ops.map((op) => op.path));
   for (const op of ops) {
