@@ -46,8 +46,18 @@ export function createApp() {
   });
 
   // Liveness for load balancers and the bare baseline of the benchmarks: no auth, no storage.
-  app.get("/healthz", describeRoute({ summary: "Liveness", group: "meta", auth: "none", ok: { status: 200, description: "ok", contentType: "text/plain" }, errors: [] }), (c) => c.text("ok"));
-  app.get("/v1/openapi.json", describeRoute({ summary: "This document", group: "meta", auth: "none", ok: { status: 200, description: "OpenAPI 3.1", contentType: "application/json" }, errors: [] }), (c) => c.json(openApiDocument(app, new URL(c.req.url).origin)));
+  app.get("/healthz", describeRoute({
+    summary: "Liveness",
+    group: "meta", auth: "none",
+    ok: { status: 200, description: "ok", contentType: "text/plain" },
+    errors: [],
+  }), (c) => c.text("ok"));
+  app.get("/v1/openapi.json", describeRoute({
+    summary: "This document",
+    group: "meta", auth: "none",
+    ok: { status: 200, description: "OpenAPI 3.1", contentType: "application/json" },
+    errors: [],
+  }), (c) => c.json(openApiDocument(app, new URL(c.req.url).origin)));
 
   app.route("/v1/billing", billingWebhookRoutes);
 

@@ -32,13 +32,14 @@ export const resultHeaders = {
   "Content-Security-Policy": "`sandbox`: a replayed page cannot act on the service's origin.",
   "X-Content-Type-Options": "`nosniff`: a browser reads the body as its Content-Type says.",
 };
-export const replay: Answer = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*", headers: resultHeaders };
+export const resultReplay: Answer = { status: 200, description: "The function's response replayed: its status code, Content-Type and body. 202 {status: 0, progress} while the task runs.", contentType: "*/*", headers: resultHeaders };
 /** A synchronous call's answer (`Prefer: wait`): the function's own status, which may be any, documented here as 200. */
 export const syncAnswer: Answer = {
-  ...replay,
+  ...resultReplay,
   description: "With `Prefer: wait=S`, when the task finishes within S seconds: the function's own response (its status code, Content-Type and body).",
   headers: { ...resultHeaders, "Preference-Applied": "`wait`.", "X-Task-Id": "The task's id.", Location: "Where the result stays readable." },
   optionalHeaders: replayedHeader,
 };
-export const publicReplay: Answer = { ...replay, description: "The function's response replayed: its status code, Content-Type and body. 404 result_not_ready (Retry-After, X-Task-Status) while the task runs, as the original service answers; an HTML page that refreshes itself for a browser." };
-
+export const publicReplay: Answer = { ...resultReplay, description: "The function's response replayed: its status code, Content-Type and body. 404 result_not_ready (Retry-After, X-Task-Status) while the task runs, as the original service answers; an HTML page that refreshes itself for a browser." };
+/** What a call that issues a task reads and answers (POST /v1/task/<id>, /gc/<id>): any body, a task id or, with Prefer: wait, the function's own response. */
+export const taskCall: Pick<RouteDoc, "headers" | "body" | "ok" | "also"> = { headers: taskCallHeaders, body: anyBody, ok: createdTask, also: [syncAnswer] };

@@ -8,7 +8,13 @@ import { usageOf } from "../billing/usage.js";
 import { describeRoute } from "../openapi/describe.js";
 
 /** The payment provider's webhook: authenticated by its signature, not by a token. */
-export const billingWebhookRoutes = new Hono<AppEnv>().post("/webhook", describeRoute({ summary: "Payment provider webhook (Stripe-style signature)", group: "invoices", auth: "none", body: { contentType: "application/json", required: true, description: "An invoice.payment_succeeded or invoice.payment_failed event." }, ok: { status: 200, description: "{received: true, duplicate}", contentType: "application/json" }, errors: [400, 404, 500] }), async (c) => {
+export const billingWebhookRoutes = new Hono<AppEnv>().post("/webhook", describeRoute({
+  summary: "Payment provider webhook (Stripe-style signature)",
+  group: "invoices", auth: "none",
+  body: { contentType: "application/json", required: true, description: "An invoice.payment_succeeded or invoice.payment_failed event." },
+  ok: { status: 200, description: "{received: true, duplicate}", contentType: "application/json" },
+  errors: [400, 404, 500],
+}), async (c) => {
   const secret = webhookSecret(c.env.BILLING_WEBHOOK_SECRET);
   const raw = await readTextLimited(c.req.raw, MAX_WEBHOOK_BYTES);
   const now = Date.now();
@@ -18,4 +24,9 @@ export const billingWebhookRoutes = new Hono<AppEnv>().post("/webhook", describe
 });
 
 /** The caller's usage in the current period, against its plan. */
-export const usageRoutes = new Hono<AppEnv>().get("/", describeRoute({ summary: "This period's usage against the plan", group: "invoices", auth: "account", ok: { status: 200, description: "{period, plan, invocations, pending, remaining, durationMs, gbSeconds}", contentType: "application/json" }, errors: [401] }), async (c) => c.json(await usageOf(c.var.db, plansFrom(c.env.PLANS), c.var.caller.accountId)));
+export const usageRoutes = new Hono<AppEnv>().get("/", describeRoute({
+  summary: "This period's usage against the plan",
+  group: "invoices", auth: "account",
+  ok: { status: 200, description: "{period, plan, invocations, pending, remaining, durationMs, gbSeconds}", contentType: "application/json" },
+  errors: [401],
+}), async (c) => c.json(await usageOf(c.var.db, plansFrom(c.env.PLANS), c.var.caller.accountId)));

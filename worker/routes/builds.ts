@@ -16,10 +16,33 @@ import * as out from "../../shared/schemas/responses.js";
 import { created } from "../openapi/parts.js";
 
 export const buildRoutes = new Hono<AppEnv>()
-  .get("/list", describeRoute({ summary: "List builds (paged)", group: "builds", auth: "account", query: buildListQuery, ok: { status: 200, schema: out.buildList, description: "Pagination envelope." }, errors: [400, 401, 404] }), async (c) => c.json(await listBuilds(c.var.db, c.var.caller.accountId, query(c, buildListQuery))))
-  .get("/:id", describeRoute({ summary: "Get a build with its timeline and log (its first 500 and last 500 lines, with one line `… N lines cut …` between them)", group: "builds", auth: "account", ok: { status: 200, schema: out.buildGet, description: "The build." }, errors: [401, 404] }), async (c) => c.json(await describeBuild(c.var.db, c.var.caller.accountId, c.req.param("id"))))
-  .get("/:id/log", describeRoute({ summary: "A build's whole log as text, kept up to 4 MiB (a longer log ends with a note of the lines cut)", group: "builds", auth: "account", ok: { status: 200, description: "The log, one line a line; while the build runs, the lines its record holds.", contentType: "text/plain" }, errors: [401, 404] }), async (c) => c.body(await readBuildLog(c.var.db, c.env.BUCKET, c.var.caller.accountId, c.req.param("id")), 200, BUILD_LOG_HEADERS))
-  .post("/:functionId", describeRoute({ summary: "Upload a zip and build it", group: "builds", auth: "account", query: buildCreateQuery, body: { contentType: "application/octet-stream", required: true, description: "A zip of the contents of the function folder, at most 50 MiB." }, ok: created("build"), errors: [400, 401, 404, 413, 415, 429, 500] }), async (c) => {
+  .get("/list", describeRoute({
+    summary: "List builds (paged)",
+    group: "builds", auth: "account",
+    query: buildListQuery,
+    ok: { status: 200, schema: out.buildList, description: "Pagination envelope." },
+    errors: [400, 401, 404],
+  }), async (c) => c.json(await listBuilds(c.var.db, c.var.caller.accountId, query(c, buildListQuery))))
+  .get("/:id", describeRoute({
+    summary: "Get a build with its timeline and log (its first 500 and last 500 lines, with one line `… N lines cut …` between them)",
+    group: "builds", auth: "account",
+    ok: { status: 200, schema: out.buildGet, description: "The build." },
+    errors: [401, 404],
+  }), async (c) => c.json(await describeBuild(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  .get("/:id/log", describeRoute({
+    summary: "A build's whole log as text, kept up to 4 MiB (a longer log ends with a note of the lines cut)",
+    group: "builds", auth: "account",
+    ok: { status: 200, description: "The log, one line a line; while the build runs, the lines its record holds.", contentType: "text/plain" },
+    errors: [401, 404],
+  }), async (c) => c.body(await readBuildLog(c.var.db, c.env.BUCKET, c.var.caller.accountId, c.req.param("id")), 200, BUILD_LOG_HEADERS))
+  .post("/:functionId", describeRoute({
+    summary: "Upload a zip and build it",
+    group: "builds", auth: "account",
+    query: buildCreateQuery,
+    body: { contentType: "application/octet-stream", required: true, description: "A zip of the contents of the function folder, at most 50 MiB." },
+    ok: created("build"),
+    errors: [400, 401, 404, 413, 415, 429, 500],
+  }), async (c) => {
     const { accountId } = c.var.caller;
     const fn = await getOwnFunction(c.var.db, accountId, c.req.param("functionId"));
     if (!/^application\/octet-stream\s*(;|$)/i.test(c.req.header("content-type") ?? ""))

@@ -19,14 +19,43 @@ import { created, json, listFilterBody, noContent } from "../openapi/parts.js";
 const bodyRules = { contentType: "optional", emptyAs: {} } as const;
 
 export const endpointRoutes = new Hono<AppEnv>()
-  .get("/list", describeRoute({ summary: "List public endpoints (paged)", group: "endpoints", auth: "account", query: endpointListFilter, body: listFilterBody(endpointListFilter), ok: { status: 200, schema: out.endpointList, description: "Pagination envelope." }, errors: [400, 401, 404] }), async (c) => c.json(await listEndpoints(c.var.db, c.var.caller.accountId, await listFilters(c, endpointListFilter))))
-  .post("/:functionId", describeRoute({ summary: "Create a public endpoint for a function", group: "endpoints", auth: "account", body: { ...json(endpointCreate, false) }, ok: created("endpoint"), errors: [400, 401, 404, 415] }), async (c) => {
+  .get("/list", describeRoute({
+    summary: "List public endpoints (paged)",
+    group: "endpoints", auth: "account",
+    query: endpointListFilter,
+    body: listFilterBody(endpointListFilter),
+    ok: { status: 200, schema: out.endpointList, description: "Pagination envelope." },
+    errors: [400, 401, 404],
+  }), async (c) => c.json(await listEndpoints(c.var.db, c.var.caller.accountId, await listFilters(c, endpointListFilter))))
+  .post("/:functionId", describeRoute({
+    summary: "Create a public endpoint for a function",
+    group: "endpoints", auth: "account",
+    body: { ...json(endpointCreate, false) },
+    ok: created("endpoint"),
+    errors: [400, 401, 404, 415],
+  }), async (c) => {
     const input = await jsonBody(c, endpointCreate, bodyRules);
     return c.json({ id: await createEndpoint(c.var.db, c.var.caller.accountId, c.req.param("functionId"), input) }, 201);
   })
-  .get("/:id", describeRoute({ summary: "Get a public endpoint", group: "endpoints", auth: "account", ok: { status: 200, schema: out.endpointGet, description: "The endpoint." }, errors: [401, 404] }), async (c) => c.json(await describeEndpoint(c.var.db, c.var.caller.accountId, c.req.param("id"))))
-  .get("/:id/metrics", describeRoute({ summary: "Tasks through a public endpoint", group: "endpoints", auth: "account", ok: { status: 200, schema: out.endpointMetrics, description: "Today (UTC), pending, last 7 days." }, errors: [401, 404] }), async (c) => c.json(await endpointMetrics(c.var.db, c.var.caller.accountId, c.req.param("id"))))
-  .patch("/:id", describeRoute({ summary: "Edit a public endpoint", group: "endpoints", auth: "account", body: json(endpointEdit, false), ok: noContent, errors: [400, 401, 404, 415] }), async (c) => {
+  .get("/:id", describeRoute({
+    summary: "Get a public endpoint",
+    group: "endpoints", auth: "account",
+    ok: { status: 200, schema: out.endpointGet, description: "The endpoint." },
+    errors: [401, 404],
+  }), async (c) => c.json(await describeEndpoint(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  .get("/:id/metrics", describeRoute({
+    summary: "Tasks through a public endpoint",
+    group: "endpoints", auth: "account",
+    ok: { status: 200, schema: out.endpointMetrics, description: "Today (UTC), pending, last 7 days." },
+    errors: [401, 404],
+  }), async (c) => c.json(await endpointMetrics(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  .patch("/:id", describeRoute({
+    summary: "Edit a public endpoint",
+    group: "endpoints", auth: "account",
+    body: json(endpointEdit, false),
+    ok: noContent,
+    errors: [400, 401, 404, 415],
+  }), async (c) => {
     const input = await jsonBody(c, endpointEdit, bodyRules);
     await editEndpoint(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
     return c.body(null, 204);

@@ -26,7 +26,7 @@ import { readTaskBody } from "../http/task-body.js";
 import { withSyncWait } from "../public/sync-waits.js";
 import { limitDefaults, ownLimitColumn } from "../limits/account-limits.js";
 import { describeRoute } from "../openapi/describe.js";
-import { anyBody, createdTask, publicReplay, syncAnswer, taskCallHeaders } from "../openapi/parts.js";
+import { publicReplay, taskCall } from "../openapi/parts.js";
 
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
@@ -77,7 +77,13 @@ function applyCors(c: Context<AppEnv>, headers: Record<string, string>) {
  * so only calls that become tasks are counted (and a failed issue gives its count back).
  */
 export const publicRoutes = new Hono<AppEnv>()
-  .get("/:taskId/result", describeRoute({ summary: "A public call's result: anonymous for 5 minutes, then the owner's token", group: "public", auth: "optional", query: resultQuery, ok: publicReplay, errors: [400, 401, 404, 410, 502] }), async (c) => {
+  .get("/:taskId/result", describeRoute({
+    summary: "A public call's result: anonymous for 5 minutes, then the owner's token",
+    group: "public", auth: "optional",
+    query: resultQuery,
+    ok: publicReplay,
+    errors: [400, 401, 404, 410, 502],
+  }), async (c) => {
     const { wait } = query(c, resultQuery);
     const [t] = await c.var.db.select().from(tasks).where(eq(tasks.id, c.req.param("taskId")));
     if (!t?.endpointId) throw notFound("public result");
@@ -97,7 +103,12 @@ export const publicRoutes = new Hono<AppEnv>()
     for (const [k, v] of Object.entries(e ? corsHeaders(e, c.req.header("origin") ?? null) : {})) res.headers.set(k, v);
     return res;
   })
-  .options("/:id", describeRoute({ summary: "CORS preflight of a public endpoint (not counted)", group: "public", auth: "none", ok: { status: 204, description: "CORS headers for an allowed origin." }, errors: [404] }), async (c) => {
+  .options("/:id", describeRoute({
+    summary: "CORS preflight of a public endpoint (not counted)",
+    group: "public", auth: "none",
+    ok: { status: 204, description: "CORS headers for an allowed origin." },
+    errors: [404],
+  }), async (c) => {
     const { e } = await loadEndpoint(c, c.req.param("id"));
     const cors = corsHeaders(e, c.req.header("origin") ?? null);
     if (cors["Access-Control-Allow-Origin"]) {
@@ -108,7 +119,12 @@ export const publicRoutes = new Hono<AppEnv>()
     }
     return c.body(null, 204);
   })
-  .all("/:id", describeRoute({ summary: "Call a public endpoint (any method but OPTIONS)", group: "public", auth: "none", headers: taskCallHeaders, body: anyBody, ok: createdTask, also: [syncAnswer], errors: [400, 402, 403, 404, 409, 413, 429, 503] }), async (c) => {
+  .all("/:id", describeRoute({
+    summary: "Call a public endpoint (any method but OPTIONS)",
+    group: "public", auth: "none",
+    ...taskCall,
+    errors: [400, 402, 403, 404, 409, 413, 429, 503],
+  }), async (c) => {
     const now = Date.now();
     const { e, fn, buildId, syncWaits } = await loadEndpoint(c, c.req.param("id"));
     const origin = c.req.header("origin") ?? null;

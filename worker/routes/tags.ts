@@ -8,17 +8,39 @@ import * as out from "../../shared/schemas/responses.js";
 import { created, json, noContent } from "../openapi/parts.js";
 
 export const tagRoutes = new Hono<AppEnv>()
-  .post("/", describeRoute({ summary: "Create a tag", group: "tags", auth: "account", body: json(tagCreate), ok: created("tag"), errors: [400, 401, 415] }), async (c) => {
+  .post("/", describeRoute({
+    summary: "Create a tag",
+    group: "tags", auth: "account",
+    body: json(tagCreate),
+    ok: created("tag"),
+    errors: [400, 401, 415],
+  }), async (c) => {
     const input = await jsonBody(c, tagCreate);
     return c.json({ id: await createTag(c.var.db, c.var.caller.accountId, input) }, 201);
   })
-  .get("/list", describeRoute({ summary: "List tags", group: "tags", auth: "account", ok: { status: 200, schema: out.tagList, description: "Newest first." }, errors: [401] }), async (c) => c.json(await listTags(c.var.db, c.var.caller.accountId)))
-  .patch("/:id", describeRoute({ summary: "Edit a tag", group: "tags", auth: "account", body: json(tagEdit), ok: noContent, errors: [400, 401, 404, 415] }), async (c) => {
+  .get("/list", describeRoute({
+    summary: "List tags",
+    group: "tags", auth: "account",
+    ok: { status: 200, schema: out.tagList, description: "Newest first." },
+    errors: [401],
+  }), async (c) => c.json(await listTags(c.var.db, c.var.caller.accountId)))
+  .patch("/:id", describeRoute({
+    summary: "Edit a tag",
+    group: "tags", auth: "account",
+    body: json(tagEdit),
+    ok: noContent,
+    errors: [400, 401, 404, 415],
+  }), async (c) => {
     const input = await jsonBody(c, tagEdit);
     await editTag(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
     return c.body(null, 204);
   })
-  .delete("/:id", describeRoute({ summary: "Delete a tag and detach it everywhere", group: "tags", auth: "account", ok: noContent, errors: [401, 404] }), async (c) => {
+  .delete("/:id", describeRoute({
+    summary: "Delete a tag and detach it everywhere",
+    group: "tags", auth: "account",
+    ok: noContent,
+    errors: [401, 404],
+  }), async (c) => {
     await deleteTag(c.var.db, c.var.caller.accountId, c.req.param("id"));
     return c.body(null, 204);
   });
