@@ -280,9 +280,8 @@ export const tasks = sqliteTable(
   },
   (t) => [
     index("tasks_account").on(t.accountId, t.id),
-    // Ids begin with their time (lib/ids.ts): (x, id) serves a list newest first and a range of issue times alike.
-    index("tasks_function").on(t.functionId, t.id),
-    index("tasks_endpoint").on(t.endpointId, t.id),
+    index("tasks_function").on(t.functionId, t.issuedAt),
+    index("tasks_endpoint").on(t.endpointId, t.issuedAt),
     // Admission counts an account's unfinished tasks on every issue; the sweep reads only what it purges.
     index("tasks_account_unfinished").on(t.accountId).where(sql`${t.finishedAt} is null`),
     index("tasks_unpurged").on(t.finishedAt).where(sql`${t.purgedAt} is null`),
