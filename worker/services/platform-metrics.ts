@@ -33,7 +33,7 @@ export function fleetCounts(shards: { agents: ShardAgent[] }[]): Pick<PlatformMe
 /** The caller's tasks and builds (pending, today, completed) and the fleet's nodes. */
 export async function platformMetrics(db: Db, env: Bindings, accountId: string, now = Date.now()): Promise<PlatformMetrics> {
   const [[t], [b], shards] = await Promise.all([
-    taskCounts(db, { accountId }, now).then((c) => [{ pendingTasks: c.pending, todayTasks: c.today, completedTasks: c.total - c.pending }]),
+    taskCounts(db, { accountId }, now, { week: false }).then((c) => [{ pendingTasks: c.pending, todayTasks: c.today, completedTasks: c.total - c.pending }]),
     db
       .select({ pendingBuilds: sql<number>`count(*)` })
       .from(builds)
