@@ -1,6 +1,7 @@
 /**
  * Task history at size (issue 27): what one task's record costs in D1, and how the reads people rely
- * on (task get, a function's task list, the account's usage, the console's runs page) fare as the
+ * on (task get, a function's task list, the account's usage, a function's and the account's task
+ * metrics, the console's runs page) fare as the
  * history grows. The local D1 database is filled through the Worker's own write path — the issuing
  * insert (worker/tasks/issue.ts) and the dispatcher's outcome batch (dispatch/records.ts), 64
  * outcomes a batch as in production — run over node:sqlite on the stopped Worker's database file,
@@ -124,6 +125,8 @@ async function readLatencies(worker: LocalWorker, tenant: Tenant, ids: string[])
     ["task get", (i) => ok(user, "GET", `/v1/task/${ids[i % ids.length]}`)],
     ["a function's task list (first page)", () => ok(user, "GET", `/v1/task/list?functionId=${tenant.functionIds[0]}`)],
     ["the account's usage", () => ok(user, "GET", "/v1/usage")],
+    ["function get (with its task metrics)", () => ok(user, "GET", `/v1/function/${tenant.functionIds[0]}`)],
+    ["the account's metrics", () => ok(user, "GET", "/v1/metrics")],
     ["the console's runs page", () => ok(user, "GET", "/console/tasks", cookie)],
   ];
   const out = new Map<string, { p50: number; p95: number }>();

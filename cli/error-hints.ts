@@ -18,6 +18,8 @@ export function hintFor(code: string): string | undefined {
       return "this period's invocations are used up; see the account's usage and plan in the console (Billing)";
     case "too_many_pending_tasks":
       return `wait for pending tasks to finish; \`${cmd("tasks")}\` lists them`;
+    case "idempotency_conflict":
+      return "a different call needs a key of its own: give another --idempotency-key (or none)";
     case "not_found":
       return `list what exists with \`${cmd("list")}\` (functions), \`${cmd("builds")}\` or \`${cmd("tasks")}\``;
     default:

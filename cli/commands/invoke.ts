@@ -4,6 +4,7 @@ import { cmd } from "../cli-name.js";
 import type { Command } from "../command.js";
 import { ApiError, CliError, UsageError } from "../errors.js";
 import { fmtTaskStatus } from "../output.js";
+import { idempotencyKey } from "../../shared/schemas/idempotency.js";
 import { resolveFunctionRef } from "../project.js";
 import { parseHeaders, parseQuery, taskBody } from "../task-input.js";
 import { decodeBody, headerList, printResult, readResult, waitResult, withFunctionHeaders, type TaskResult } from "../task-result.js";
@@ -38,13 +39,15 @@ async function withHint(api: ApiClient, err: ApiError, ref: string, functionId: 
 export const invoke: Command = {
   name: "invoke",
   summary: "run a function once: create a task, wait for it, print its result",
-  usage: "invoke <function-id|name|dir> [--data JSON|@file|-] [--data-binary TEXT|@file|- [--content-type TYPE]] [--query k=v ...] [--header 'K: V' ...] [-i] [--no-wait] [--max-wait SECONDS]",
+  usage: "invoke <function-id|name|dir> [--data JSON|@file|-] [--data-binary TEXT|@file|- [--content-type TYPE]] [--query k=v ...] [--header 'K: V' ...] [--idempotency-key KEY] [-i] [--no-wait] [--max-wait SECONDS]",
   help: [
     "--data, -d JSON           the task's JSON body; @file reads a file, - reads stdin",
     "--data-binary TEXT        any body, byte for byte; @file reads a file, - reads stdin",
     "--content-type TYPE       the body's Content-Type (default application/octet-stream with --data-binary)",
     "--query, -q k=v           a query parameter handed to the function (repeatable)",
     "--header, -H 'K: V'       a header handed to the function (repeatable)",
+    "--idempotency-key KEY     run at most once per KEY: the same call again within 24 hours answers with the",
+    "                          first call's task and result (another body or query under KEY is refused)",
     "--include, -i             print the status and the headers the function answered with before its body",
     "--no-wait                 print the task id and return",
     "--max-wait SECONDS        give up waiting after this long in all (default 300)",
@@ -68,6 +71,7 @@ export const invoke: Command = {
     include: { type: "boolean", short: "i" },
     "no-wait": { type: "boolean" },
     "max-wait": { type: "string" },
+    "idempotency-key": { type: "string" },
   },
   args: [1, 1],
   async run(ctx, a) {
@@ -77,6 +81,8 @@ export const invoke: Command = {
     const query = parseQuery(a);
     const headers = parseHeaders(a);
     const maxWait = a.int("max-wait") ?? 300;
+    const key = a.str("idempotency-key");
+    if (key !== undefined && !idempotencyKey.safeParse(key).success) throw new UsageError("--idempotency-key must be 1 to 255 printable ASCII characters", "invoke");
     if (maxWait < 1) throw new UsageError("--max-wait must be at least 1 second", "invoke");
     const deadline = Date.now() + maxWait * 1000;
     const ref = await resolveFunctionRef(ctx, refArg, "invoke");
@@ -87,13 +93,14 @@ export const invoke: Command = {
     const create = async (waitSeconds?: number) => {
       const { response: res, text } = await exchange((raw) =>
         api.POST("/v1/task/{id}", {
-          params: { path: { id: ref.id }, header: waitSeconds ? { Prefer: `wait=${waitSeconds}` } : {} },
+          params: { path: { id: ref.id }, header: { ...(waitSeconds ? { Prefer: `wait=${waitSeconds}` } : {}), ...(key !== undefined ? { "Idempotency-Key": key } : {}) } },
           // The function's own query string, bytes and headers: free-form, handed on as they are.
           querySerializer: () => query.toString(),
           ...(body ? { body: body.bytes, bodySerializer: (b: unknown) => b, headers: { ...headers, "content-type": body.contentType } } : { headers }),
           ...raw,
         }),
       );
+      if (res.headers.get("idempotent-replayed") === "true") ctx.out.note(`key ${key} was used before: this is that call's task, not a new one`);
       return { res, text };
     };
     if (a.flag("no-wait")) {

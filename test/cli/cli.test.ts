@@ -205,6 +205,16 @@ describe("--json", () => {
     expect(await ok(["task", invoked.id])).toMatchObject({ status: 200, progress: 100, functionId: jsonFnId });
     expect(await ok(["tasks", "--function", jsonFnId])).toEqual(expect.arrayContaining([expect.objectContaining({ id: invoked.id })]));
 
+    // --idempotency-key: the same call again is the first call's task; another call under the key is refused.
+    const once = await ok(["invoke", jsonFnId, "-q", "name=once", "--idempotency-key", "cli-order-1"]);
+    const again = await gc(["invoke", jsonFnId, "-q", "name=once", "--idempotency-key", "cli-order-1", "--json"]);
+    expect([again.code, again.json().id], show(again)).toEqual([0, once.id]);
+    const told = await gc(["invoke", jsonFnId, "-q", "name=once", "--idempotency-key", "cli-order-1"]);
+    expect([told.code, told.stderr], show(told)).toEqual([0, expect.stringContaining("this is that call's task")]);
+    const other = await gc(["invoke", jsonFnId, "-q", "name=other", "--idempotency-key", "cli-order-1"]);
+    expect([other.code, other.stderr], show(other)).toEqual([1, expect.stringContaining("idempotency_conflict")]);
+    expect((await gc(["invoke", jsonFnId, "--idempotency-key", "caf\u00e9"])).code).toBe(2);
+
     expect(await ok(["capabilities", jsonFnId])).toMatchObject({ timeout: 30, privileged: false });
     expect(await ok(["capabilities", jsonFnId, "--timeout", "60", "--cpu", "0.5", "--memory", "512", "--privileged", "false"])).toMatchObject({ timeout: 60, cpuCount: 0.5, memSize: 512 });
     expect(await ok(["pause", jsonFnId])).toEqual({ id: jsonFnId, paused: true, changed: true });

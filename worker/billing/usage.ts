@@ -15,9 +15,10 @@ export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Da
   const [row] = await db
     .select({
       plan: accounts.plan,
-      invocations: sql<number>`(select count(*) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
-      durationMs: sql<number>`(select coalesce(sum(u.duration_ms), 0) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
-      mibMs: sql<number>`(select coalesce(sum(u.duration_ms * u.mem_mib), 0) from usage u where u.account_id = "accounts"."id" and u.period = ${period})`,
+      // The period's sums, kept by a trigger on usage (schema.ts usageTotals): one row, whatever the period's size.
+      invocations: sql<number>`coalesce((select u.invocations from usage_totals u where u.account_id = "accounts"."id" and u.period = ${period}), 0)`,
+      durationMs: sql<number>`coalesce((select u.duration_ms from usage_totals u where u.account_id = "accounts"."id" and u.period = ${period}), 0)`,
+      mibMs: sql<number>`coalesce((select u.mib_ms from usage_totals u where u.account_id = "accounts"."id" and u.period = ${period}), 0)`,
       pending: sql<number>`(select count(*) from tasks p where p.account_id = "accounts"."id" and p.finished_at is null)`,
     })
     .from(accounts)

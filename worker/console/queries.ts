@@ -1,7 +1,8 @@
-import { and, desc, eq, gte, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { accounts, builds, tasks } from "../db/schema.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
+import { issuedSince } from "../tasks/counts.js";
 
 /**
  * Read-only aggregates the console shows and the API has no operation for (per-day counts, the
@@ -31,7 +32,7 @@ export async function dailyTasks(db: Db, accountId: string, days: number, now = 
       count: sql<number>`count(*)`,
     })
     .from(tasks)
-    .where(and(eq(tasks.accountId, accountId), gte(tasks.issuedAt, first)))
+    .where(and(eq(tasks.accountId, accountId), issuedSince(first)))
     .groupBy(tasks.functionId, sql`2`);
   const byFunction = new Map<string, number[]>();
   const total = Array.from({ length: days }, (_, i) => ({ day: new Date(first + i * DAY_MS).toISOString().slice(0, 10), count: 0 }));

@@ -282,7 +282,6 @@ export const tasks = sqliteTable(
     index("tasks_account").on(t.accountId, t.id),
     index("tasks_function").on(t.functionId, t.issuedAt),
     index("tasks_endpoint").on(t.endpointId, t.issuedAt),
-    index("tasks_pending").on(t.functionId, t.finishedAt),
     // Admission counts an account's unfinished tasks on every issue; the sweep reads only what it purges.
     index("tasks_account_unfinished").on(t.accountId).where(sql`${t.finishedAt} is null`),
     index("tasks_unpurged").on(t.finishedAt).where(sql`${t.purgedAt} is null`),
@@ -323,6 +322,25 @@ export const usage = sqliteTable(
     memMiB: integer("mem_mib").notNull(),
   },
   (t) => [index("usage_account_period").on(t.accountId, t.period)],
+);
+
+/**
+ * The usage rows of one account and billing period, added up: what quotas (every task's admission)
+ * and `GET /v1/usage` read, in one row rather than a count over a month of tasks. Kept by a trigger
+ * on `usage` (migrations/0016_usage_totals_trigger.sql), so it moves in the same statement as the
+ * row it counts, exactly once: a re-delivered outcome inserts no usage row, and fires nothing.
+ */
+export const usageTotals = sqliteTable(
+  "usage_totals",
+  {
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    period: text("period").notNull(),
+    invocations: integer("invocations").notNull().default(0),
+    durationMs: integer("duration_ms").notNull().default(0),
+    /** Sum of duration × billed memory (MiB·ms), for GB-seconds. */
+    mibMs: integer("mib_ms").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.period] })],
 );
 
 /** Payment-provider events already applied: a redelivered event changes nothing. */

@@ -69,3 +69,11 @@ export async function secretEquals(a: string, b: string): Promise<boolean> {
   for (let i = 0; i < ha.length; i++) diff |= ha.charCodeAt(i) ^ hb.charCodeAt(i);
   return diff === 0;
 }
+
+/**
+ * The least id (as text) that newId() can give at `time` or later: ids begin with their time, so a
+ * range of ids from here is a range of creation times, readable through any index that ends in `id`.
+ */
+export function idFloor(time: number): string {
+  return base32(Math.max(0, Math.floor(time)), TIME_CHARS);
+}

@@ -1,11 +1,12 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { runBatch, type Db } from "../db/client.js";
-import { endpoints, tasks } from "../db/schema.js";
+import { endpoints } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import type { PageRequest } from "../http/paginate.js";
 import { listPage, saveEdit } from "./records.js";
 import { newId } from "../lib/ids.js";
-import { DAY_MS, iso, startOfUtcDay } from "../lib/time.js";
+import { iso } from "../lib/time.js";
+import { taskCounts } from "../tasks/counts.js";
 import type { EndpointInput } from "../../shared/schemas/endpoint.js";
 import { assertOwnTags, replaceLinks, tagsOf, unlinkRecords } from "./tags.js";
 import { getOwnFunction } from "./functions.js";
@@ -88,15 +89,8 @@ export async function listEndpoints(db: Db, accountId: string, filter: PageReque
 /** Tasks issued through the endpoint: today (UTC day), pending, last 7 days. */
 export async function endpointMetrics(db: Db, accountId: string, id: string, now = Date.now()) {
   await getOwnEndpoint(db, accountId, id);
-  const [m] = await db
-    .select({
-      todayTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${startOfUtcDay(now)}), 0)`,
-      pendingTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is null), 0)`,
-      weekTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${now - 7 * DAY_MS}), 0)`,
-    })
-    .from(tasks)
-    .where(eq(tasks.endpointId, id));
-  return m ?? { todayTasks: 0, pendingTasks: 0, weekTasks: 0 };
+  const c = await taskCounts(db, { accountId, endpointId: id }, now);
+  return { todayTasks: c.today, pendingTasks: c.pending, weekTasks: c.week };
 }
 
 export async function deleteEndpoint(db: Db, accountId: string, id: string): Promise<void> {

@@ -3,7 +3,8 @@ import type { Db } from "../db/client.js";
 import { endpoints, functions, tagLinks, tasks, triggers } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import { newId } from "../lib/ids.js";
-import { DAY_MS, startOfUtcDay, unixSeconds } from "../lib/time.js";
+import { unixSeconds } from "../lib/time.js";
+import { taskCounts } from "../tasks/counts.js";
 import { CAPABILITY_DEFAULTS, type CapabilitiesSet, type FunctionCreate, type FunctionEdit } from "../../shared/schemas/function.js";
 import { TASK_STATUS } from "../../shared/schemas/task.js";
 import { assertOwnTags, replaceLinks, tagsOf } from "./tags.js";
@@ -80,22 +81,14 @@ export async function setCapabilities(db: Db, accountId: string, id: string, inp
 }
 
 /** Task counters of the decisions: today = since 00:00 UTC, week = last 7 days. */
-export async function functionMetrics(db: Db, functionId: string, now = Date.now()) {
-  const [m] = await db
-    .select({
-      todaysTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${startOfUtcDay(now)}), 0)`,
-      weekTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${now - 7 * DAY_MS}), 0)`,
-      pendingTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is null), 0)`,
-      completedTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is not null), 0)`,
-    })
-    .from(tasks)
-    .where(eq(tasks.functionId, functionId));
-  return m ?? { todaysTasks: 0, weekTasks: 0, pendingTasks: 0, completedTasks: 0 };
+export async function functionMetrics(db: Db, accountId: string, functionId: string, now = Date.now()) {
+  const c = await taskCounts(db, { accountId, functionId }, now);
+  return { todaysTasks: c.today, weekTasks: c.week, pendingTasks: c.pending, completedTasks: c.total - c.pending };
 }
 
 export async function describeFunction(db: Db, accountId: string, id: string) {
   const f = await getOwnFunction(db, accountId, id);
-  const [tagMap, metrics] = await Promise.all([tagsOf(db, [id]), functionMetrics(db, id)]);
+  const [tagMap, metrics] = await Promise.all([tagsOf(db, [id]), functionMetrics(db, accountId, id)]);
   return {
     id: f.id,
     name: f.name,
@@ -150,7 +143,8 @@ export async function deleteFunction(db: Db, accountId: string, id: string, now 
     db
       .update(tasks)
       .set({ status: TASK_STATUS.cancelled, progress: 100, finishedAt: now })
-      .where(and(eq(tasks.functionId, id), isNull(tasks.finishedAt))),
+      // Through the partial index of the account's unfinished tasks, not every task the function had.
+      .where(and(eq(tasks.accountId, accountId), isNull(tasks.finishedAt), eq(tasks.functionId, id))),
     db.delete(tagLinks).where(dependents),
     // Functions that named it their dead letter have none now (their shards drop letters to it, worker/retries/).
     db.update(functions).set({ deadLetterFunctionId: null }).where(and(eq(functions.accountId, accountId), eq(functions.deadLetterFunctionId, id))),

@@ -1,8 +1,8 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { builds, tasks } from "../db/schema.js";
+import { builds } from "../db/schema.js";
 import type { Bindings } from "../env.js";
-import { startOfUtcDay } from "../lib/time.js";
+import { taskCounts } from "../tasks/counts.js";
 import { shardCount, shardStub } from "../dispatch/client.js";
 import type { PlatformMetrics } from "../../shared/schemas/responses.js";
 
@@ -33,14 +33,7 @@ export function fleetCounts(shards: { agents: ShardAgent[] }[]): Pick<PlatformMe
 /** The caller's tasks and builds (pending, today, completed) and the fleet's nodes. */
 export async function platformMetrics(db: Db, env: Bindings, accountId: string, now = Date.now()): Promise<PlatformMetrics> {
   const [[t], [b], shards] = await Promise.all([
-    db
-      .select({
-        pendingTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is null), 0)`,
-        todayTasks: sql<number>`coalesce(sum(${tasks.issuedAt} >= ${startOfUtcDay(now)}), 0)`,
-        completedTasks: sql<number>`coalesce(sum(${tasks.finishedAt} is not null), 0)`,
-      })
-      .from(tasks)
-      .where(eq(tasks.accountId, accountId)),
+    taskCounts(db, { accountId }, now, { week: false }).then((c) => [{ pendingTasks: c.pending, todayTasks: c.today, completedTasks: c.total - c.pending }]),
     db
       .select({ pendingBuilds: sql<number>`count(*)` })
       .from(builds)

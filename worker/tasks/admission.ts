@@ -43,7 +43,8 @@ export const admissionColumns = (period: unknown) => ({
   // The release decides (worker/releases/): the pinned or canary build, else the newest successful one.
   buildId: releasedBuild,
   plan: sql<string>`(select a.plan from accounts a where a.id = "functions"."account_id")`,
-  used: sql<number>`(select count(*) from usage u where u.account_id = "functions"."account_id" and u.period = ${period})`,
+  // One row of usage_totals, kept by a trigger on usage: not a count over the period's tasks.
+  used: sql<number>`coalesce((select u.invocations from usage_totals u where u.account_id = "functions"."account_id" and u.period = ${period}), 0)`,
   // Read through the partial index tasks_account_unfinished: at most the cap's worth of rows.
   pending: sql<number>`(select count(*) from tasks p where p.account_id = "functions"."account_id" and p.finished_at is null)`,
 });
