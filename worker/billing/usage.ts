@@ -1,6 +1,6 @@
-import { eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { accounts } from "../db/schema.js";
+import { accounts, usageTotals } from "../db/schema.js";
 import { periodOf, planOf, type Plan } from "./plans.js";
 
 /**
@@ -16,12 +16,13 @@ export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Da
     .select({
       plan: accounts.plan,
       // The period's sums, kept by a trigger on usage (schema.ts usageTotals): one row, whatever the period's size.
-      invocations: sql<number>`coalesce((select u.invocations from usage_totals u where u.account_id = "accounts"."id" and u.period = ${period}), 0)`,
-      durationMs: sql<number>`coalesce((select u.duration_ms from usage_totals u where u.account_id = "accounts"."id" and u.period = ${period}), 0)`,
-      mibMs: sql<number>`coalesce((select u.mib_ms from usage_totals u where u.account_id = "accounts"."id" and u.period = ${period}), 0)`,
+      invocations: sql<number>`coalesce(${usageTotals.invocations}, 0)`,
+      durationMs: sql<number>`coalesce(${usageTotals.durationMs}, 0)`,
+      mibMs: sql<number>`coalesce(${usageTotals.mibMs}, 0)`,
       pending: sql<number>`(select count(*) from tasks p where p.account_id = "accounts"."id" and p.finished_at is null)`,
     })
     .from(accounts)
+    .leftJoin(usageTotals, and(eq(usageTotals.accountId, accounts.id), eq(usageTotals.period, period)))
     .where(eq(accounts.id, accountId));
   const plan = planOf(plans, row?.plan ?? "");
   const invocations = row?.invocations ?? 0;
