@@ -10,5 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ensure_node
 bash scripts/images/ensure-docker.sh
 # --loglevel=error: npm's warnings (install scripts are reviewed in package.json's allowScripts) are not the start's business.
-[ -d node_modules/wrangler ] || npm ci --no-audit --no-fund --loglevel=error
+if [ ! -d node_modules/wrangler ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
 exec node --import tsx scripts/start.ts
