@@ -33,6 +33,8 @@ import { Retries } from "../retries/retries.js";
 import { ConcurrencyCaps } from "../concurrency/caps.js";
 import type { FunctionPolicy } from "../retries/function-policy.js";
 import { IdempotencyKeys, type KeyClaim } from "../idempotency/key-store.js";
+import { ShardAdmission } from "../shard-admission/leases.js";
+import { admissionLimits } from "../tasks/admission.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -69,6 +71,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly retries: Retries;
   private readonly caps: ConcurrencyCaps;
   private readonly keys: IdempotencyKeys;
+  /** Admission of this shard's new tasks (worker/shard-admission/). */
+  readonly admission: ShardAdmission;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -79,6 +83,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.revoked = new RevokedTokens(ctx.storage.sql);
     this.storage = new DispatcherStorage(ctx.storage.sql);
     this.db = openDb(env);
+    this.admission = new ShardAdmission(ctx.storage.sql, this.db, ctx.id.toString(), () => admissionLimits(env));
     this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
@@ -211,6 +216,11 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The owner cleared the function's storage: tasks assigned from now on get none. */
   async clearStorage(functionId: string): Promise<void> {
     this.storage.clear(functionId);
+  }
+
+  /** What admission caches of a function, or of an account's functions, changed (worker/shard-admission/notify.ts). */
+  async admissionChanged(change: { functionId?: string; accountId?: string }): Promise<void> {
+    this.admission.changed(change);
   }
 
   /** The function's variables or secrets changed: tasks assigned from now on carry the new ones. */
