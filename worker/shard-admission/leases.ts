@@ -198,6 +198,8 @@ export class ShardAdmission {
   }
 
   private async refreshOnce(now: number): Promise<void> {
+    // D1 failed a moment ago: admissions borrow meanwhile, and the next refresh asks again.
+    if (now - this.d1FailedAt < D1_RETRY_MS) return;
     const period = periodOf(now);
     const due: string[] = [];
     for (const slots of [...this.book.allSlots()]) {
