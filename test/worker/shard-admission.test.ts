@@ -12,7 +12,9 @@ import { ShardAdmission, type Admitted, type Refused } from "../../worker/shard-
 
 beforeEach(clearQueue);
 
-const NOW = Date.now();
+// The middle of this month: the tests move the clock by minutes and must stay in one billing period.
+const today = new Date();
+const NOW = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 15, 12);
 const PERIOD = periodOf(NOW);
 const plan = (invocations: number): Plan => ({ id: "DEVELOPER", description: `DEVELOPER (${invocations} invocations)`, price: 10, currency: "usd", invocations });
 const limits = (invocations: number, maxPending = 1000): AdmissionLimits => ({ plans: [plan(invocations)], maxPending });
@@ -203,6 +205,32 @@ describe("ShardAdmission.admit: the plan's invocations", () => {
 
     // Past the refusal's recheck: exactly the three unmetered invocations are free again.
     expect((await admitUntilRefused([shard], accountId, fn, NOW + 5_000)).admitted).toBe(3);
+  });
+});
+
+describe("ShardAdmission.refresh", () => {
+  it("gives back what an idle shard holds, invocations and slots, for the account's other shards", async () => {
+    const { accountId, fn } = await deployed();
+    const [a, b] = [new Shard(db(), limits(40)), new Shard(db(), limits(40))];
+    for (let i = 0; i < 10; i++) expect(refusedCode(await a.admit(accountId, fn))).toBe("admitted");
+    const heldByA = (await leaseRows(accountId)).results[0]!.granted;
+    expect(heldByA).toBeGreaterThan(10);
+    const first = await admitUntilRefused([b], accountId, fn);
+    expect(first.admitted).toBe(40 - heldByA);
+
+    // A's tasks end (not yet settled) and A sees no new one for three minutes: it keeps nothing.
+    const later = NOW + 3 * 60_000;
+    await a.run(async (s) => {
+      for (let i = 0; i < 10; i++) s.ended(accountId, PERIOD);
+      await s.refresh(later);
+      await s.whenIdle();
+    });
+    const aRow = (await leaseRows(accountId)).results.find((r) => r.shard === a.name)!;
+    expect(aRow).toMatchObject({ granted: heldByA, returned: heldByA - 10 });
+    const slots = await env.DB.prepare("select held from slot_leases where account_id = ? and shard = ?").bind(accountId, a.name).first<{ held: number }>();
+    expect(slots!.held).toBe(0);
+    // The ten A admitted stay reserved until they settle; the rest is B's now.
+    expect((await admitUntilRefused([b], accountId, fn, later)).admitted).toBe(heldByA - 10);
   });
 });
 

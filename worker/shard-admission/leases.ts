@@ -93,7 +93,7 @@ export class ShardAdmission {
       }
       // Other admissions took what D1 granted while this one waited: ask again, a few times at most.
       if (asks === 3) return refusal(new ApiError("conflict", "the account's other tasks took the lease while this one was being admitted; try again"));
-      await this.ask([accountId], now).catch(() => undefined);
+      await this.ask([accountId], now, true).catch(() => undefined);
     }
   }
 
@@ -119,7 +119,8 @@ export class ShardAdmission {
       const l = this.book.lease(e.accountId, e.period);
       if (l) counts.set(l, (counts.get(l) ?? 0) + 1);
     }
-    const writes = [...counts].map(([l, n]) => ({ l, settled: l.settled + n }));
+    // Never more settled than taken (a task this shard did not admit): the lease's outstanding count stays whole.
+    const writes = [...counts].map(([l, n]) => ({ l, settled: Math.min(l.taken, l.settled + n) }));
     return {
       statements: writes.map(({ l, settled }) => leaseFloors(l.accountId, l.period, this.shard, l.taken + l.returned, settled, l.returned)),
       committed: () => {
@@ -193,6 +194,12 @@ export class ShardAdmission {
     return st;
   }
 
+  /** What the shard should hold of the account: a chunk sized on its rate; nothing once it is idle (no task for a minute, none unfinished). */
+  private keepFor(st: AccountState, slots: Slots | undefined, now: number, admitting: boolean): number {
+    const idle = !admitting && st.rate.lastMinute(now) === 0 && (slots?.unfinished ?? 0) === 0;
+    return idle ? 0 : this.chunkOf(st, now);
+  }
+
   private chunkOf(st: AccountState, now: number): number {
     return Math.min(MAX_CHUNK, Math.max(MIN_CHUNK, Math.ceil(2 * st.rate.lastMinute(now))));
   }
@@ -206,14 +213,15 @@ export class ShardAdmission {
       const st = this.state(slots.accountId);
       if (st.asking) continue;
       const lease = this.book.lease(slots.accountId, period);
-      const chunk = this.chunkOf(st, now);
+      const keep = this.keepFor(st, slots, now, false);
       const room = lease ? lease.granted - lease.returned - lease.taken : 0;
       const free = slots.held - slots.unfinished;
-      // Invocations beyond twice a chunk go back at once (written here first, so none is admitted from them).
-      if (lease && room > 2 * chunk) this.book.saveLease({ ...lease, returned: lease.returned + room - chunk });
+      // Invocations beyond twice what it keeps go back (written here first, so none is admitted from them).
+      const giveBack = lease !== undefined && room > 2 * keep;
+      if (giveBack) this.book.saveLease({ ...lease, returned: lease.returned + room - keep });
       const noRoom = st.answer?.period === period && now - st.answer.at < RECHECK_MS && st.answer.limit - st.answer.used - st.answer.outstanding <= 0;
-      const refill = lease !== undefined && room < chunk / 2 && !noRoom;
-      if (refill || room < 0 || free < chunk / 2 || free > 2 * chunk || (lease && room > 2 * chunk)) due.push(slots.accountId);
+      const refill = keep > 0 && lease !== undefined && room < keep / 2 && !noRoom;
+      if (giveBack || refill || room < 0 || (keep > 0 && free < keep / 2) || free > 2 * keep) due.push(slots.accountId);
     }
     // Past periods whose every task is settled are done with.
     for (const l of [...this.book.allLeases()]) if (l.period < period && l.taken <= l.settled) this.book.dropLease(l);
@@ -225,7 +233,7 @@ export class ShardAdmission {
    * below half a chunk, slots up to the unfinished tasks plus a chunk. An account with an ask in
    * flight waits for it instead. Throws when D1 failed (borrowing is allowed for a while then).
    */
-  private async ask(accountIds: string[], now: number): Promise<void> {
+  private async ask(accountIds: string[], now: number, admitting = false): Promise<void> {
     const waiting = accountIds.map((id) => this.state(id).asking).filter((p) => p !== undefined);
     const fresh = accountIds.filter((id) => !this.state(id).asking);
     const period = periodOf(now);
@@ -234,11 +242,14 @@ export class ShardAdmission {
       const st = this.state(accountId);
       const lease = this.book.lease(accountId, period) ?? { accountId, period, granted: 0, returned: 0, taken: 0, settled: 0 };
       const slots = this.book.slotsOf(accountId) ?? { accountId, held: 0, unfinished: 0 };
-      const chunk = this.chunkOf(st, now);
+      const keep = this.keepFor(st, slots, now, admitting);
       const room = lease.granted - lease.returned - lease.taken;
+      const wantSlots = Math.min(limits.maxPending, slots.unfinished + keep);
+      // Slots given back are given up here first: no admission may use them while D1 hears of it.
+      if (wantSlots < slots.held) this.book.saveSlots({ ...slots, held: wantSlots });
       return {
         accountId, period, shard: this.shard, floor: lease.taken + lease.returned, returned: lease.returned, unfinished: slots.unfinished,
-        ask: room < chunk / 2 ? chunk : 0, wantSlots: Math.min(limits.maxPending, slots.unfinished + chunk),
+        ask: keep > 0 && room < keep / 2 ? keep : 0, wantSlots,
       };
     });
     const asking = asks.length ? this.askNow(asks, now) : undefined;
