@@ -279,6 +279,26 @@ describe("ShardAdmission.admit while D1 fails", () => {
   });
 });
 
+describe("ShardAdmission.admit when D1 committed a grant and its answer was lost", () => {
+  afterEach(() => closeFailureWindow());
+
+  it("counts the lost grant once: what the shard borrowed meanwhile is the same invocations", async () => {
+    const { accountId, fn } = await deployed();
+    const shard = new Shard(openDb({ DB: env.DB, D1_TEST_FAILURES: "1" }), limits(40));
+    // The facts are read; the lease's batch commits (16 granted) and its answer is lost.
+    openFailureWindow(60_000, "lose_answer", 1);
+    const during = await admitUntilRefused([shard], accountId, fn, NOW, { endEach: true });
+    expect(during.admitted).toBe(16);
+    expect(during.refusals[0]!.code).toBe("storage_unavailable");
+    expect((await leaseRows(accountId)).results[0]).toMatchObject({ granted: 16 });
+
+    closeFailureWindow();
+    const after = await admitUntilRefused([shard], accountId, fn, NOW + 5_000, { endEach: true });
+    expect(during.admitted + after.admitted).toBe(40);
+    expect((await leaseRows(accountId)).results[0]).toMatchObject({ granted: 40 });
+  });
+});
+
 describe("ShardAdmission.admit in the steady state", () => {
   it("asks D1 once for the facts and once for the lease, then admits without any D1 round trip", async () => {
     const { accountId, fn } = await deployed();
