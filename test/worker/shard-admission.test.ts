@@ -179,7 +179,9 @@ describe("ShardAdmission.admit: the plan's invocations", () => {
     expect(rows.every((r) => r.granted > 0)).toBe(true);
     expect(rows.reduce((n, r) => n + r.granted - r.settled - r.returned, 0)).toBe(34);
   });
+});
 
+describe("ShardAdmission.ended and settle", () => {
   it("gives back what ended unmetered once settled, counts metered ones as used, and settles once however often the batch runs", async () => {
     const { accountId, fn } = await deployed();
     const shard = new Shard(db(), limits(10));

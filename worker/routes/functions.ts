@@ -86,7 +86,8 @@ export const functionRoutes = new Hono<AppEnv>()
     const id = c.req.param("id");
     await deleteFunction(c.var.db, accountId, id);
     await cancelFunction(c.env, id);
-    await admissionChanged(c.env, { functionId: id });
+    // The account's other functions changed too: those that sent their dead letters here no longer do.
+    await admissionChanged(c.env, { accountId });
     // Zips and artifacts go after the records: a failure here leaves orphans, never dangling rows.
     c.executionCtx.waitUntil(deletePrefix(c.env.BUCKET, functionPrefix(accountId, id)));
     return c.body(null, 204);

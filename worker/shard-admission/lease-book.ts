@@ -90,6 +90,12 @@ export class LeaseBook {
     this.sql.exec("insert or replace into admission_slots (account_id, held, unfinished) values (?, ?, ?)", s.accountId, s.held, s.unfinished);
   }
 
+  /** An account that holds no slot and has no unfinished task here: nothing to keep. */
+  dropSlots(accountId: string): void {
+    this.slots.delete(accountId);
+    this.sql.exec("delete from admission_slots where account_id = ?", accountId);
+  }
+
   /** A lease of a past period whose every task is settled: nothing more will be written of it. */
   dropLease(l: Lease): void {
     this.leases.delete(key(l.accountId, l.period));

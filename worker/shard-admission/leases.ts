@@ -281,7 +281,9 @@ export class ShardAdmission {
     const lease = this.book.lease(a.accountId, a.period) ?? { accountId: a.accountId, period: a.period, granted: 0, returned: 0, taken: 0, settled: 0 };
     const slots = this.book.slotsOf(a.accountId) ?? { accountId: a.accountId, held: 0, unfinished: 0 };
     this.book.saveLease({ ...lease, granted: Math.max(lease.granted, answer.granted) });
-    this.book.saveSlots({ ...slots, held: answer.held });
+    // An idle account that gave everything back leaves the book (its lease of the period stays, for settling).
+    if (answer.held === 0 && slots.unfinished === 0) this.book.dropSlots(a.accountId);
+    else this.book.saveSlots({ ...slots, held: answer.held });
     if (a.ask) st.chunk = a.ask;
     st.answer = { ...answer, at: now, period: a.period };
   }
