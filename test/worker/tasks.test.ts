@@ -18,6 +18,7 @@ import {
   sql,
   UNIX_SECONDS,
   uploadBuild,
+  recordsFlushed,
 } from "./helpers.js";
 
 async function deployed(body: Record<string, unknown> = {}) {
@@ -30,6 +31,7 @@ const taskPost = (token: string, fn: string, o: { body?: BodyInit; headers?: Rec
 
 /** The input a task hands its function, as stored with the task. */
 async function inputOf(id: string) {
+  await recordsFlushed();
   const row = await env.DB.prepare("select input from tasks where id = ?").bind(id).first<{ input: string }>();
   return JSON.parse(row!.input);
 }

@@ -6,6 +6,8 @@ import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { TaskRow } from "../db/rows.js";
 import type { TaskBody } from "../http/task-body.js";
+import type { Bindings } from "../env.js";
+import { findTask, heldTasks, mergedPage } from "../task-life/find.js";
 
 /**
  * Headers a function never sees: credentials of the caller, the edge's own, and GC-Storage (only
@@ -32,9 +34,10 @@ export function inputFromRequest(req: Request, body: TaskBody): TaskInput {
   return { method: req.method, query, headers, ...body };
 }
 
-export async function getOwnTask(db: Db, accountId: string, id: string): Promise<TaskRow> {
-  const [row] = await db.select().from(tasks).where(and(eq(tasks.id, id), eq(tasks.accountId, accountId)));
-  if (!row) throw notFound("task");
+/** One of the account's tasks, its newest copy (task-life/find.ts); 404 for another account's. */
+export async function getOwnTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow> {
+  const row = await findTask(env, db, id);
+  if (!row || row.accountId !== accountId) throw notFound("task");
   return row;
 }
 
@@ -78,9 +81,14 @@ async function assertTaskFunction(db: Db, accountId: string, functionId: string)
   if (!task) throw notFound("function");
 }
 
-export async function listTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
+export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
   if (q.functionId) await assertTaskFunction(db, accountId, q.functionId);
-  const rows = await db
+  const [fromD1, held] = await Promise.all([listedTasks(db, accountId, q), heldTasks(env, { accountId, ...q })]);
+  return mergedPage(fromD1, held, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
+}
+
+function listedTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
+  return db
     .select({ id: tasks.id, issuedAt: tasks.issuedAt, progress: tasks.progress, status: tasks.status })
     .from(tasks)
     .where(
@@ -92,5 +100,4 @@ export async function listTasks(db: Db, accountId: string, q: { functionId?: str
     )
     .orderBy(desc(tasks.id))
     .limit(q.limit);
-  return rows.map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }
