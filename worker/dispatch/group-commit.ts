@@ -57,7 +57,8 @@ export class GroupCommit {
     }
     this.writing = (async () => {
       try {
-        const wait = this.lastEnd + this.parts.gapMs - Date.now();
+        // Measured on the monotonic clock, and never more than the gap: a wall clock that jumps must not stall records.
+        const wait = Math.min(this.parts.gapMs, this.lastEnd + this.parts.gapMs - performance.now());
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         do {
           this.again = false;
@@ -66,7 +67,7 @@ export class GroupCommit {
       } catch (e) {
         await this.parts.onError(e);
       } finally {
-        this.lastEnd = Date.now();
+        this.lastEnd = performance.now();
         this.writing = undefined;
       }
     })();

@@ -23,6 +23,8 @@ export class HeldTasks {
   /** Rows whose outcome is accepted here but not yet in D1, with that outcome applied. */
   private readonly finishedViews = new Map<string, TaskRow>();
   private unrecordedCount = 0;
+  /** Rows not yet in D1, by account: what D1's counts of the account's tasks miss. */
+  private readonly unrecordedBy = new Map<string, number>();
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`create table if not exists held_task (
@@ -34,9 +36,10 @@ export class HeldTasks {
     this.rows.clear();
     this.finishedViews.clear();
     this.unrecordedCount = 0;
+    this.unrecordedBy.clear();
     for (const r of this.sql.exec<{ id: string; in_d1: number; row: string }>("select id, in_d1, row from held_task order by rowid")) {
       this.rows.set(r.id, { row: JSON.parse(r.row) as TaskRow, inD1: r.in_d1 === 1, size: r.row.length });
-      if (r.in_d1 !== 1) this.unrecordedCount++;
+      if (r.in_d1 !== 1) this.counted(r.id, 1);
     }
   }
 
@@ -45,7 +48,7 @@ export class HeldTasks {
     this.sql.exec("insert or ignore into held_task (id, account_id, row) values (?, ?, ?)", row.id, row.accountId, json);
     if (this.rows.has(row.id)) return;
     this.rows.set(row.id, { row, inD1: false, size: json.length });
-    this.unrecordedCount++;
+    this.counted(row.id, 1);
   }
 
   has(id: string): boolean {
@@ -107,6 +110,19 @@ export class HeldTasks {
     return out;
   }
 
+  private counted(id: string, by: 1 | -1): void {
+    const accountId = this.rows.get(id)!.row.accountId;
+    this.unrecordedCount += by;
+    const n = (this.unrecordedBy.get(accountId) ?? 0) + by;
+    if (n) this.unrecordedBy.set(accountId, n);
+    else this.unrecordedBy.delete(accountId);
+  }
+
+  /** The account's tasks created here that D1 does not have yet (finished here or not). */
+  unrecordedOf(accountId: string): number {
+    return this.unrecordedBy.get(accountId) ?? 0;
+  }
+
   /** Whether rows wait for D1: the alarm retries a flush until none does. */
   get waiting(): number {
     return this.unrecordedCount;
@@ -122,8 +138,8 @@ export class HeldTasks {
     for (const id of recorded) {
       const held = this.rows.get(id);
       if (!held || held.inD1) continue;
+      this.counted(id, -1);
       held.inD1 = true;
-      this.unrecordedCount--;
       if (held.row.finishedAt != null) forget.add(id);
       else mark.push(id);
     }
@@ -133,7 +149,7 @@ export class HeldTasks {
     this.sql.exec("delete from held_task where id in (select value from json_each(?))", JSON.stringify(ids));
     for (const id of ids) {
       const held = this.rows.get(id);
-      if (held && !held.inD1) this.unrecordedCount--;
+      if (held && !held.inD1) this.counted(id, -1);
       this.rows.delete(id);
       this.finishedViews.delete(id);
     }

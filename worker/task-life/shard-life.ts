@@ -1,8 +1,11 @@
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { ApiError } from "../errors.js";
-import { admissionLimits, admitFunction } from "../tasks/admission.js";
+import { and, eq } from "drizzle-orm";
+import { functions } from "../db/schema.js";
+import { ApiError, notFound } from "../errors.js";
+import { periodOf } from "../billing/plans.js";
+import { admissionColumns, admissionLimits, admit } from "../tasks/admission.js";
 import { taskWork } from "../dispatch/work.js";
 import { outcomeElement } from "../dispatch/records.js";
 import type { NewWork } from "../dispatch/work-rows.js";
@@ -44,7 +47,7 @@ export class ShardLife {
     if (existing) return { task: existing, finished: waitMs > 0 && existing.finishedAt == null ? await waiters.wait(req.id, waitMs) : existing.finishedAt != null ? existing : null };
     let admitted;
     try {
-      admitted = await admitFunction(this.db, admissionLimits(this.env), req.accountId, req.functionId, req.now);
+      admitted = await this.admit(req.accountId, req.functionId, req.now);
     } catch (e) {
       if (e instanceof ApiError) return { refused: refusalOf(e) };
       throw e;
@@ -56,6 +59,21 @@ export class ShardLife {
     await enqueue([taskWork(row)], waitMs > 0);
     flush();
     return { task: row, finished: finished ? await finished : null };
+  }
+
+  /**
+   * D1's admission columns, with the tasks created here that D1 does not have yet counted as
+   * pending: they hold their invocation and a slot as D1's unfinished rows do. Nothing awaits
+   * between this count and the row's creation, so concurrent creates here cannot both take the last.
+   */
+  private async admit(accountId: string, functionId: string, now: number) {
+    const limits = admissionLimits(this.env);
+    const [row] = await this.db
+      .select({ fn: functions, ...admissionColumns(periodOf(now)) })
+      .from(functions)
+      .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)));
+    if (!row) throw notFound("function");
+    return { fn: row.fn, buildId: admit({ ...row, pending: row.pending + this.parts.held.unrecordedOf(accountId) }, limits, now) };
   }
 
   /**
