@@ -38,6 +38,8 @@ import { HeldTasks } from "../task-life/held-tasks.js";
 import type { OutcomeElement } from "../task-life/finished-row.js";
 import { ShardLife } from "../task-life/shard-life.js";
 import type { CreateAnswer, CreateRequest } from "../task-life/create.js";
+import { ShardAdmission } from "../shard-admission/leases.js";
+import { admissionLimits } from "../tasks/admission.js";
 
 /** Agents heartbeat this often; one silent for SILENT_AFTER_MS loses its work to the queue. */
 export const HEARTBEAT_MS = 5_000;
@@ -76,6 +78,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly keys: IdempotencyKeys;
   private readonly heldRows: HeldTasks;
   private readonly life: ShardLife;
+  /** Admission of this shard's new tasks (worker/shard-admission/). */
+  readonly admission: ShardAdmission;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -86,6 +90,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.revoked = new RevokedTokens(ctx.storage.sql);
     this.storage = new DispatcherStorage(ctx.storage.sql);
     this.db = openDb(env);
+    this.admission = new ShardAdmission(ctx.storage.sql, this.db, ctx.id.toString(), () => admissionLimits(env));
     this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
@@ -101,10 +106,13 @@ export class Dispatcher extends DurableObject<Bindings> {
     });
     this.builds = new BuildReports(this.db, this.queue, (accountId, functionId) =>
       // Eviction failing must not fail the build's report: the next build's end evicts again.
-      evictArtifacts(env, this.db, accountId, functionId).then(
-        () => undefined,
-        (e) => log("error", "evicting old build artifacts failed", { functionId, error: String(e) }),
-      ),
+      evictArtifacts(env, this.db, accountId, functionId)
+        .then(
+          () => undefined,
+          (e) => log("error", "evicting old build artifacts failed", { functionId, error: String(e) }),
+        )
+        // What the function runs may have changed (a new build, an evicted one): admission reads it again.
+        .finally(() => this.admission.buildEnded(functionId)),
     );
     this.refusals = new Refusals(this.db, ctx.storage.sql, {
       queue: this.queue, agents: () => this.agents(), log: (msg, extra) => log("warn", msg, extra),
@@ -138,7 +146,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const elements = new Map<string, OutcomeElement>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
-      held: this.heldRows, elements, gapMs: recordFlushMs(env),
+      held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission,
       onError: async (e) => {
         log("error", "recording outcomes failed; retrying", { error: String(e) });
         await this.scheduleAlarm();
@@ -149,8 +157,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     });
     this.caps = new ConcurrencyCaps(ctx.storage.sql);
     this.keys = new IdempotencyKeys(ctx.storage.sql);
-    this.life = new ShardLife(env, this.db, {
-      held: this.heldRows, elements, finished: this.finished, waiters: this.waiters,
+    this.life = new ShardLife(env, {
+      held: this.heldRows, admission: this.admission, elements, finished: this.finished, waiters: this.waiters,
       enqueue: (work, once) => this.enqueue(work, once),
       flush: () => void this.commits.run(),
     });
@@ -276,6 +284,11 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.storage.clear(functionId);
   }
 
+  /** What admission caches of a function, or of an account's functions, changed (worker/shard-admission/notify.ts). */
+  async admissionChanged(change: { functionId?: string; accountId?: string }): Promise<void> {
+    this.admission.changed(change);
+  }
+
   /** The function's variables or secrets changed: tasks assigned from now on carry the new ones. */
   async configChanged(functionId: string): Promise<void> {
     this.assignments.configs.changed(functionId);
@@ -299,13 +312,14 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.assignments.configs.changed(functionId);
     const removed = this.queue.removeFunction(functionId);
     this.follows.functionGone(functionId, removed.map((w) => w.id));
-    this.heldRows.cancel(removed.map((w) => w.id), Date.now());
+    const dropped = this.retries.dropFunction(functionId);
+    this.life.cancel([...removed.map((w) => w.id), ...dropped], Date.now());
     for (const w of removed) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     }
-    for (const id of this.retries.dropFunction(functionId)) this.waiters.wake(id, null);
+    for (const id of dropped) this.waiters.wake(id, null);
     this.retries.policies.set(functionId, null);
     this.caps.set(functionId, null);
     if (this.heldRows.waiting) void this.commits.run();
@@ -349,6 +363,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     if (!this.commits.inFlight) {
       this.outcomes.reload();
       this.heldRows.reload();
+      this.admission.reload();
     }
     this.chains.reload();
     this.refusals.reload();
@@ -475,6 +490,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.retries.tick(now, (id) => this.outcomes.has(id));
     await this.pump();
     if (this.outcomes.count() || this.heldRows.waiting) await this.commits.run();
+    await this.admission.refresh(now).catch((e) => log("warn", "refreshing admission leases failed", { error: String(e) }));
     if (this.chains.failed) this.chains.reload();
     await this.scheduleAlarm();
   }

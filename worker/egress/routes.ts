@@ -3,6 +3,7 @@ import type { AppEnv } from "../env.js";
 import { jsonBody } from "../http/validate.js";
 import { networkOut, networkSet } from "../../shared/schemas/network.js";
 import { getNetwork, setNetwork } from "./service.js";
+import { admissionChanged } from "../shard-admission/notify.js";
 import { describeRoute } from "../openapi/describe.js";
 import { json, noContent } from "../openapi/parts.js";
 
@@ -23,5 +24,6 @@ export const networkRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const input = await jsonBody(c, networkSet);
     await setNetwork(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
+    await admissionChanged(c.env, { functionId: c.req.param("id") });
     return c.body(null, 204);
   });

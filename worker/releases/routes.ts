@@ -3,6 +3,7 @@ import type { AppEnv } from "../env.js";
 import { jsonBody } from "../http/validate.js";
 import { releaseOut, releaseSet } from "../../shared/schemas/release.js";
 import { getRelease, rollback, setRelease } from "./service.js";
+import { admissionChanged } from "../shard-admission/notify.js";
 import { describeRoute } from "../openapi/describe.js";
 import { json, noContent } from "../openapi/parts.js";
 
@@ -23,6 +24,7 @@ export const releaseRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const input = await jsonBody(c, releaseSet);
     await setRelease(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
+    await admissionChanged(c.env, { functionId: c.req.param("id") });
     return c.body(null, 204);
   })
   .post("/:id/rollback", describeRoute({
@@ -30,4 +32,8 @@ export const releaseRoutes = new Hono<AppEnv>()
     group: "releases", auth: "account",
     ok: { status: 200, schema: releaseOut, description: "The new release." },
     errors: [401, 404, 409],
-  }), async (c) => c.json(await rollback(c.var.db, c.var.caller.accountId, c.req.param("id"))));
+  }), async (c) => {
+    const release = await rollback(c.var.db, c.var.caller.accountId, c.req.param("id"));
+    await admissionChanged(c.env, { functionId: c.req.param("id") });
+    return c.json(release);
+  });

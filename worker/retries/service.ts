@@ -4,6 +4,7 @@ import type { Bindings } from "../env.js";
 import { functions } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import { dispatcherFor } from "../dispatch/client.js";
+import { admissionChanged } from "../shard-admission/notify.js";
 import type { RetryPolicy } from "../../shared/schemas/retry.js";
 
 type FunctionPolicyRow = Pick<typeof functions.$inferSelect, "id" | "retryMaxAttempts" | "retryBackoffSeconds" | "deadLetterFunctionId" | "concurrencyMax">;
@@ -37,6 +38,7 @@ export async function writeFunctionPolicy(env: Bindings, db: Db, accountId: stri
     .returning(policyColumns);
   if (!row) throw notFound("function");
   await dispatcherFor(env, functionId).policyChanged(functionId, { retry: retryOf(row), concurrency: row.concurrencyMax });
+  await admissionChanged(env, { functionId });
 }
 
 /** PUT /v1/function/<id>/retry: the dead-letter function must be the caller's too (404 otherwise, as for any record not theirs). */

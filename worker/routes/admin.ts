@@ -6,6 +6,7 @@ import { createAccount, describeAccount, mintAccountToken, mintAgentToken, revok
 import { setLimits } from "../limits/account-limits.js";
 import { plansFrom } from "../billing/plans.js";
 import { allShards } from "../dispatch/client.js";
+import { admissionChanged } from "../shard-admission/notify.js";
 import { listNodes, setNodeFlags } from "../services/nodes.js";
 import { setGrant } from "../services/grants.js";
 import { describeRoute } from "../openapi/describe.js";
@@ -40,7 +41,10 @@ export const adminRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const { plan, privileged, egress, limits } = await jsonBody(c, accountEdit);
     const accountId = c.req.param("accountId");
-    if (plan !== undefined) await setPlan(c.var.db, plansFrom(c.env.PLANS), accountId, plan);
+    if (plan !== undefined) {
+      await setPlan(c.var.db, plansFrom(c.env.PLANS), accountId, plan);
+      await admissionChanged(c.env, { accountId });
+    }
     if (privileged !== undefined) await setGrant(c.var.db, c.env, "privileged", accountId, privileged);
     if (egress !== undefined) await setGrant(c.var.db, c.env, "egress", accountId, egress);
     if (limits !== undefined) await setLimits(c.var.db, accountId, limits);

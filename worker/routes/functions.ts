@@ -6,6 +6,7 @@ import { deletePrefix, functionPrefix } from "../lib/storage-keys.js";
 import { getOwnTags } from "../services/tags.js";
 import { cancelFunction, dispatcherFor, setPaused } from "../dispatch/client.js";
 import { clearStorage, readStorage } from "../storage/service.js";
+import { admissionChanged } from "../shard-admission/notify.js";
 import { functionLogsQuery } from "../../shared/schemas/live-logs.js";
 import { tailFunctionLogs } from "../live-logs/follow.js";
 import {
@@ -61,6 +62,7 @@ export const functionRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const input = await jsonBody(c, functionEdit);
     await editFunction(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
+    await admissionChanged(c.env, { functionId: c.req.param("id") });
     return c.body(null, 204);
   })
   .post("/:id/togglePause", describeRoute({
@@ -71,6 +73,7 @@ export const functionRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const id = c.req.param("id");
     await setPaused(c.env, id, await togglePause(c.var.db, c.var.caller.accountId, id));
+    await admissionChanged(c.env, { functionId: id });
     return c.body(null, 204);
   })
   .delete("/:id", describeRoute({
@@ -83,6 +86,8 @@ export const functionRoutes = new Hono<AppEnv>()
     const id = c.req.param("id");
     await deleteFunction(c.var.db, accountId, id);
     await cancelFunction(c.env, id);
+    // The account's other functions changed too: those that sent their dead letters here no longer do.
+    await admissionChanged(c.env, { accountId });
     // Zips and artifacts go after the records: a failure here leaves orphans, never dangling rows.
     c.executionCtx.waitUntil(deletePrefix(c.env.BUCKET, functionPrefix(accountId, id)));
     return c.body(null, 204);
@@ -132,5 +137,6 @@ export const functionRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const input = await jsonBody(c, capabilitiesSet);
     await setCapabilities(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
+    await admissionChanged(c.env, { functionId: c.req.param("id") });
     return c.body(null, 204);
   });

@@ -4,6 +4,7 @@ import type { Bindings } from "../env.js";
 import { accounts, functions } from "../db/schema.js";
 import { ApiError, notFound } from "../errors.js";
 import { allShards } from "../dispatch/client.js";
+import { admissionChanged } from "../shard-admission/notify.js";
 import type { Grant } from "../dispatch/revoked-grants.js";
 
 /**
@@ -36,4 +37,6 @@ export async function setGrant(db: Db, env: Bindings, grant: Grant, accountId: s
   const [granted] = allowed ? await db.batch([update]) : await db.batch([update, turnOff(db, grant, accountId)]);
   if (!granted.length) throw notFound("account");
   await Promise.all(allShards(env).map((s) => s.grantChanged(grant, accountId, allowed)));
+  // A revocation turned the need off on the account's functions: the rows admission caches changed.
+  if (!allowed) await admissionChanged(env, { accountId });
 }

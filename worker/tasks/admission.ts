@@ -66,16 +66,22 @@ export const noSuccessfulBuild = () =>
 export function admit(a: Admission, limits: AdmissionLimits, now: number): string {
   if (!a.buildId) throw noSuccessfulBuild();
   const plan = planOf(limits.plans, a.plan);
-  if (a.used + a.pending >= plan.invocations) {
-    const why = a.pending ? "unfinished tasks hold theirs until they end" : "new tasks resume next period";
-    throw new ApiError("quota_exhausted", `the ${plan.description} plan's invocations for ${periodOf(now)} are used up (${a.used} finished + ${a.pending} pending of ${plan.invocations}); ${why}`);
-  }
-  if (a.pending >= limits.maxPending)
-    throw new ApiError("too_many_pending_tasks", `the account has ${a.pending} unfinished tasks, its limit; new ones are accepted as those finish`, undefined, {
-      "Retry-After": String(PENDING_RETRY_AFTER_S),
-    });
+  if (a.used + a.pending >= plan.invocations) throw quotaExhausted(plan, a.used, a.pending, now);
+  if (a.pending >= limits.maxPending) throw tooManyPending(a.pending);
   return a.buildId;
 }
+
+/** 402: the period's invocations are used (`used`) or reserved (`pending`). */
+export function quotaExhausted(plan: Plan, used: number, pending: number, now: number): ApiError {
+  const why = pending ? "unfinished tasks hold theirs until they end" : "new tasks resume next period";
+  return new ApiError("quota_exhausted", `the ${plan.description} plan's invocations for ${periodOf(now)} are used up (${used} finished + ${pending} pending of ${plan.invocations}); ${why}`);
+}
+
+/** 429: the account holds its cap of unfinished tasks. */
+export const tooManyPending = (pending: number) =>
+  new ApiError("too_many_pending_tasks", `the account has ${pending} unfinished tasks, its limit; new ones are accepted as those finish`, undefined, {
+    "Retry-After": String(PENDING_RETRY_AFTER_S),
+  });
 
 /**
  * admit() as a SQL condition on a row of `functions`, for the insert-select that issues a task in
@@ -89,9 +95,13 @@ export function admit(a: Admission, limits: AdmissionLimits, now: number): strin
  */
 export function admissible(plans: Plan[], period: unknown, maxPending: unknown): SQL {
   const { buildId, plan, used, pending } = admissionColumns(period);
+  return sql`${buildId} is not null and ${used} + ${pending} < ${planInvocations(plans, plan)} and ${pending} < ${maxPending}`;
+}
+
+/** planOf(plans, plan).invocations as SQL, for a plan id that is itself SQL (see admissible()). */
+export function planInvocations(plans: Plan[], plan: SQL): SQL {
   const whens = plans.map((p) => sql`when ${p.id} then ${p.invocations}`);
-  const limit = sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;
-  return sql`${buildId} is not null and ${used} + ${pending} < ${limit} and ${pending} < ${maxPending}`;
+  return sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;
 }
 
 /** A function ready to take a task: the caller's own (404 otherwise), with its build, quota and pending cap checked. */
