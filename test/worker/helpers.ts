@@ -284,3 +284,9 @@ export async function holdRecords(on: boolean) {
   });
   if (!on) await shardStub(env, 0).flushRecords();
 }
+
+/** D1, once the shard wrote what it holds there: for tests that read records directly. */
+export async function flushedDb() {
+  await recordsFlushed();
+  return env.DB;
+}

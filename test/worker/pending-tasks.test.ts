@@ -2,7 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULT_MAX_PENDING_TASKS } from "../../worker/tasks/admission.js";
 import { shardStub } from "../../worker/dispatch/client.js";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, newTrigger, sql } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, newTrigger, sql, flushedDb } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -24,7 +24,7 @@ async function backlog(accountId: string, fn: string, n: number) {
 }
 
 const unfinished = async (accountId: string) =>
-  (await env.DB.prepare("select count(*) as n from tasks where account_id = ? and finished_at is null").bind(accountId).first<{ n: number }>())!.n;
+  (await (await flushedDb()).prepare("select count(*) as n from tasks where account_id = ? and finished_at is null").bind(accountId).first<{ n: number }>())!.n;
 
 describe("quota reserved when a task is issued", () => {
   it("refuses a third task on a plan of two invocations while the first two are still pending", async () => {
@@ -61,7 +61,7 @@ describe("quota reserved when a task is issued", () => {
     // One finished, so one invocation is left: of the three triggers, one issues its task.
     const child = await agent.next("task.assign");
     expect(await agent.none("task.assign")).toBe(true);
-    const children = await env.DB.prepare("select id from tasks where parent_task_id = ?").bind(first).all<{ id: string }>();
+    const children = await (await flushedDb()).prepare("select id from tasks where parent_task_id = ?").bind(first).all<{ id: string }>();
     expect(children.results.map((r) => r.id)).toEqual([child.taskId]);
     await agent.close();
   });
@@ -119,7 +119,7 @@ describe("pending tasks capped per account", () => {
   });
 
   it("counts an account's unfinished tasks through an index of them alone, not a scan of its history", async () => {
-    const plan = await env.DB.prepare("explain query plan select count(*) from tasks p where p.account_id = ? and p.finished_at is null").bind("a").all<{ detail: string }>();
+    const plan = await (await flushedDb()).prepare("explain query plan select count(*) from tasks p where p.account_id = ? and p.finished_at is null").bind("a").all<{ detail: string }>();
     expect(plan.results.map((r) => r.detail)).toEqual(["SEARCH p USING INDEX tasks_account_unfinished (account_id=?)"]);
   });
 
@@ -137,7 +137,7 @@ describe("pending tasks capped per account", () => {
     const stub = shardStub(env, 0);
     await eventually(async () => (await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("select count(*) as n from outcome").one().n)) === 0);
     expect(await agent.none("task.assign")).toBe(true);
-    const children = await env.DB.prepare("select count(*) as n from tasks where parent_task_id = ?").bind(first).first<{ n: number }>();
+    const children = await (await flushedDb()).prepare("select count(*) as n from tasks where parent_task_id = ?").bind(first).first<{ n: number }>();
     expect(children!.n).toBe(0);
     await agent.close();
   });

@@ -98,8 +98,6 @@ const outcomeRows = (json: string) => sql`(select
 export interface Before {
   rows?: SQL[];
   elements?: Map<string, OutcomeElement>;
-  /** Statements that must commit with these outcomes, after them (the shard's lease settlements). */
-  after?: SQL[];
 }
 
 /**
@@ -120,7 +118,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
   const finished = new Map<string, TaskRow>();
   const rows = before.rows ?? [];
   if (!outcomes.length) {
-    if (rows.length || before.after?.length) await sqlBatch(db, [...rows, ...(before.after ?? [])]);
+    if (rows.length) await sqlBatch(db, rows);
     return { finished, triggers: [] };
   }
   const elements = await Promise.all(outcomes.map((o) => before.elements?.get(o.taskId) ?? outcomeElement(bucket, o)));
@@ -146,7 +144,6 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       where t.status <> 410 and t.node is not null
       on conflict do nothing`,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))], now),
-    ...(before.after ?? []),
   ]);
   const [, read, , triggers] = results.slice(rows.length);
   for (const raw of read!) {
