@@ -285,8 +285,8 @@ export async function holdRecords(on: boolean) {
   if (!on) await shardStub(env, 0).flushRecords();
 }
 
-/** D1, once the shard wrote what it holds there: for tests that read records directly. */
+/** D1 as the truth (d1IsTruth): for tests that read or edit records directly. */
 export async function flushedDb() {
-  await recordsFlushed();
+  await d1IsTruth();
   return env.DB;
 }

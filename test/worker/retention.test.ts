@@ -10,7 +10,7 @@ import { FakeAgent } from "./fake-agent.js";
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
 
-const row = (id: string) => env.DB.prepare("select * from tasks where id = ?").bind(id).first<Record<string, unknown>>();
+const row = async (id: string) => (await flushedDb()).prepare("select * from tasks where id = ?").bind(id).first<Record<string, unknown>>();
 const stored = async (key: string) => (await env.BUCKET.head(key)) !== null;
 
 const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime);

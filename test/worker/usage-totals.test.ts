@@ -8,8 +8,8 @@ afterEach(() => FakeAgent.closeAll());
 
 const PERIOD = new Date().toISOString().slice(0, 7);
 
-const totalsOf = (accountId: string, period = PERIOD) =>
-  env.DB.prepare("select invocations, duration_ms as durationMs, mib_ms as mibMs from usage_totals where account_id = ? and period = ?").bind(accountId, period).first();
+const totalsOf = async (accountId: string, period = PERIOD) =>
+  (await flushedDb()).prepare("select invocations, duration_ms as durationMs, mib_ms as mibMs from usage_totals where account_id = ? and period = ?").bind(accountId, period).first();
 
 const meter = (taskId: string, accountId: string, fn: string, period: string, durationMs: number, memMiB = 256) =>
   sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, ?, ?, 0, ?, ?) on conflict do nothing", taskId, accountId, fn, period, durationMs, memMiB);

@@ -154,6 +154,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     });
     this.retries = new Retries(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, {
       queue: this.queue, requeue: (work) => this.enqueue(work), log: (msg, extra) => log("warn", msg, extra),
+      recordRows: (taskIds) => this.life.recordRows(taskIds),
     });
     this.caps = new ConcurrencyCaps(ctx.storage.sql);
     this.keys = new IdempotencyKeys(ctx.storage.sql);
@@ -232,8 +233,11 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** A held row as the queue knows it now: running on its node (D1 gets that mark later, or never). */
   private withAssignment(row: TaskRow): TaskRow {
     if (row.finishedAt != null) return row;
+    const run = this.retries.runs.get(row.id);
+    // Failed attempts another follows count as D1 records them (retries/attempt-records.ts).
+    const r = run && run.attempt > 1 ? { ...row, attempts: Math.max(row.attempts, run.attempt - 1) } : row;
     const w = this.queue.get(row.id);
-    return w?.node ? { ...row, node: w.node, assignedAt: w.assigned_at, progress: Math.max(row.progress, 1) } : row;
+    return w?.node ? { ...r, node: w.node, assignedAt: w.assigned_at, progress: Math.max(r.progress, 1) } : r;
   }
 
   /** Writes everything this shard holds for D1 now (tests, and an operator's drain): resolves when none is left or a write failed. */

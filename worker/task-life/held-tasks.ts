@@ -119,8 +119,16 @@ export class HeldTasks {
   }
 
   /** The account's tasks created here that D1 does not have yet (finished here or not). */
-  unrecordedOf(accountId: string): number {
+  unrecordedCountOf(accountId: string): number {
     return this.unrecordedBy.get(accountId) ?? 0;
+  }
+
+  /** Of these tasks, the rows created here that D1 does not have yet. */
+  unrecordedOf(ids: string[]): TaskRow[] {
+    return ids.flatMap((id) => {
+      const held = this.rows.get(id);
+      return held && !held.inD1 ? [held.row] : [];
+    });
   }
 
   /** Whether rows wait for D1: the alarm retries a flush until none does. */

@@ -1,5 +1,6 @@
 import type { Bindings } from "../env.js";
-import type { Db } from "../db/client.js";
+import { sqlBatch, type Db } from "../db/client.js";
+import { rowsInserted } from "./record-rows.js";
 import type { TaskRow } from "../db/rows.js";
 import { and, eq } from "drizzle-orm";
 import { functions } from "../db/schema.js";
@@ -73,7 +74,7 @@ export class ShardLife {
       .from(functions)
       .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)));
     if (!row) throw notFound("function");
-    return { fn: row.fn, buildId: admit({ ...row, pending: row.pending + this.parts.held.unrecordedOf(accountId) }, limits, now) };
+    return { fn: row.fn, buildId: admit({ ...row, pending: row.pending + this.parts.held.unrecordedCountOf(accountId) }, limits, now) };
   }
 
   /**
@@ -87,6 +88,14 @@ export class ShardLife {
     void this.answer(o).catch((e: unknown) =>
       console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
     );
+  }
+
+  /** Writes these tasks' rows to D1 now, those created here that D1 lacks (a retry's attempt record needs its row). */
+  async recordRows(taskIds: string[]): Promise<void> {
+    const rows = this.parts.held.unrecordedOf(taskIds);
+    if (!rows.length) return;
+    await sqlBatch(this.db, rowsInserted(rows));
+    this.parts.held.committed(rows.map((r) => r.id), []);
   }
 
   /** Tasks created here that the function's deletion cancelled. */
