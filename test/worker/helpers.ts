@@ -131,8 +131,10 @@ export async function uploadBuild(token: string, functionId: string, zip: Uint8A
  * (the protocol itself is exercised in dispatch.test.ts and the e2e suite).
  */
 export async function markBuild(buildId: string, status: "SUCCESS" | "FAILED" = "SUCCESS") {
-  await env.DB.prepare("update builds set status = ? where id = ?").bind(status, buildId).run();
+  const build = await env.DB.prepare("update builds set status = ? where id = ? returning function_id").bind(status, buildId).first<{ function_id: string }>();
   await dropWork(buildId);
+  // As the build's report would: the shard's admission reads what the function runs again.
+  if (build) await shardStub(env, 0).admissionChanged({ functionId: build.function_id });
 }
 
 /**
@@ -239,7 +241,14 @@ export const sql = async (query: string, ...binds: unknown[]) => {
 /** The shard's task rows written to D1 and forgotten there (its queue keeps the work). */
 export async function d1IsTruth() {
   await shardStub(env, 0).flushRecords();
-  await runInDurableObject(shardStub(env, 0), (_o, state) => void state.storage.sql.exec("delete from held_task"));
+  // The shard's copies go, and its admission starts afresh from D1 (a test may have edited usage or tasks).
+  await runInDurableObject(shardStub(env, 0), (o, state) => {
+    for (const table of ["held_task", "admission_lease", "admission_slots", "admission_ended"]) state.storage.sql.exec(`delete from ${table}`);
+    const admission = (o as unknown as { admission: { accounts: Map<string, unknown>; functions: { changedAccount(id: string): void } } }).admission;
+    for (const accountId of admission.accounts.keys()) admission.functions.changedAccount(accountId);
+    admission.accounts.clear();
+  });
+  await env.DB.batch([env.DB.prepare("delete from invocation_leases"), env.DB.prepare("delete from slot_leases")]);
   await shardStub(env, 0).resync();
 }
 

@@ -11,14 +11,15 @@ afterEach(() => FakeAgent.closeAll());
 const post = (token: string, fn: string) => call(`/v1/task/${fn}`, { token, method: "POST" });
 
 /**
- * Gives the account `n` unfinished tasks in D1 directly, as a backlog of that size would: issuing
- * a thousand through the API would test the clock, not the cap. They are not on any dispatcher.
+ * Gives the account `n` unfinished triggered tasks in D1 directly, as a backlog of that size would:
+ * issuing a thousand through the API would test the clock, not the cap. Triggered tasks are the ones
+ * D1 itself admits (a parent task); the shards' own count by their leases. They are not on any dispatcher.
  */
 async function backlog(accountId: string, fn: string, n: number) {
   await sql(
     `with recursive k(i) as (select 1 union all select i + 1 from k where i < ?)
-     insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged)
-     select 'backlog-' || ? || '-' || i, ?, ?, 'py', 0, 30, 1, 256, 0 from k`,
+     insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged, parent_task_id)
+     select 'backlog-' || ? || '-' || i, ?, ?, 'py', 0, 30, 1, 256, 0, 'a-parent' from k`,
     n, fn, accountId, fn,
   );
 }

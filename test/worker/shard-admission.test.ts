@@ -109,7 +109,7 @@ describe("FunctionBook (through the Dispatcher's own admission)", () => {
     expect(await buildOf(accountId, fn)).toBe(second);
 
     // Behind the shard's back (no notice): the cached facts still answer.
-    await sql("insert into releases (function_id, account_id, build_id, updated_at) values (?, ?, ?, ?)", fn, accountId, first, NOW);
+    await env.DB.prepare("insert into releases (function_id, account_id, build_id, updated_at) values (?, ?, ?, ?)").bind(fn, accountId, first, NOW).run();
     expect(await buildOf(accountId, fn)).toBe(second);
     await shardStub(env, 0).admissionChanged({ functionId: fn });
     expect(await buildOf(accountId, fn)).toBe(first);

@@ -146,7 +146,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const elements = new Map<string, OutcomeElement>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
-      held: this.heldRows, elements, gapMs: recordFlushMs(env),
+      held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission,
       onError: async (e) => {
         log("error", "recording outcomes failed; retrying", { error: String(e) });
         await this.scheduleAlarm();
@@ -159,7 +159,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.caps = new ConcurrencyCaps(ctx.storage.sql);
     this.keys = new IdempotencyKeys(ctx.storage.sql);
     this.life = new ShardLife(env, this.db, {
-      held: this.heldRows, elements, finished: this.finished, waiters: this.waiters,
+      held: this.heldRows, admission: this.admission, elements, finished: this.finished, waiters: this.waiters,
       enqueue: (work, once) => this.enqueue(work, once),
       flush: () => void this.commits.run(),
     });
@@ -494,6 +494,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     await this.retries.tick(now, (id) => this.outcomes.has(id));
     await this.pump();
     if (this.outcomes.count() || this.heldRows.waiting) await this.commits.run();
+    await this.admission.refresh(now).catch((e) => log("warn", "refreshing admission leases failed", { error: String(e) }));
     if (this.chains.failed) this.chains.reload();
     await this.scheduleAlarm();
   }

@@ -8,6 +8,7 @@ import type { Waiters } from "./waiters.js";
 import type { HeldTasks } from "../task-life/held-tasks.js";
 import { MAX_STATEMENT_JSON_BYTES, rowsInserted } from "../task-life/record-rows.js";
 import type { OutcomeElement } from "../task-life/finished-row.js";
+import type { ShardAdmission } from "../shard-admission/leases.js";
 
 /** What a commit hands its results to, once D1 has them. */
 export interface CommitParts {
@@ -27,6 +28,8 @@ export interface CommitParts {
    * answered from the shard, and only records, triggers and dead letters follow the batch.
    */
   gapMs: number;
+  /** The shard's leases (worker/shard-admission/): ended tasks settle in the batch that records them. */
+  admission: Pick<ShardAdmission, "settle" | "refresh">;
   /** A write failed: the outcomes stay logged, and the caller arranges a retry. */
   onError: (e: unknown) => Promise<void>;
 }
@@ -64,6 +67,8 @@ export class GroupCommit {
           this.again = false;
           while (await this.batch());
         } while (this.again);
+        // Leases running low refill now that D1 answers (and what an idle account holds goes back).
+        void this.parts.admission.refresh(Date.now()).catch(() => undefined);
       } catch (e) {
         await this.parts.onError(e);
       } finally {
@@ -86,7 +91,9 @@ export class GroupCommit {
     const rows = held.unrecorded(ids, MAX_STATEMENT_JSON_BYTES);
     if (!batch.length && !rows.length) return false;
     const now = Date.now();
-    const written = await outcomesWritten(db, bucket, batch, now, { rows: rowsInserted(rows), elements });
+    const settle = this.parts.admission.settle([...ids, ...rows.filter((r) => r.finishedAt != null).map((r) => r.id)]);
+    const written = await outcomesWritten(db, bucket, batch, now, { rows: rowsInserted(rows), elements, after: settle?.statements ?? [] });
+    settle?.committed();
     await storageWritten(db, bucket, batch);
     outcomes.remove(ids);
     held.committed(rows.map((r) => r.id), ids);

@@ -98,6 +98,8 @@ const outcomeRows = (json: string) => sql`(select
 export interface Before {
   rows?: SQL[];
   elements?: Map<string, OutcomeElement>;
+  /** Statements that must commit with these outcomes, after them (the shard's lease settlements). */
+  after?: SQL[];
 }
 
 /**
@@ -118,7 +120,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
   const finished = new Map<string, TaskRow>();
   const rows = before.rows ?? [];
   if (!outcomes.length) {
-    if (rows.length) await sqlBatch(db, rows);
+    if (rows.length || before.after?.length) await sqlBatch(db, [...rows, ...(before.after ?? [])]);
     return { finished, triggers: [] };
   }
   const elements = await Promise.all(outcomes.map((o) => before.elements?.get(o.taskId) ?? outcomeElement(bucket, o)));
@@ -144,6 +146,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       where t.status <> 410 and t.node is not null
       on conflict do nothing`,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))], now),
+    ...(before.after ?? []),
   ]);
   const [, read, , triggers] = results.slice(rows.length);
   for (const raw of read!) {

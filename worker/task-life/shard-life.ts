@@ -2,11 +2,8 @@ import type { Bindings } from "../env.js";
 import { sqlBatch, type Db } from "../db/client.js";
 import { rowsInserted } from "./record-rows.js";
 import type { TaskRow } from "../db/rows.js";
-import { and, eq } from "drizzle-orm";
-import { functions } from "../db/schema.js";
-import { ApiError, notFound } from "../errors.js";
 import { periodOf } from "../billing/plans.js";
-import { admissionColumns, admissionLimits, admit } from "../tasks/admission.js";
+import type { ShardAdmission } from "../shard-admission/leases.js";
 import { taskWork } from "../dispatch/work.js";
 import { outcomeElement } from "../dispatch/records.js";
 import type { NewWork } from "../dispatch/work-rows.js";
@@ -16,11 +13,12 @@ import type { Waiters } from "../dispatch/waiters.js";
 import type { HeldTasks } from "./held-tasks.js";
 import { finishedRow, type OutcomeElement } from "./finished-row.js";
 import { newTaskRow } from "./new-row.js";
-import { refusalOf } from "./refusal.js";
+import type { Refusal } from "./refusal.js";
 import type { CreateAnswer, CreateRequest } from "./create.js";
 
 export interface LifeParts {
   held: HeldTasks;
+  admission: Pick<ShardAdmission, "admit" | "ended">;
   /** Shared with the group commit, which uses an element made here rather than make it again. */
   elements: Map<string, OutcomeElement>;
   finished: RecentlyFinished;
@@ -46,13 +44,8 @@ export class ShardLife {
     // A retry of a call whose answer was lost: the task exists, and is not created twice.
     const existing = held.get(req.id);
     if (existing) return { task: existing, finished: waitMs > 0 && existing.finishedAt == null ? await waiters.wait(req.id, waitMs) : existing.finishedAt != null ? existing : null };
-    let admitted;
-    try {
-      admitted = await this.admit(req.accountId, req.functionId, req.now);
-    } catch (e) {
-      if (e instanceof ApiError) return { refused: refusalOf(e) };
-      throw e;
-    }
+    const admitted = await this.parts.admission.admit(req.accountId, req.functionId, req.now);
+    if ("refused" in admitted) return { refused: admitted.refused as Refusal };
     const row = newTaskRow(req, req.staged, req.now, admitted.fn, admitted.buildId);
     held.add(row);
     // Registered before the task is queued: no outcome can slip past it.
@@ -63,28 +56,16 @@ export class ShardLife {
   }
 
   /**
-   * D1's admission columns, with the tasks created here that D1 does not have yet counted as
-   * pending: they hold their invocation and a slot as D1's unfinished rows do. Nothing awaits
-   * between this count and the row's creation, so concurrent creates here cannot both take the last.
-   */
-  private async admit(accountId: string, functionId: string, now: number) {
-    const limits = admissionLimits(this.env);
-    const [row] = await this.db
-      .select({ fn: functions, ...admissionColumns(periodOf(now)) })
-      .from(functions)
-      .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)));
-    if (!row) throw notFound("function");
-    return { fn: row.fn, buildId: admit({ ...row, pending: row.pending + this.parts.held.unrecordedCountOf(accountId) }, limits, now) };
-  }
-
-  /**
    * An outcome was accepted (it is durable in the outcome log): a task created here is finished for
    * its readers now. A result too large for the row goes to R2 first, as the commit would put it.
    * A retried task's earlier attempts' log is joined by the commit alone (it edits R2 in place).
    */
   accepted(o: Outcome): void {
-    const { held } = this.parts;
-    if (!held.has(o.taskId) || o.earlier?.length) return;
+    const { held, admission } = this.parts;
+    const created = held.get(o.taskId);
+    if (!created) return;
+    admission.ended(o.accountId, periodOf(created.issuedAt), o.taskId);
+    if (o.earlier?.length) return;
     void this.answer(o).catch((e: unknown) =>
       console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
     );
@@ -98,9 +79,14 @@ export class ShardLife {
     this.parts.held.committed(rows.map((r) => r.id), []);
   }
 
-  /** Tasks created here that the function's deletion cancelled. */
+  /** Tasks created here that the function's deletion cancelled: they end, and give back what they held. */
   cancel(ids: string[], now: number): void {
-    this.parts.held.cancel(ids, now);
+    const { held, admission } = this.parts;
+    for (const id of ids) {
+      const row = held.get(id);
+      if (row && row.finishedAt == null) admission.ended(row.accountId, periodOf(row.issuedAt), id);
+    }
+    held.cancel(ids, now);
   }
 
   private async answer(o: Outcome): Promise<void> {
