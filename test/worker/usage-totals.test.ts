@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, newAccount, sql } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, newAccount, recordsFlushed, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -8,8 +8,11 @@ afterEach(() => FakeAgent.closeAll());
 
 const PERIOD = new Date().toISOString().slice(0, 7);
 
-const totalsOf = (accountId: string, period = PERIOD) =>
-  env.DB.prepare("select invocations, duration_ms as durationMs, mib_ms as mibMs from usage_totals where account_id = ? and period = ?").bind(accountId, period).first();
+/** D1's totals, once the shard has written what it holds (results are answered before D1 has them). */
+async function totalsOf(accountId: string, period = PERIOD) {
+  await recordsFlushed();
+  return env.DB.prepare("select invocations, duration_ms as durationMs, mib_ms as mibMs from usage_totals where account_id = ? and period = ?").bind(accountId, period).first();
+}
 
 const meter = (taskId: string, accountId: string, fn: string, period: string, durationMs: number, memMiB = 256) =>
   sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, ?, ?, 0, ?, ?) on conflict do nothing", taskId, accountId, fn, period, durationMs, memMiB);
