@@ -84,7 +84,9 @@ async function assertTaskFunction(env: Bindings, db: Db, accountId: string, func
 
 export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
   if (q.functionId) await assertTaskFunction(env, db, accountId, q.functionId);
-  const [fromD1, held] = await Promise.all([listedTasks(db, accountId, q), heldTasks(env, { accountId, ...q })]);
+  // The shards first, D1 after: a task the shards let go of in between is in D1 by then, so never missing.
+  const held = await heldTasks(env, { accountId, ...q });
+  const fromD1 = await listedTasks(db, accountId, q);
   return mergedPage(fromD1, held, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }
 
