@@ -25,6 +25,8 @@ interface Lagging {
   ep: string;
   /** Created with POST /v1/task, taken by the agent, not finished. */
   pendingId: string;
+  /** Created with POST /gc/<endpoint>, taken by the agent, not finished. */
+  gcPendingId: string;
   /** Created with POST /gc/<endpoint>, finished by the agent. */
   doneId: string;
   memSize: number;
@@ -35,7 +37,7 @@ const inD1 = async (...ids: string[]) =>
   (await env.DB.prepare("select id, finished_at as finishedAt from tasks where id in (select value from json_each(?)) order by id").bind(JSON.stringify(ids)).all<{ id: string; finishedAt: number | null }>()).results;
 const meteredInD1 = async (id: string) => (await env.DB.prepare("select count(*) as n from usage where task_id = ?").bind(id).first<{ n: number }>())!.n;
 
-/** An account whose two new tasks D1 has not seen: one pending, one finished by the (fake) agent. */
+/** An account whose three new tasks D1 has not seen: two pending (one of each door), one finished by the (fake) agent. */
 async function lagging(): Promise<Lagging> {
   const agent = await FakeAgent.connect("ryw-node");
   const { token, accountId } = await newAccount();
@@ -44,6 +46,8 @@ async function lagging(): Promise<Lagging> {
   await holdRecords(true);
   const { id: pendingId } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: { n: 1 } });
   expect((await agent.next("task.assign")).taskId).toBe(pendingId);
+  const { id: gcPendingId } = await callJson<{ id: string }>(`/gc/${ep}`, 201, { json: { n: 3 } });
+  expect((await agent.next("task.assign")).taskId).toBe(gcPendingId);
   const { id: doneId } = await callJson<{ id: string }>(`/gc/${ep}`, 201, { json: { n: 2 } });
   expect((await agent.next("task.assign")).taskId).toBe(doneId);
   agent.done(doneId, "hello", 200, { durationMs: DURATION_MS });
@@ -51,16 +55,17 @@ async function lagging(): Promise<Lagging> {
     const t = await callJson(`/v1/task/${doneId}`, 200, { token });
     return t.finished ? t : undefined;
   });
-  // D1 has neither task yet: what follows is answered by the shard.
-  expect(await inD1(pendingId, doneId)).toEqual([]);
-  return { token, accountId, fn, ep, pendingId, doneId, memSize: done.capabilities.memSize };
+  // D1 has none of the tasks yet: what follows is answered by the shard.
+  expect(await inD1(pendingId, gcPendingId, doneId)).toEqual([]);
+  return { token, accountId, fn, ep, pendingId, gcPendingId, doneId, memSize: done.capabilities.memSize };
 }
 
-/** Lets the shard write to D1, and checks that D1 now has both tasks (the pending one unfinished). */
+/** Lets the shard write to D1, and checks that D1 now has the tasks (the pending ones unfinished). */
 async function caughtUp(s: Lagging) {
   await holdRecords(false);
-  const rows = await inD1(s.pendingId, s.doneId);
-  expect(rows.map((r) => [r.id, r.finishedAt != null]).sort()).toEqual([[s.doneId, true], [s.pendingId, false]].sort());
+  const rows = await inD1(s.pendingId, s.gcPendingId, s.doneId);
+  expect(rows.map((r) => [r.id, r.finishedAt != null]).sort()).toEqual([[s.doneId, true], [s.pendingId, false], [s.gcPendingId, false]].sort());
+  expect(await meteredInD1(s.doneId)).toBe(1);
 }
 
 /**
@@ -91,9 +96,10 @@ const consolePage = async (path: string, token: string) => {
 
 readsItsOwnWrites(
   "GET /v1/task/<id>",
-  async (s) => Promise.all([s.pendingId, s.doneId].map((id) => callJson(`/v1/task/${id}`, 200, { token: s.token }))),
+  async (s) => Promise.all([s.pendingId, s.gcPendingId, s.doneId].map((id) => callJson(`/v1/task/${id}`, 200, { token: s.token }))),
   (s) => [
     expect.objectContaining({ id: s.pendingId, functionId: s.fn, status: 0, finished: null }),
+    expect.objectContaining({ id: s.gcPendingId, functionId: s.fn, endpointId: s.ep, status: 0, finished: null, node: "ryw-node" }),
     expect.objectContaining({ id: s.doneId, functionId: s.fn, endpointId: s.ep, status: 200, progress: 100, finished: expect.any(String), node: "ryw-node" }),
   ],
 );
@@ -119,31 +125,39 @@ readsItsOwnWrites(
 readsItsOwnWrites(
   "GET /v1/task/list",
   async (s) => callJson(`/v1/task/list`, 200, { token: s.token }),
-  (s) => [expect.objectContaining({ id: s.doneId, status: 200, progress: 100 }), expect.objectContaining({ id: s.pendingId, status: 0 })],
+  (s) => [
+    expect.objectContaining({ id: s.doneId, status: 200, progress: 100 }),
+    expect.objectContaining({ id: s.gcPendingId, status: 0 }),
+    expect.objectContaining({ id: s.pendingId, status: 0 }),
+  ],
 );
 
 readsItsOwnWrites(
   "GET /v1/task/list?functionId=<id>",
   async (s) => callJson(`/v1/task/list?functionId=${s.fn}`, 200, { token: s.token }),
-  (s) => [expect.objectContaining({ id: s.doneId, status: 200, progress: 100 }), expect.objectContaining({ id: s.pendingId, status: 0 })],
+  (s) => [
+    expect.objectContaining({ id: s.doneId, status: 200, progress: 100 }),
+    expect.objectContaining({ id: s.gcPendingId, status: 0 }),
+    expect.objectContaining({ id: s.pendingId, status: 0 }),
+  ],
 );
 
 readsItsOwnWrites(
   "GET /v1/usage",
   async (s) => callJson(`/v1/usage`, 200, { token: s.token }),
-  (s) => expect.objectContaining({ invocations: 1, pending: 1, durationMs: DURATION_MS, gbSeconds: Math.round(((DURATION_MS * s.memSize) / 1024 / 1000) * 1000) / 1000 }),
+  (s) => expect.objectContaining({ invocations: 1, pending: 2, durationMs: DURATION_MS, gbSeconds: Math.round(((DURATION_MS * s.memSize) / 1024 / 1000) * 1000) / 1000 }),
 );
 
 readsItsOwnWrites(
   "GET /v1/function/<id> (its task counters)",
   async (s) => (await callJson(`/v1/function/${s.fn}`, 200, { token: s.token })).metrics,
-  () => ({ todaysTasks: 2, weekTasks: 2, pendingTasks: 1, completedTasks: 1 }),
+  () => ({ todaysTasks: 3, weekTasks: 3, pendingTasks: 2, completedTasks: 1 }),
 );
 
 readsItsOwnWrites(
   "GET /v1/endpoint/<id>/metrics",
   async (s) => callJson(`/v1/endpoint/${s.ep}/metrics`, 200, { token: s.token }),
-  () => ({ todayTasks: 1, pendingTasks: 0, weekTasks: 1 }),
+  () => ({ todayTasks: 2, pendingTasks: 1, weekTasks: 2 }),
 );
 
 readsItsOwnWrites(
@@ -152,16 +166,16 @@ readsItsOwnWrites(
     const m = await callJson(`/v1/metrics`, 200, { token: s.token });
     return { pendingTasks: m.pendingTasks, todayTasks: m.todayTasks, completedTasks: m.completedTasks };
   },
-  () => ({ pendingTasks: 1, todayTasks: 2, completedTasks: 1 }),
+  () => ({ pendingTasks: 2, todayTasks: 3, completedTasks: 1 }),
 );
 
 readsItsOwnWrites(
   "GET /console/tasks (the runs page)",
   async (s) => {
     const page = await consolePage("/console/tasks", s.token);
-    return [s.doneId, s.pendingId].map((id) => page.includes(`href="/console/tasks/${id}"`));
+    return [s.doneId, s.gcPendingId, s.pendingId].map((id) => page.includes(`href="/console/tasks/${id}"`));
   },
-  () => [true, true],
+  () => [true, true, true],
 );
 
 readsItsOwnWrites(
@@ -170,10 +184,10 @@ readsItsOwnWrites(
     const page = await consolePage(`/console/functions/${s.fn}`, s.token);
     return {
       counters: /<dt>Tasks today<\/dt><dd>(\d+)<\/dd><dt>Pending<\/dt><dd>(\d+)<\/dd><dt>Last 7 days<\/dt><dd>(\d+)<\/dd><dt>Completed<\/dt><dd>(\d+)<\/dd>/.exec(page)?.slice(1),
-      listed: [s.doneId, s.pendingId].map((id) => page.includes(`href="/console/tasks/${id}"`)),
+      listed: [s.doneId, s.gcPendingId, s.pendingId].map((id) => page.includes(`href="/console/tasks/${id}"`)),
     };
   },
-  () => ({ counters: ["2", "1", "2", "1"], listed: [true, true] }),
+  () => ({ counters: ["3", "2", "3", "1"], listed: [true, true, true] }),
 );
 
 readsItsOwnWrites(
@@ -182,7 +196,7 @@ readsItsOwnWrites(
     const page = await consolePage("/console/usage", s.token);
     return { invocations: /id="invocations">(\d+)</.exec(page)?.[1], pending: /(\d+) pending/.exec(page)?.[1], today: /Tasks per day over the last 30 days: [\d, ]*?(\d+)"/.exec(page)?.[1] };
   },
-  () => ({ invocations: "1", pending: "1", today: "2" }),
+  () => ({ invocations: "1", pending: "2", today: "3" }),
 );
 
 readsItsOwnWrites(
@@ -191,7 +205,7 @@ readsItsOwnWrites(
     const page = await consolePage("/console", s.token);
     return /: ([\d, ]+) tasks over the last 7 days/.exec(page)?.[1]?.split(", ").at(-1);
   },
-  () => "2",
+  () => "3",
 );
 
 describe("pending counts of a task D1 has, finished in its shard", () => {
