@@ -24,7 +24,7 @@ export interface TaskCounts {
 const ID_SLACK_MS = 60_000;
 
 /** Leaves these tasks out (one JSON parameter, whatever their number); nothing when there are none. */
-export const notIn = (ids: string[] | undefined): SQL | undefined =>
+const notIn = (ids: string[] | undefined): SQL | undefined =>
   ids?.length ? sql`${tasks.id} not in (select value from json_each(${JSON.stringify(ids)}))` : undefined;
 
 /** Tasks issued at `time` or later, as a range of ids that any index ending in `id` reads, then exactly. */
