@@ -143,6 +143,7 @@ describe("POST /v1/task/<function_id>", () => {
     for (const paused of [false, true]) {
       if (paused) await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
       const id = await newTask(token, fn, { paused });
+      await recordsFlushed();
       expect(await env.DB.prepare("select * from tasks where id = ?").bind(id).first(), `paused: ${paused}`).toEqual({
         ...copied,
         id,
