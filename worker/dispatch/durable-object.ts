@@ -37,6 +37,8 @@ import { IdempotencyKeys, type KeyClaim } from "../idempotency/key-store.js";
 import { HeldTasks } from "../task-life/held-tasks.js";
 import type { OutcomeElement } from "../task-life/finished-row.js";
 import { ShardLife } from "../task-life/shard-life.js";
+import { heldCounts, heldIssued, heldMeters, type HeldCounts, type HeldMeter } from "../task-life/held-counts.js";
+import type { TaskScope } from "../tasks/counts.js";
 import type { CreateAnswer, CreateRequest } from "../task-life/create.js";
 import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
@@ -228,6 +230,21 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The account's tasks held here, newest first: what lists merge with D1's page. */
   async heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
     return this.heldRows.ofAccount(q).map((r) => this.withAssignment(r));
+  }
+
+  /** What this shard adds to D1's task counts of a scope (task-life/held-counts.ts). */
+  async heldCounts(scope: TaskScope, now: number): Promise<HeldCounts> {
+    return heldCounts(this.heldRows, (id) => this.outcomes.has(id), scope, now);
+  }
+
+  /** The account's rows D1 does not have yet, per function and day since `since` (the console's charts). */
+  async heldIssued(accountId: string, since: number): Promise<{ functionId: string; day: number; count: number }[]> {
+    return heldIssued(this.heldRows, accountId, since);
+  }
+
+  /** The account's accepted outcomes of `period` that usage meters once D1 records them. */
+  async heldMeters(accountId: string, period: string): Promise<HeldMeter[]> {
+    return heldMeters(this.heldRows, this.outcomes.all(), accountId, period);
   }
 
   /** A held row as the queue knows it now: running on its node (D1 gets that mark later, or never). */

@@ -85,6 +85,11 @@ export class OutcomeLog {
     return out;
   }
 
+  /** Every accepted outcome not yet in D1, oldest first: what usage adds until D1 has them (task-life/held-counts.ts). */
+  all(): Outcome[] {
+    return [...this.pending.values()].map((p) => p.outcome);
+  }
+
   remove(taskIds: string[]): void {
     // One statement a batch: the ids as a JSON array parameter (no limit on their number).
     this.sql.exec("delete from outcome where task_id in (select value from json_each(?))", JSON.stringify(taskIds));

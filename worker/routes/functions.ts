@@ -52,7 +52,7 @@ export const functionRoutes = new Hono<AppEnv>()
     group: "functions", auth: "account",
     ok: { status: 200, schema: out.functionGetOut, description: "The function with its capabilities and metrics." },
     errors: [401, 404],
-  }), async (c) => c.json(await describeFunction(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  }), async (c) => c.json(await describeFunction(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"))))
   .patch("/:id", describeRoute({
     summary: "Edit a function",
     group: "functions", auth: "account",

@@ -74,16 +74,19 @@ export const describeTask = (t: TaskRow) => ({
  * caller's answers 404. Finished tasks outlive their function, so a deleted function whose tasks
  * remain still filters.
  */
-async function assertTaskFunction(db: Db, accountId: string, functionId: string): Promise<void> {
+async function assertTaskFunction(env: Bindings, db: Db, accountId: string, functionId: string): Promise<void> {
   const [fn] = await db.select({ id: functions.id }).from(functions).where(and(eq(functions.id, functionId), eq(functions.accountId, accountId))).limit(1);
   if (fn) return;
   const [task] = await db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.accountId, accountId), eq(tasks.functionId, functionId))).limit(1);
-  if (!task) throw notFound("function");
+  // Its tasks may all be in its shard still (cancelled by the deletion, not yet in D1).
+  if (!task && !(await heldTasks(env, { accountId, functionId, limit: 1 })).length) throw notFound("function");
 }
 
 export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
-  if (q.functionId) await assertTaskFunction(db, accountId, q.functionId);
-  const [fromD1, held] = await Promise.all([listedTasks(db, accountId, q), heldTasks(env, { accountId, ...q })]);
+  if (q.functionId) await assertTaskFunction(env, db, accountId, q.functionId);
+  // The shards first, D1 after: a task the shards let go of in between is in D1 by then, so never missing.
+  const held = await heldTasks(env, { accountId, ...q });
+  const fromD1 = await listedTasks(db, accountId, q);
   return mergedPage(fromD1, held, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }
 

@@ -164,6 +164,14 @@ export class HeldTasks {
   }
 
   /**
+   * Every row held here, in creation order: as created (or cancelled here), its finished view if
+   * its outcome was accepted, and whether D1 has the row yet (task-life/held-counts.ts reads these).
+   */
+  *entries(): Generator<{ row: TaskRow; view: TaskRow | undefined; inD1: boolean }> {
+    for (const [id, held] of this.rows) yield { row: held.row, view: this.finishedViews.get(id), inD1: held.inD1 };
+  }
+
+  /**
    * The account's tasks held here, newest first (ids sort by creation): what a list merges with D1's
    * page so that a caller's own new tasks are never missing from it.
    */
