@@ -668,12 +668,12 @@ export class Dispatcher extends DurableObject<Bindings> {
       const deliver = (frame: string) => {
         for (const c of connected) if (c.state === a) this.sendRaw(c.ws, frame);
       };
-      if (w.kind === "task") this.assignments.send(w, a, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver);
+      if (w.kind === "task") this.assignments.send(w, a, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver, now);
       else deliver(queued);
     }
     if (assigned.length) await this.scheduleAlarm();
     for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
-    await this.assignments.flush(now);
+    await this.assignments.flush();
   }
 
   /** Closes a socket the dispatcher no longer serves; its node's work goes back unless another socket holds the node. */

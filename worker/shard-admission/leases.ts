@@ -97,11 +97,19 @@ export class ShardAdmission {
     }
   }
 
-  /** A task admitted here ended (finished, failed, cancelled, expired): its slot frees now; its reservation settles with the next flush. */
-  ended(accountId: string, issuedPeriod: string, taskId: string = crypto.randomUUID()): void {
+  /**
+   * A task admitted here ended (finished, failed, cancelled, expired): its slot frees now; its
+   * reservation settles with the next flush, or (`metered` false) comes back to the lease now.
+   */
+  ended(accountId: string, issuedPeriod: string, taskId: string = crypto.randomUUID(), metered = true): void {
     const slots = this.book.slotsOf(accountId);
     if (slots) this.book.saveSlots({ ...slots, unfinished: Math.max(0, slots.unfinished - 1) });
-    this.book.addEnded({ taskId, accountId, period: issuedPeriod });
+    // A task that used no invocation (cancelled, or ended before any node ran it) gives its
+    // reservation back to this shard's lease at once: it is not settled, so D1 still counts it as
+    // the shard's, as unused room, which it now is.
+    const lease = metered ? undefined : this.book.lease(accountId, issuedPeriod);
+    if (lease && lease.taken > lease.settled) this.book.saveLease({ ...lease, taken: lease.taken - 1 });
+    else this.book.addEnded({ taskId, accountId, period: issuedPeriod });
   }
 
   /**

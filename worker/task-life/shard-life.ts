@@ -64,7 +64,8 @@ export class ShardLife {
     const { held, admission } = this.parts;
     const created = held.get(o.taskId);
     if (!created) return;
-    admission.ended(o.accountId, periodOf(created.issuedAt), o.taskId);
+    // Metered as the commit meters (dispatch/records.ts): run on a node, and not cancelled.
+    admission.ended(o.accountId, periodOf(created.issuedAt), o.taskId, o.node != null && (o.report?.status ?? 504) !== 410);
     if (o.earlier?.length) return;
     void this.answer(o).catch((e: unknown) =>
       console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
@@ -84,7 +85,7 @@ export class ShardLife {
     const { held, admission } = this.parts;
     for (const id of ids) {
       const row = held.get(id);
-      if (row && row.finishedAt == null) admission.ended(row.accountId, periodOf(row.issuedAt), id);
+      if (row && row.finishedAt == null) admission.ended(row.accountId, periodOf(row.issuedAt), id, false);
     }
     held.cancel(ids, now);
   }
