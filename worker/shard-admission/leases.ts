@@ -13,6 +13,8 @@ import { RecentRate } from "./recent-rate.js";
 /** A lease chunk: twice the account's admissions here in the last minute, within these bounds. */
 export const MIN_CHUNK = 16;
 export const MAX_CHUNK = 4096;
+/** Rounds of asking one admission may wait through before it is refused with 409 (D1 granting nothing while it says there is room). */
+const MAX_ASKS = 10;
 /** After D1 failed, admissions do not wait on it again for this long: they borrow instead. */
 const D1_RETRY_MS = 1_000;
 /** D1 said the plan or the cap has no room: refusals answer from that for this long before asking again. */
@@ -34,6 +36,8 @@ interface AccountState {
   answer?: LeaseAnswer & { at: number; period: string };
   /** The ask in flight: one at a time per account, so answers cannot arrive out of order. */
   asking?: Promise<void>;
+  /** Admissions waiting for room now: a burst asks for all of them at once, not a chunk at a time. */
+  wanting: number;
 }
 
 /**
@@ -91,9 +95,16 @@ export class ShardAdmission {
         if (room > -st.chunk && free > -st.chunk) return this.take(st, lease, slots, facts.fn, buildId, now);
         return refusal(storageUnavailable());
       }
-      // Other admissions took what D1 granted while this one waited: ask again, a few times at most.
-      if (asks === 3) return refusal(new ApiError("conflict", "the account's other tasks took the lease while this one was being admitted; try again"));
-      await this.ask([accountId], now, true).catch(() => undefined);
+      // Other admissions took what D1 granted while this one waited: ask again. Each ask covers every
+      // admission waiting then, so a burst needs few; the bound only stops a D1 that grants nothing
+      // yet says there is room.
+      if (asks === MAX_ASKS) return refusal(new ApiError("conflict", "the account's other tasks took the lease while this one was being admitted; try again"));
+      st.wanting++;
+      try {
+        await this.ask([accountId], now, true).catch(() => undefined);
+      } finally {
+        st.wanting--;
+      }
     }
   }
 
@@ -198,7 +209,7 @@ export class ShardAdmission {
 
   private state(accountId: string): AccountState {
     let st = this.accounts.get(accountId);
-    if (!st) this.accounts.set(accountId, (st = { rate: new RecentRate(), chunk: MIN_CHUNK }));
+    if (!st) this.accounts.set(accountId, (st = { rate: new RecentRate(), chunk: MIN_CHUNK, wanting: 0 }));
     return st;
   }
 
@@ -250,7 +261,8 @@ export class ShardAdmission {
       const st = this.state(accountId);
       const lease = this.book.lease(accountId, period) ?? { accountId, period, granted: 0, returned: 0, taken: 0, settled: 0 };
       const slots = this.book.slotsOf(accountId) ?? { accountId, held: 0, unfinished: 0 };
-      const keep = this.keepFor(st, slots, now, admitting);
+      // What a burst waiting now needs, on top of the chunk its rate calls for.
+      const keep = Math.min(MAX_CHUNK, this.keepFor(st, slots, now, admitting) + st.wanting);
       const room = lease.granted - lease.returned - lease.taken;
       const wantSlots = Math.min(limits.maxPending, slots.unfinished + keep);
       // Slots given back are given up here first: no admission may use them while D1 hears of it.

@@ -13,7 +13,8 @@ import type { Waiters } from "../dispatch/waiters.js";
 import type { HeldTasks } from "./held-tasks.js";
 import { finishedRow, type OutcomeElement } from "./finished-row.js";
 import { newTaskRow } from "./new-row.js";
-import type { Refusal } from "./refusal.js";
+import { refusalOf, type Refusal } from "./refusal.js";
+import { isStorageUnavailable, storageUnavailable } from "../db/unavailable.js";
 import type { CreateAnswer, CreateRequest } from "./create.js";
 
 export interface LifeParts {
@@ -44,7 +45,15 @@ export class ShardLife {
     // A retry of a call whose answer was lost: the task exists, and is not created twice.
     const existing = held.get(req.id);
     if (existing) return { task: existing, finished: waitMs > 0 && existing.finishedAt == null ? await waiters.wait(req.id, waitMs) : existing.finishedAt != null ? existing : null };
-    const admitted = await this.parts.admission.admit(req.accountId, req.functionId, req.now);
+    let admitted;
+    try {
+      admitted = await this.parts.admission.admit(req.accountId, req.functionId, req.now);
+    } catch (e) {
+      // A function the shard does not know yet needs D1: unreachable, the caller is told to retry
+      // (an RPC carries only the message, which drizzle's wrapper hides, so it is decided here).
+      if (isStorageUnavailable(e)) return { refused: refusalOf(storageUnavailable()) };
+      throw e;
+    }
     if ("refused" in admitted) return { refused: admitted.refused as Refusal };
     const row = newTaskRow(req, req.staged, req.now, admitted.fn, admitted.buildId);
     held.add(row);
