@@ -182,6 +182,19 @@ describe("ShardAdmission.admit: the plan's invocations", () => {
   });
 });
 
+describe("ShardAdmission.admit: a burst", () => {
+  it("admits 200 admissions arriving at once while the plan has room, and refuses the rest with 402, none with 409", async () => {
+    const { accountId, fn } = await deployed();
+    const shard = new Shard(db(), limits(150));
+    const answers = await shard.run((a) => Promise.all(Array.from({ length: 200 }, () => a.admit(accountId, fn, NOW))));
+    const codes = answers.map(refusedCode);
+    expect(codes.filter((c) => c === "admitted")).toHaveLength(150);
+    expect(new Set(codes.filter((c) => c !== "admitted"))).toEqual(new Set(["quota_exhausted"]));
+    const rows = (await leaseRows(accountId)).results;
+    expect(rows.reduce((n, r) => n + r.granted - r.settled - r.returned, 0)).toBe(150);
+  });
+});
+
 describe("ShardAdmission.ended and settle", () => {
   it("gives back what ended unmetered once settled, counts metered ones as used, and settles once however often the batch runs", async () => {
     const { accountId, fn } = await deployed();

@@ -261,8 +261,9 @@ export class ShardAdmission {
       const st = this.state(accountId);
       const lease = this.book.lease(accountId, period) ?? { accountId, period, granted: 0, returned: 0, taken: 0, settled: 0 };
       const slots = this.book.slotsOf(accountId) ?? { accountId, held: 0, unfinished: 0 };
-      // What a burst waiting now needs, on top of the chunk its rate calls for.
-      const keep = Math.min(MAX_CHUNK, this.keepFor(st, slots, now, admitting) + st.wanting);
+      // The chunk its rate calls for, or what a burst waiting now needs with half a chunk to spare.
+      const chunk = this.keepFor(st, slots, now, admitting);
+      const keep = chunk && Math.min(MAX_CHUNK, Math.max(chunk, st.wanting + Math.ceil(chunk / 2)));
       const room = lease.granted - lease.returned - lease.taken;
       const wantSlots = Math.min(limits.maxPending, slots.unfinished + keep);
       // Slots given back are given up here first: no admission may use them while D1 hears of it.
