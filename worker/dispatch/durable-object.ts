@@ -163,7 +163,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.life = new ShardLife(env, this.db, {
       held: this.heldRows, admission: this.admission, elements, finished: this.finished, waiters: this.waiters,
       enqueue: (work, once) => this.enqueue(work, once),
-      flush: () => void this.commits.run(),
+      flush: () => this.commits.later(),
     });
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
@@ -672,7 +672,8 @@ export class Dispatcher extends DurableObject<Bindings> {
       else deliver(queued);
     }
     if (assigned.length) await this.scheduleAlarm();
-    for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
+    // A task created here shows its assignment from the shard (heldTask), and D1 gets it with the outcome.
+    for (const { w, a } of assigned) if (w.kind === "task" && !this.heldRows.has(w.id)) this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
     await this.assignments.flush();
   }
 

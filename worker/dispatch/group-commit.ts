@@ -53,6 +53,20 @@ export class GroupCommit {
     return this.writing !== undefined;
   }
 
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * A commit a gap from now, unless one is due sooner: for what need not go at once (a new task's
+   * row, which most often rides with its own outcome a few milliseconds later).
+   */
+  later(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.run();
+    }, this.parts.gapMs);
+  }
+
   run(): Promise<void> {
     if (this.writing) {
       this.again = true;

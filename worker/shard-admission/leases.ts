@@ -227,6 +227,7 @@ export class ShardAdmission {
     // D1 failed a moment ago: admissions borrow meanwhile, and the next refresh asks again.
     if (now - this.d1FailedAt < D1_RETRY_MS) return;
     const period = periodOf(now);
+    const limits = this.limitsOf();
     const due: string[] = [];
     for (const slots of [...this.book.allSlots()]) {
       const st = this.state(slots.accountId);
@@ -238,9 +239,14 @@ export class ShardAdmission {
       // Invocations beyond twice what it keeps go back (written here first, so none is admitted from them).
       const giveBack = lease !== undefined && room > 2 * keep;
       if (giveBack) this.book.saveLease({ ...lease, returned: lease.returned + room - keep });
-      const noRoom = st.answer?.period === period && now - st.answer.at < RECHECK_MS && st.answer.limit - st.answer.used - st.answer.outstanding <= 0;
-      const refill = keep > 0 && lease !== undefined && room < keep / 2 && !noRoom;
-      if (giveBack || refill || room < 0 || (keep > 0 && free < keep / 2) || free > 2 * keep) due.push(slots.accountId);
+      // D1 said lately that the plan, or the cap, has less than half a chunk left: asking again
+      // within RECHECK_MS would only get the same answer, once per batch.
+      const recent = st.answer?.period === period && now - st.answer.at < RECHECK_MS ? st.answer : undefined;
+      const planShort = recent !== undefined && recent.limit - recent.used - recent.outstanding < keep / 2;
+      const capShort = recent !== undefined && limits.maxPending - recent.slotsHeld < keep / 2;
+      const refill = keep > 0 && lease !== undefined && room < keep / 2 && !planShort;
+      const slotsLow = keep > 0 && free < keep / 2 && !capShort;
+      if (giveBack || refill || room < 0 || slotsLow || free > 2 * keep) due.push(slots.accountId);
     }
     // Past periods whose every task is settled are done with.
     for (const l of [...this.book.allLeases()]) if (l.period < period && l.taken <= l.settled) this.book.dropLease(l);
@@ -265,7 +271,10 @@ export class ShardAdmission {
       const chunk = this.keepFor(st, slots, now, admitting);
       const keep = chunk && Math.min(MAX_CHUNK, Math.max(chunk, st.wanting + Math.ceil(chunk / 2)));
       const room = lease.granted - lease.returned - lease.taken;
-      const wantSlots = Math.min(limits.maxPending, slots.unfinished + keep);
+      // Slots move only outside a band around what the unfinished tasks need: a backlog that rises
+      // and falls by a few tasks with every batch must not send an ask each time.
+      const inBand = slots.held >= slots.unfinished + Math.ceil(keep / 2) && slots.held <= slots.unfinished + 2 * keep;
+      const wantSlots = Math.min(limits.maxPending, inBand ? slots.held : slots.unfinished + keep);
       // Slots given back are given up here first: no admission may use them while D1 hears of it.
       if (wantSlots < slots.held) this.book.saveSlots({ ...slots, held: wantSlots });
       return {
