@@ -113,6 +113,7 @@ describe("a D1 outage", () => {
     await expectUnavailable(await fetch(`${worker.url}/gc/${endpoint}`, { method: "POST" }));
     for (const id of ids) await agentFinished(id);
     for (const id of ids) expect(await result(user, id)).toEqual({ status: 200, contentType: "text/plain; charset=utf-8", body: "slept" });
+    expect(await user.json("GET", `/v1/task/${during}/log`, 200)).toEqual({ id: during, finished: true, log: [] });
     // The dispatcher took the outcomes and created rows while D1 was down, and its writes of them failed.
     await workerLogged("recording outcomes failed; retrying", logged);
     expect((await worker.healD1()).failed).toBeGreaterThan(0);
