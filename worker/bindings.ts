@@ -17,6 +17,8 @@ export interface StoreBindings {
    * artifactsKept, syncWaits (worker/limits/account-limits.ts); each may be changed per account.
    */
   ACCOUNT_LIMITS?: string;
+  /** Milliseconds between a shard's batches of task records to D1 (default 100); see worker/task-life/flush-gap.ts. */
+  RECORD_FLUSH_MS?: string;
   /** Days a finished task's input, result and log are kept (default 30); see worker/tasks/retention-period.ts. */
   TASK_RETENTION_DAYS?: string;
   /** Shared secret of the payment provider's signed webhook. */

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callDirect, callJson, clearQueue, expectError, expectNoContent, ISO_UTC, markBuild, newAccount, newFunction, sql, tinyZip, uploadBuild } from "./helpers.js";
+import { ADMIN, call, callDirect, callJson, clearQueue, expectError, expectNoContent, ISO_UTC, markBuild, newAccount, newFunction, sql, tinyZip, uploadBuild, flushedDb } from "./helpers.js";
 import { limitDefaults } from "../../worker/limits/account-limits.js";
 
 beforeEach(clearQueue);
@@ -125,7 +125,7 @@ describe("PUT /v1/scheduled/<id>/payload", () => {
     const { id } = await callJson("/v1/scheduled", 201, { token, json: { functionId: fn, cron: YEARLY, timezone: "UTC" } });
     const nine = new Uint8Array(9 * 1024 * 1024).fill(7);
     await expectNoContent(call(`/v1/scheduled/${id}/payload`, { token, method: "PUT", body: nine, headers: { "content-type": "application/octet-stream" } }));
-    const row = await env.DB.prepare("select * from schedules where id = ?").bind(id).first<Record<string, unknown>>();
+    const row = await (await flushedDb()).prepare("select * from schedules where id = ?").bind(id).first<Record<string, unknown>>();
     expect(JSON.stringify(row).length).toBeLessThan(1024);
     const listed = await env.BUCKET.list({ prefix: "acct/" });
     expect(listed.objects.filter((o) => o.key.endsWith(`schedules/${id}/payload.bin`)).map((o) => o.size)).toEqual([nine.length]);
@@ -153,7 +153,7 @@ describe("POST /v1/build/<function_id> past the queuedBuilds limit", () => {
     });
     const zips = (await env.BUCKET.list({ prefix: `acct/${accountId}/` })).objects.filter((o) => o.key.endsWith("source.zip"));
     expect(zips).toHaveLength(10);
-    expect((await env.DB.prepare("select count(*) as n from builds where account_id = ?").bind(accountId).first<{ n: number }>())!.n).toBe(10);
+    expect((await (await flushedDb()).prepare("select count(*) as n from builds where account_id = ?").bind(accountId).first<{ n: number }>())!.n).toBe(10);
     // A finished build (either way) makes room for one.
     await markBuild(ids[1]!, "FAILED");
     await uploadBuild(token, fn);

@@ -2,7 +2,7 @@ import { createExecutionContext, createScheduledController, env, waitOnExecution
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import worker from "../../worker/index.js";
 import { createApp } from "../../worker/app.js";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -94,7 +94,7 @@ describe("monthly renewal (Cron Trigger)", () => {
       id: listB[0].id, amount: 1.5, description: "TINY (2 invocations)", status: "open", paidDay: null, payment: null,
     });
     await expectError(call(`/v1/invoice/${listB[0].id}`, { token: a.token }), 404, "not_found");
-    const period = await env.DB.prepare("select period from invoices where id = ?").bind(listA[0].id).first<{ period: string }>();
+    const period = await (await flushedDb()).prepare("select period from invoices where id = ?").bind(listA[0].id).first<{ period: string }>();
     expect(period?.period).toBe("2026-12");
   });
 });

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, expectError, newAccount, newFunction, sql, tinyZip, uploadBuild } from "./helpers.js";
+import { call, callJson, clearQueue, expectError, newAccount, newFunction, sql, tinyZip, uploadBuild, flushedDb } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { BUILD_LOG_PART_BYTES, BUILD_LOG_TEXT_BYTES, BUILD_LOG_TRAILER_BYTES, cutMarker, textCutNote } from "../../shared/build-log.js";
 
@@ -31,8 +31,8 @@ function sendEveryLine(agent: FakeAgent, buildId: string, total: number, batch: 
 }
 
 const logRows = async (buildId: string) => {
-  const ends = await env.DB.prepare("select count(*) as n, coalesce(sum(length(head) + length(tail)), 0) as bytes from build_log_ends where build_id = ?").bind(buildId).first<{ n: number; bytes: number }>();
-  const legacy = await env.DB.prepare("select count(*) as n from build_logs where build_id = ?").bind(buildId).first<{ n: number }>();
+  const ends = await (await flushedDb()).prepare("select count(*) as n, coalesce(sum(length(head) + length(tail)), 0) as bytes from build_log_ends where build_id = ?").bind(buildId).first<{ n: number; bytes: number }>();
+  const legacy = await (await flushedDb()).prepare("select count(*) as n from build_logs where build_id = ?").bind(buildId).first<{ n: number }>();
   return { rows: ends!.n + legacy!.n, bytes: ends!.bytes };
 };
 

@@ -1,8 +1,9 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { TOKEN_CACHE_MS } from "../../worker/lib/token-cache.js";
 import worker from "../../worker/index.js";
 import type { Bindings } from "../../worker/env.js";
-import { ADMIN, call, callJson, expectError, newAccount } from "./helpers.js";
+import { ADMIN, call, callJson, deployedFunction, expectError, holdRecords, newAccount } from "./helpers.js";
 
 /**
  * D1 trouble on purpose (worker/db/d1-trouble.ts): the Worker as a deployment with the test
@@ -51,6 +52,28 @@ describe("the API while D1 fails", () => {
     expect((await control("GET")).failed).toBeGreaterThanOrEqual(2);
     await control("DELETE");
     expect(await callJson("/v1/function/list", 200, { token })).toEqual([]);
+  });
+
+  it("keeps opening routes for a token seen valid lately, past its cache time, and answers an unseen token 503", async () => {
+    const { token } = await newAccount("stale-token");
+    const fn = await deployedFunction(token);
+    await holdRecords(true); // the task stays in its shard only
+    const created = await testing(`/v1/task/${fn}`, { method: "POST", token });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    await control("POST", "?failForMs=600000");
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + TOKEN_CACHE_MS + 1_000);
+      const read = await testing(`/v1/task/${id}`, { token });
+      expect(read.status).toBe(200);
+      expect(((await read.json()) as { id: string }).id).toBe(id);
+      await expectError(testing(`/v1/task/${id}`, { token: "gc_never_seen_by_this_isolate" }), 503, "storage_unavailable");
+    } finally {
+      vi.useRealTimers();
+      await control("DELETE");
+      await holdRecords(false);
+    }
   });
 
   it("ends the window by itself when its time is up", async () => {

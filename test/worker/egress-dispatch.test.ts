@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectNoContent, grantEgress, grantPrivileged, newAccount, newEndpoint, newTrigger, runCron, sql } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectNoContent, grantEgress, grantPrivileged, newAccount, newEndpoint, newTrigger, runCron, sql, flushedDb } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { shardOf, shardStub } from "../../worker/dispatch/client.js";
 import { SWEEP_CRON } from "../../worker/crons.js";
@@ -141,7 +141,7 @@ describe("POST /v1/task/<function_id> when no node allows egress", () => {
     const parent = await issue(token, first);
     expect((await plain.next("task.assign", 10_000)).taskId).toBe(parent);
     plain.done(parent, "ok");
-    const child = await eventually(async () => (await env.DB.prepare("select id from tasks where parent_task_id = ?").bind(parent).first<{ id: string }>()) ?? undefined);
+    const child = await eventually(async () => (await (await flushedDb()).prepare("select id from tasks where parent_task_id = ?").bind(parent).first<{ id: string }>()) ?? undefined);
     await expectEnded(token, child.id, 503, "no_suitable_node", NO_EGRESS);
   });
 });

@@ -1,6 +1,5 @@
-import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, grantPrivileged, newAccount, newEndpoint, newTrigger, runCron, sql } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, grantPrivileged, newAccount, newEndpoint, newTrigger, runCron, sql, flushedDb } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { SWEEP_CRON } from "../../worker/crons.js";
 import { SEEN_WITHIN_MS } from "../../worker/dispatch/fleet-reach.js";
@@ -120,7 +119,7 @@ describe("other ways a task is issued follow the same rule", () => {
     const parent = (await callJson(`/v1/task/${py}`, 201, { token, json: {} })).id;
     expect((await agent.next("task.assign", 10_000)).taskId).toBe(parent);
     agent.done(parent, "ok");
-    const child = await eventually(async () => (await env.DB.prepare("select id from tasks where parent_task_id = ?").bind(parent).first<{ id: string }>()) ?? undefined);
+    const child = await eventually(async () => (await (await flushedDb()).prepare("select id from tasks where parent_task_id = ?").bind(parent).first<{ id: string }>()) ?? undefined);
     await expectUnreachable(token, child.id, noLang("js"));
   });
 });

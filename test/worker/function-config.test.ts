@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newEndpoint, newFunction } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newEndpoint, newFunction, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { FRAME_BUDGET_BYTES } from "../../shared/protocol/messages.js";
@@ -190,13 +190,13 @@ describe("secrets at rest", () => {
     const fn2 = await newFunction(token, { name: "other" });
     await expectNoContent(putSecret(token, fn, "KEY", SECRET));
     await expectNoContent(putSecret(token, fn2, "KEY", "placeholder"));
-    const rows = await env.DB.prepare("select * from function_config").all<Record<string, unknown>>();
+    const rows = await (await flushedDb()).prepare("select * from function_config").all<Record<string, unknown>>();
     const dump = JSON.stringify(rows.results);
     expect(dump).not.toContain(SECRET);
     expect(dump).not.toContain(btoa(SECRET).slice(0, 16));
     // A ciphertext copied onto another function's row does not open there: its task fails rather than run with it.
     const sealed = rows.results.find((r) => r.function_id === fn)!.value as string;
-    await env.DB.prepare("update function_config set value = ? where function_id = ?").bind(sealed, fn2).run();
+    await (await flushedDb()).prepare("update function_config set value = ? where function_id = ?").bind(sealed, fn2).run();
     const { taskConfigOf } = await import("../../worker/function-config/task-configs.js");
     await expect(taskConfigOf((await import("../../worker/db/client.js")).openDb(env), env.SECRETS_KEY, fn2)).rejects.toThrow();
     expect((await taskConfigOf((await import("../../worker/db/client.js")).openDb(env), env.SECRETS_KEY, fn)).secrets).toEqual({ KEY: SECRET });
@@ -208,7 +208,7 @@ describe("secrets at rest", () => {
     await expectNoContent(putSecret(token, fn, "KEY", SECRET));
     await expectNoContent(putEnv(token, fn, { A: "1" }));
     await expectNoContent(call(`/v1/function/${fn}`, { method: "DELETE", token }));
-    const left = await env.DB.prepare("select count(*) as n from function_config where function_id = ?").bind(fn).first<{ n: number }>();
+    const left = await (await flushedDb()).prepare("select count(*) as n from function_config where function_id = ?").bind(fn).first<{ n: number }>();
     expect(left?.n).toBe(0);
   });
 });
@@ -306,7 +306,7 @@ describe("a task whose configuration cannot go with it", () => {
     const fn = await deployedFunction(token);
     await expectNoContent(putSecret(token, fn, "API_KEY", "sealed-then-broken"));
     // A value that does not open under SECRETS_KEY (a rotated key, a tampered row).
-    await env.DB.prepare("update function_config set value = 'v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' where function_id = ?").bind(fn).run();
+    await (await flushedDb()).prepare("update function_config set value = 'v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' where function_id = ?").bind(fn).run();
     await shardStub(env, 0).configChanged(fn);
     const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} });
     const res = await call(`/v1/task/${id}/result?wait=10`, { token });

@@ -1,6 +1,5 @@
-import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -67,7 +66,7 @@ describe("GC-Storage through the dispatcher", () => {
     expect((await runWith(agent, token, fn)).storage).toBeUndefined();
     await runWith(agent, token, fn, { op: "set", size: 4, value: b64("gone") });
     await callJson(`/v1/function/${fn}`, 204, { token, method: "DELETE" });
-    const rows = await env.DB.prepare("select count(*) as n from function_storage where function_id = ?").bind(fn).first<{ n: number }>();
+    const rows = await (await flushedDb()).prepare("select count(*) as n from function_storage where function_id = ?").bind(fn).first<{ n: number }>();
     expect(rows!.n).toBe(0);
   });
 

@@ -131,19 +131,34 @@ export async function uploadBuild(token: string, functionId: string, zip: Uint8A
  * (the protocol itself is exercised in dispatch.test.ts and the e2e suite).
  */
 export async function markBuild(buildId: string, status: "SUCCESS" | "FAILED" = "SUCCESS") {
-  await env.DB.prepare("update builds set status = ? where id = ?").bind(status, buildId).run();
+  const build = await env.DB.prepare("update builds set status = ? where id = ? returning function_id").bind(status, buildId).first<{ function_id: string }>();
   await dropWork(buildId);
+  // As the build's report would: the shard's admission reads what the function runs again.
+  if (build) await shardStub(env, 0).admissionChanged({ functionId: build.function_id });
 }
 
 /**
  * Takes work off the dispatcher's queue behind its back (all of it without an id), then has it
  * re-read its storage, which it otherwise mirrors in memory.
  */
+/**
+ * Takes work out of the dispatcher, as a test that stands in for its agent and outcome does: the
+ * shard's task rows are written to D1 first, and its copy of the task forgotten, so D1 answers.
+ */
 async function dropWork(id?: string) {
-  await runInDurableObject(shardStub(env, 0), (_o, state) =>
-    id ? state.storage.sql.exec("delete from work where id = ?", id) : state.storage.sql.exec("delete from work"),
-  );
+  await shardStub(env, 0).flushRecords();
+  await runInDurableObject(shardStub(env, 0), (_o, state) => {
+    for (const table of ["work", "held_task"]) {
+      if (id) state.storage.sql.exec(`delete from ${table} where id = ?`, id);
+      else state.storage.sql.exec(`delete from ${table}`);
+    }
+  });
   await shardStub(env, 0).resync();
+}
+
+/** Writes what the shards hold to D1 now: for tests that read D1 directly after a call. */
+export async function recordsFlushed() {
+  await shardStub(env, 0).flushRecords();
 }
 
 /** Empties the dispatcher's queue: storage lives as long as a test file, and tests must not share work. */
@@ -214,7 +229,28 @@ export async function newTask(token: string, functionId: string, json: unknown =
 }
 
 /** Runs SQL against the Worker's D1, as the dispatcher and agents update rows. */
-export const sql = (query: string, ...binds: unknown[]) => env.DB.prepare(query).bind(...binds).run();
+/**
+ * Runs a statement on D1 after the shard wrote what it holds there and forgot its own copies: a test
+ * that edits records stands in for the dispatcher, and D1 is then the truth.
+ */
+export const sql = async (query: string, ...binds: unknown[]) => {
+  await d1IsTruth();
+  return env.DB.prepare(query).bind(...binds).run();
+};
+
+/** The shard's task rows written to D1 and forgotten there (its queue keeps the work). */
+export async function d1IsTruth() {
+  await shardStub(env, 0).flushRecords();
+  // The shard's copies go, and its admission starts afresh from D1 (a test may have edited usage or tasks).
+  await runInDurableObject(shardStub(env, 0), (o, state) => {
+    for (const table of ["held_task", "admission_lease", "admission_slots", "admission_ended"]) state.storage.sql.exec(`delete from ${table}`);
+    const admission = (o as unknown as { admission: { accounts: Map<string, unknown>; functions: { changedAccount(id: string): void } } }).admission;
+    for (const accountId of admission.accounts.keys()) admission.functions.changedAccount(accountId);
+    admission.accounts.clear();
+  });
+  await env.DB.batch([env.DB.prepare("delete from invocation_leases"), env.DB.prepare("delete from slot_leases")]);
+  await shardStub(env, 0).resync();
+}
 
 /** Finishes a task as the dispatcher records it: status, response, log. */
 /** Records a task as finished, as an agent's report would: it leaves its dispatcher, D1 gets the outcome. */
@@ -248,4 +284,18 @@ export async function runCron(cron: string, scheduledTime: number) {
   const ctx = createExecutionContext();
   await worker.scheduled!(createScheduledController({ scheduledTime, cron }) as ScheduledController, env, ctx);
   await waitOnExecutionContext(ctx);
+}
+
+/** Holds the shard's writes to D1 back (or lets them go, writing what waited): D1 lags behind the shard. */
+export async function holdRecords(on: boolean) {
+  await runInDurableObject(shardStub(env, 0), (o) => {
+    (o as unknown as { commits: { held: boolean } }).commits.held = on;
+  });
+  if (!on) await shardStub(env, 0).flushRecords();
+}
+
+/** D1 as the truth (d1IsTruth): for tests that read or edit records directly. */
+export async function flushedDb() {
+  await d1IsTruth();
+  return env.DB;
 }

@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, markBuild, newAccount, newEndpoint, uploadBuild } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, markBuild, newAccount, newEndpoint, uploadBuild, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { counterFor } from "../../worker/counters/client.js";
 import { dispatcherFor } from "../../worker/dispatch/client.js";
@@ -18,7 +18,7 @@ async function setup(endpoint?: Record<string, unknown>) {
 const keyed = (key: string, more: Record<string, string> = {}) => ({ "idempotency-key": key, ...more });
 
 /** The tasks D1 holds for a function. */
-const taskCount = async (fn: string) => (await env.DB.prepare("select count(*) as n from tasks where function_id = ?").bind(fn).first<{ n: number }>())!.n;
+const taskCount = async (fn: string) => (await (await flushedDb()).prepare("select count(*) as n from tasks where function_id = ?").bind(fn).first<{ n: number }>())!.n;
 
 /** The agent answers the next task with a text body. */
 async function answerNext(agent: FakeAgent, body = "done") {

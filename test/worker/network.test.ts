@@ -1,6 +1,5 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, expectError, expectNoContent, grantEgress, newAccount, newFunction } from "./helpers.js";
+import { ADMIN, call, callJson, expectError, expectNoContent, grantEgress, newAccount, newFunction, flushedDb } from "./helpers.js";
 
 // A function's network (api-decisions "Network egress"): "none" by default; "internet" only for
 // accounts the operator granted egress.
@@ -11,7 +10,7 @@ const network = (token: string, fn: string) => callJson<{ egress: string }>(`/v1
 const setNetwork = (token: string, fn: string, json: unknown, headers: Record<string, string> = {}) =>
   call(`/v1/function/${fn}/network`, { token, method: "PUT", json, headers });
 const editAccount = (accountId: string, json: unknown, token: string | null = ADMIN) => call(`/v1/admin/accounts/${accountId}`, { token, method: "PATCH", json });
-const egressOf = async (fn: string) => (await env.DB.prepare("select egress from functions where id = ?").bind(fn).first<{ egress: string }>())?.egress;
+const egressOf = async (fn: string) => (await (await flushedDb()).prepare("select egress from functions where id = ?").bind(fn).first<{ egress: string }>())?.egress;
 
 describe("GET /v1/function/<function_id>/network", () => {
   it('answers {"egress": "none"} for a new function', async () => {
@@ -106,7 +105,7 @@ describe("PATCH /v1/admin/accounts/<account_id> with egress", () => {
     expect(await egressOf(fn)).toBe("internet");
     // With the other grant in the same body, both apply, each on its own.
     await expectNoContent(editAccount(accountId, { privileged: true, egress: false }));
-    expect(await env.DB.prepare("select privileged, egress from accounts where id = ?").bind(accountId).first()).toEqual({ privileged: 1, egress: 0 });
+    expect(await (await flushedDb()).prepare("select privileged, egress from accounts where id = ?").bind(accountId).first()).toEqual({ privileged: 1, egress: 0 });
   });
 
   it('revoking puts the account\'s functions back to "none" and refuses "internet" again; other accounts keep theirs', async () => {

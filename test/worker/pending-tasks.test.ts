@@ -2,7 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULT_MAX_PENDING_TASKS } from "../../worker/tasks/admission.js";
 import { shardStub } from "../../worker/dispatch/client.js";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, newTrigger, sql } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, newTrigger, sql, flushedDb } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -11,20 +11,21 @@ afterEach(() => FakeAgent.closeAll());
 const post = (token: string, fn: string) => call(`/v1/task/${fn}`, { token, method: "POST" });
 
 /**
- * Gives the account `n` unfinished tasks in D1 directly, as a backlog of that size would: issuing
- * a thousand through the API would test the clock, not the cap. They are not on any dispatcher.
+ * Gives the account `n` unfinished triggered tasks in D1 directly, as a backlog of that size would:
+ * issuing a thousand through the API would test the clock, not the cap. Triggered tasks are the ones
+ * D1 itself admits (a parent task); the shards' own count by their leases. They are not on any dispatcher.
  */
 async function backlog(accountId: string, fn: string, n: number) {
   await sql(
     `with recursive k(i) as (select 1 union all select i + 1 from k where i < ?)
-     insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged)
-     select 'backlog-' || ? || '-' || i, ?, ?, 'py', 0, 30, 1, 256, 0 from k`,
+     insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged, parent_task_id)
+     select 'backlog-' || ? || '-' || i, ?, ?, 'py', 0, 30, 1, 256, 0, 'a-parent' from k`,
     n, fn, accountId, fn,
   );
 }
 
 const unfinished = async (accountId: string) =>
-  (await env.DB.prepare("select count(*) as n from tasks where account_id = ? and finished_at is null").bind(accountId).first<{ n: number }>())!.n;
+  (await (await flushedDb()).prepare("select count(*) as n from tasks where account_id = ? and finished_at is null").bind(accountId).first<{ n: number }>())!.n;
 
 describe("quota reserved when a task is issued", () => {
   it("refuses a third task on a plan of two invocations while the first two are still pending", async () => {
@@ -61,7 +62,7 @@ describe("quota reserved when a task is issued", () => {
     // One finished, so one invocation is left: of the three triggers, one issues its task.
     const child = await agent.next("task.assign");
     expect(await agent.none("task.assign")).toBe(true);
-    const children = await env.DB.prepare("select id from tasks where parent_task_id = ?").bind(first).all<{ id: string }>();
+    const children = await (await flushedDb()).prepare("select id from tasks where parent_task_id = ?").bind(first).all<{ id: string }>();
     expect(children.results.map((r) => r.id)).toEqual([child.taskId]);
     await agent.close();
   });
@@ -119,7 +120,7 @@ describe("pending tasks capped per account", () => {
   });
 
   it("counts an account's unfinished tasks through an index of them alone, not a scan of its history", async () => {
-    const plan = await env.DB.prepare("explain query plan select count(*) from tasks p where p.account_id = ? and p.finished_at is null").bind("a").all<{ detail: string }>();
+    const plan = await (await flushedDb()).prepare("explain query plan select count(*) from tasks p where p.account_id = ? and p.finished_at is null").bind("a").all<{ detail: string }>();
     expect(plan.results.map((r) => r.detail)).toEqual(["SEARCH p USING INDEX tasks_account_unfinished (account_id=?)"]);
   });
 
@@ -137,7 +138,7 @@ describe("pending tasks capped per account", () => {
     const stub = shardStub(env, 0);
     await eventually(async () => (await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("select count(*) as n from outcome").one().n)) === 0);
     expect(await agent.none("task.assign")).toBe(true);
-    const children = await env.DB.prepare("select count(*) as n from tasks where parent_task_id = ?").bind(first).first<{ n: number }>();
+    const children = await (await flushedDb()).prepare("select count(*) as n from tasks where parent_task_id = ?").bind(first).first<{ n: number }>();
     expect(children!.n).toBe(0);
     await agent.close();
   });

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, grantPrivileged, newAccount, newFunction, sql } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, grantPrivileged, newAccount, newFunction, sql, flushedDb } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { shardOf, shardStub } from "../../worker/dispatch/client.js";
 
@@ -81,7 +81,7 @@ describe("PATCH /v1/admin/accounts/<account_id> with privileged", () => {
     await expectError(editAccount(accountId, { privileged: true }, token), 401, "unauthorized");
     // With the plan in the same body, both apply.
     await expectNoContent(editAccount(accountId, { plan: "TINY", privileged: true }));
-    expect(await env.DB.prepare("select plan, privileged from accounts where id = ?").bind(accountId).first()).toEqual({ plan: "TINY", privileged: 1 });
+    expect(await (await flushedDb()).prepare("select plan, privileged from accounts where id = ?").bind(accountId).first()).toEqual({ plan: "TINY", privileged: 1 });
   });
 
   it("revoking clears the flag on the account's functions, fails their waiting privileged tasks with 403 and stops the running ones", async () => {

@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, flushedDb } from "./helpers.js";
 import { counterFor } from "../../worker/counters/client.js";
 
 beforeEach(clearQueue);
@@ -26,7 +26,7 @@ const gc = (id: string, o: { method?: string; headers?: Record<string, string>; 
   call(`/gc/${id}`, { method: o.method ?? "POST", headers: o.headers, ...(o.body !== undefined ? { body: o.body } : {}) });
 
 async function inputOf(taskId: string) {
-  const row = await env.DB.prepare("select input, endpoint_id from tasks where id = ?").bind(taskId).first<{ input: string; endpoint_id: string }>();
+  const row = await (await flushedDb()).prepare("select input, endpoint_id from tasks where id = ?").bind(taskId).first<{ input: string; endpoint_id: string }>();
   return { ...JSON.parse(row!.input), endpointId: row!.endpoint_id };
 }
 
@@ -208,7 +208,7 @@ describe("GET /gc/<task_id>/result", () => {
     setNow("2026-11-21T12:00:00Z");
     const s = await setup();
     const { id } = (await (await gc(s.ep)).json()) as { id: string };
-    await env.DB.prepare("update tasks set finished_at = ?, status = 200, progress = 100, result_status = 200, result_headers = ?, result_body = ? where id = ?")
+    await (await flushedDb()).prepare("update tasks set finished_at = ?, status = 200, progress = 100, result_status = 200, result_headers = ?, result_body = ? where id = ?")
       .bind(Date.now(), JSON.stringify({ "content-type": "text/plain" }), "public answer", id).run();
     return { ...s, id };
   }
@@ -245,7 +245,7 @@ describe("GET /gc/<task_id>/result", () => {
   it("says running once an agent has the task, and the owner's /v1 result keeps its 202", async () => {
     const { ep, token } = await setup();
     const { id } = (await (await gc(ep)).json()) as { id: string };
-    await env.DB.prepare("update tasks set assigned_at = ?, progress = 1 where id = ?").bind(Date.now(), id).run();
+    await (await flushedDb()).prepare("update tasks set assigned_at = ?, progress = 1 where id = ?").bind(Date.now(), id).run();
     const res = await call(`/gc/${id}/result`);
     expect(res.status).toBe(404);
     expect(res.headers.get("x-task-status")).toBe("running");

@@ -13,8 +13,7 @@ import {
   newFunction,
   newTask,
   newTrigger,
-  uploadBuild,
-} from "./helpers.js";
+  uploadBuild, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { openDb } from "../../worker/db/client.js";
 import { protectedBuildIds } from "../../worker/releases/resolve.js";
@@ -111,7 +110,7 @@ describe("PUT /v1/function/<id>/release", () => {
       const res = await callDirect(`/v1/task/${fn}`, { token, method: "POST" });
       expect(res.status).toBe(201);
       const { id } = (await res.json()) as { id: string };
-      const row = await env.DB.prepare("select build_id from tasks where id = ?").bind(id).first<{ build_id: string }>();
+      const row = await (await flushedDb()).prepare("select build_id from tasks where id = ?").bind(id).first<{ build_id: string }>();
       ran.set(row!.build_id, (ran.get(row!.build_id) ?? 0) + 1);
     }
     expect([...ran.keys()].sort()).toEqual([...builds].sort());
@@ -240,7 +239,7 @@ describe("a schedule's timer", () => {
       // The timer's clock is moved to the due minute rather than waited for.
       await runInDurableObject(timer, (o) => void ((o as Scheduler).now = () => due + 1_000));
       expect(await runDurableObjectAlarm(timer)).toBe(true);
-      const row = await env.DB.prepare("select build_id from tasks where scheduled_id = ?").bind(id).first<{ build_id: string }>();
+      const row = await (await flushedDb()).prepare("select build_id from tasks where scheduled_id = ?").bind(id).first<{ build_id: string }>();
       expect(row?.build_id).toBe(builds[0]);
     } finally {
       await runInDurableObject(timer, async (o, state) => {
@@ -270,6 +269,6 @@ describe("DELETE /v1/function/<id>", () => {
     const { token, fn, builds } = await withBuilds(2);
     await expectNoContent(putRelease(token, fn, { buildId: builds[0], canary: { buildId: builds[1], weight: 5 } }));
     await expectNoContent(call(`/v1/function/${fn}`, { token, method: "DELETE" }));
-    expect(await env.DB.prepare("select count(*) as n from releases where function_id = ?").bind(fn).first("n")).toBe(0);
+    expect(await (await flushedDb()).prepare("select count(*) as n from releases where function_id = ?").bind(fn).first("n")).toBe(0);
   });
 });

@@ -1,6 +1,5 @@
-import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild, flushedDb } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { MAX_ATTEMPTS } from "../../worker/dispatch/attempts.js";
 
@@ -8,7 +7,7 @@ beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
 
 const task = (token: string, fnId: string) => callJson<{ id: string }>(`/v1/task/${fnId}`, 201, { token, json: { n: 1 } }).then((r) => r.id);
-const usageRows = async (taskId: string) => (await env.DB.prepare("select count(*) as n from usage where task_id = ?").bind(taskId).first<{ n: number }>())!.n;
+const usageRows = async (taskId: string) => (await (await flushedDb()).prepare("select count(*) as n from usage where task_id = ?").bind(taskId).first<{ n: number }>())!.n;
 
 describe("acknowledging reports", () => {
   it("acknowledges a task's report once it is accepted, and a duplicate as well", async () => {

@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, newAccount, newTrigger } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, newAccount, newTrigger, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { JsonScanner } from "../../worker/lib/json-scan.js";
 
@@ -23,7 +23,7 @@ async function handOver(result: Uint8Array, contentType: string) {
   expect(put.status).toBe(204);
   agent.done(first, "", 200, { body: null, bodyUploaded: true, headers: { "content-type": contentType } });
   const second = await agent.next("task.assign", 20_000);
-  const row = await env.DB.prepare("select input, input_key as inputKey from tasks where id = ?").bind(second.taskId).first<{ input: string | null; inputKey: string | null }>();
+  const row = await (await flushedDb()).prepare("select input, input_key as inputKey from tasks where id = ?").bind(second.taskId).first<{ input: string | null; inputKey: string | null }>();
   const input = (await (await call(second.inputPath, { token: agent.token })).json()) as { headers: Record<string, string>; body: string; bodyEncoding?: string };
   await agent.close();
   parents.set(second.taskId, first);

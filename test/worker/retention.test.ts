@@ -4,13 +4,13 @@ import { SWEEP_CRON } from "../../worker/crons.js";
 import { INLINE_LOG_BYTES, INLINE_RESULT_BYTES } from "../../worker/dispatch/records.js";
 import { DAY_MS } from "../../worker/lib/time.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../../worker/lib/storage-keys.js";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, runCron } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, runCron, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
 
-const row = (id: string) => env.DB.prepare("select * from tasks where id = ?").bind(id).first<Record<string, unknown>>();
+const row = async (id: string) => (await flushedDb()).prepare("select * from tasks where id = ?").bind(id).first<Record<string, unknown>>();
 const stored = async (key: string) => (await env.BUCKET.head(key)) !== null;
 
 const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime);
@@ -77,7 +77,7 @@ describe("retention sweep (hourly Cron Trigger)", () => {
   });
 
   it("reads only the tasks it purges, through an index of the unpurged", async () => {
-    const plan = await env.DB.prepare("explain query plan select id from tasks where finished_at < ? and purged_at is null order by finished_at limit 300").bind(1).all<{ detail: string }>();
+    const plan = await (await flushedDb()).prepare("explain query plan select id from tasks where finished_at < ? and purged_at is null order by finished_at limit 300").bind(1).all<{ detail: string }>();
     expect(plan.results.map((r) => r.detail)).toEqual(["SEARCH tasks USING INDEX tasks_unpurged (finished_at<?)"]);
   });
 });

@@ -1,6 +1,6 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectNoContent, newAccount } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectNoContent, newAccount, flushedDb } from "./helpers.js";
 import { schedulerFor } from "../../worker/schedules/client.js";
 import type { Scheduler } from "../../worker/schedules/durable-object.js";
 
@@ -30,7 +30,7 @@ const setClock = (id: string, now: number) => {
 const alarmAt = (id: string) => runInDurableObject(schedulerFor(env, id), (_o, state) => state.storage.getAlarm());
 
 const tasksOf = async (scheduleId: string) =>
-  (await env.DB.prepare("select id, status, input from tasks where scheduled_id = ? order by id").bind(scheduleId).all<{ id: string; status: number; input: string }>()).results;
+  (await (await flushedDb()).prepare("select id, status, input from tasks where scheduled_id = ? order by id").bind(scheduleId).all<{ id: string; status: number; input: string }>()).results;
 
 afterEach(async () => {
   // A timer left with a stopped clock would find its real alarm early again and again.

@@ -1,4 +1,3 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import {
   call,
@@ -12,8 +11,7 @@ import {
   ISO_UTC,
   newAccount,
   newFunction,
-  RECORD_ID,
-} from "./helpers.js";
+  RECORD_ID, flushedDb } from "./helpers.js";
 
 /** Never due while a test runs (midnight on the 1st of January): firing is tested in scheduled-alarms. */
 const YEARLY = "0 0 1 1 *";
@@ -228,7 +226,7 @@ describe("POST /v1/scheduled/:id/try", () => {
     const task = await callJson(`/v1/scheduled/${id}/try`, 201, { token, method: "POST" });
     expect(task).toEqual({ id: expect.stringMatching(RECORD_ID) });
     expect(await callJson(`/v1/task/${task.id}`, 200, { token })).toMatchObject({ functionId: fn, scheduledId: id, status: 0, endpointId: null, triggerId: null });
-    const row = await env.DB.prepare("select input from tasks where id = ?").bind(task.id).first<{ input: string }>();
+    const row = await (await flushedDb()).prepare("select input from tasks where id = ?").bind(task.id).first<{ input: string }>();
     expect(JSON.parse(row!.input)).toEqual({ method: "POST", query: { city: "Oslo" }, headers: { "content-type": "image/x-raw" }, body: btoa(String.fromCharCode(...bytes)), bodyEncoding: "base64" });
     await clearQueue();
   });
@@ -240,7 +238,7 @@ describe("POST /v1/scheduled/:id/try", () => {
     const bare = await callJson(`/v1/scheduled/${id}/try`, 201, { token, method: "POST" });
     await expectNoContent(call(`/v1/scheduled/${id}/payload`, { token, method: "PUT", body: '{"n": "ünï"}', headers: { "content-type": "application/json" } }));
     const withJson = await callJson(`/v1/scheduled/${id}/try`, 201, { token, method: "POST" });
-    const input = async (taskId: string) => JSON.parse((await env.DB.prepare("select input from tasks where id = ?").bind(taskId).first<{ input: string }>())!.input);
+    const input = async (taskId: string) => JSON.parse((await (await flushedDb()).prepare("select input from tasks where id = ?").bind(taskId).first<{ input: string }>())!.input);
     expect(await input(bare.id)).toEqual({ method: "POST", query: {}, headers: {}, body: null });
     expect(await input(withJson.id)).toEqual({ method: "POST", query: {}, headers: { "content-type": "application/json" }, body: '{"n": "ünï"}' });
     await clearQueue();

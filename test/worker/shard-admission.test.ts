@@ -109,7 +109,7 @@ describe("FunctionBook (through the Dispatcher's own admission)", () => {
     expect(await buildOf(accountId, fn)).toBe(second);
 
     // Behind the shard's back (no notice): the cached facts still answer.
-    await sql("insert into releases (function_id, account_id, build_id, updated_at) values (?, ?, ?, ?)", fn, accountId, first, NOW);
+    await env.DB.prepare("insert into releases (function_id, account_id, build_id, updated_at) values (?, ?, ?, ?)").bind(fn, accountId, first, NOW).run();
     expect(await buildOf(accountId, fn)).toBe(second);
     await shardStub(env, 0).admissionChanged({ functionId: fn });
     expect(await buildOf(accountId, fn)).toBe(first);
@@ -124,7 +124,8 @@ describe("FunctionBook (through the Dispatcher's own admission)", () => {
 
     // A build that ends (reported to this shard) or an eviction: the shard's own notice.
     const { id: third } = await uploadBuild(token, fn);
-    await markBuild(third);
+    // Behind the shard's back again (markBuild would tell it, as the build's report does).
+    await env.DB.prepare("update builds set status = 'SUCCESS' where id = ?").bind(third).run();
     expect(await buildOf(accountId, fn)).toBe(second);
     await shard0((a) => a.buildEnded(fn));
     expect(await buildOf(accountId, fn)).toBe(third);
@@ -178,6 +179,19 @@ describe("ShardAdmission.admit: the plan's invocations", () => {
     expect(rows).toHaveLength(2);
     expect(rows.every((r) => r.granted > 0)).toBe(true);
     expect(rows.reduce((n, r) => n + r.granted - r.settled - r.returned, 0)).toBe(34);
+  });
+});
+
+describe("ShardAdmission.admit: a burst", () => {
+  it("admits 200 admissions arriving at once while the plan has room, and refuses the rest with 402, none with 409", async () => {
+    const { accountId, fn } = await deployed();
+    const shard = new Shard(db(), limits(150));
+    const answers = await shard.run((a) => Promise.all(Array.from({ length: 200 }, () => a.admit(accountId, fn, NOW))));
+    const codes = answers.map(refusedCode);
+    expect(codes.filter((c) => c === "admitted")).toHaveLength(150);
+    expect(new Set(codes.filter((c) => c !== "admitted"))).toEqual(new Set(["quota_exhausted"]));
+    const rows = (await leaseRows(accountId)).results;
+    expect(rows.reduce((n, r) => n + r.granted - r.settled - r.returned, 0)).toBe(150);
   });
 });
 

@@ -18,7 +18,7 @@ import {
   sql,
   UNIX_SECONDS,
   uploadBuild,
-} from "./helpers.js";
+  recordsFlushed, flushedDb } from "./helpers.js";
 
 async function deployed(body: Record<string, unknown> = {}) {
   const { token, accountId } = await newAccount();
@@ -30,7 +30,8 @@ const taskPost = (token: string, fn: string, o: { body?: BodyInit; headers?: Rec
 
 /** The input a task hands its function, as stored with the task. */
 async function inputOf(id: string) {
-  const row = await env.DB.prepare("select input from tasks where id = ?").bind(id).first<{ input: string }>();
+  await recordsFlushed();
+  const row = await (await flushedDb()).prepare("select input from tasks where id = ?").bind(id).first<{ input: string }>();
   return JSON.parse(row!.input);
 }
 
@@ -136,12 +137,12 @@ describe("POST /v1/task/<function_id>", () => {
       await markBuild(builds.at(-1)!, status);
     }
     await uploadBuild(token, fn); // newer still, but pending
-    const copied = await env.DB.prepare("select lang, timeout, cpu_count, mem_size, privileged, egress from functions where id = ?").bind(fn).first();
+    const copied = await (await flushedDb()).prepare("select lang, timeout, cpu_count, mem_size, privileged, egress from functions where id = ?").bind(fn).first();
     expect(copied).toEqual({ lang: "js", timeout: 75, cpu_count: 0.5, mem_size: 640, privileged: 1, egress: "internet" });
     for (const paused of [false, true]) {
       if (paused) await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
       const id = await newTask(token, fn, { paused });
-      expect(await env.DB.prepare("select * from tasks where id = ?").bind(id).first(), `paused: ${paused}`).toEqual({
+      expect(await (await flushedDb()).prepare("select * from tasks where id = ?").bind(id).first(), `paused: ${paused}`).toEqual({
         ...copied,
         id,
         account_id: accountId,

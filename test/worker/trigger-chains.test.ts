@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, finishTask, newAccount, newTrigger } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, finishTask, newAccount, newTrigger, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { MAX_CHAIN_TASKS } from "../../worker/dispatch/chain.js";
 import { newTaskId, shardStub } from "../../worker/dispatch/client.js";
@@ -107,11 +107,11 @@ describe("triggers firing after a task", () => {
       ran++;
     }
     expect(ran).toBe(1 + MAX_CHAIN_TASKS);
-    const counted = await env.DB.prepare("select count(*) as n from tasks where chain_id = ?").bind(root).first<{ n: number }>();
+    const counted = await (await flushedDb()).prepare("select count(*) as n from tasks where chain_id = ?").bind(root).first<{ n: number }>();
     expect(counted!.n).toBe(MAX_CHAIN_TASKS);
-    const { n: cutParents } = (await env.DB.prepare("select count(*) as n from tasks where chain_id = ? and log like '%reached its limit%'").bind(root).first<{ n: number }>())!;
+    const { n: cutParents } = (await (await flushedDb()).prepare("select count(*) as n from tasks where chain_id = ? and log like '%reached its limit%'").bind(root).first<{ n: number }>())!;
     expect(cutParents).toBeGreaterThan(0);
-    const [note] = (await env.DB.prepare("select log from tasks where chain_id = ? and log like '%reached its limit%' limit 1").bind(root).all<{ log: string }>()).results;
+    const [note] = (await (await flushedDb()).prepare("select log from tasks where chain_id = ? and log like '%reached its limit%' limit 1").bind(root).all<{ log: string }>()).results;
     expect(JSON.parse(note!.log)).toContain(`[dispatcher] 10 trigger(s) not fired: the chain of task ${root} reached its limit of ${MAX_CHAIN_TASKS} tasks`);
   });
 
@@ -182,7 +182,7 @@ async function noneDue() {
   return (await dueCount()) === 0;
 }
 
-const tasksOf = async (functionId: string) => (await env.DB.prepare("select id, finished_at from tasks where function_id = ?").bind(functionId).all<{ id: string; finished_at: number | null }>()).results;
+const tasksOf = async (functionId: string) => (await (await flushedDb()).prepare("select id, finished_at from tasks where function_id = ?").bind(functionId).all<{ id: string; finished_at: number | null }>()).results;
 
 /** An agent, functions a → b joined by a trigger, and a task of a the agent has been assigned. */
 async function chainStarted(node: string, includeResult: boolean) {

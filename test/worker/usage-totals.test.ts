@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, newAccount, sql } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, newAccount, sql, flushedDb } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
@@ -8,8 +8,8 @@ afterEach(() => FakeAgent.closeAll());
 
 const PERIOD = new Date().toISOString().slice(0, 7);
 
-const totalsOf = (accountId: string, period = PERIOD) =>
-  env.DB.prepare("select invocations, duration_ms as durationMs, mib_ms as mibMs from usage_totals where account_id = ? and period = ?").bind(accountId, period).first();
+const totalsOf = async (accountId: string, period = PERIOD) =>
+  (await flushedDb()).prepare("select invocations, duration_ms as durationMs, mib_ms as mibMs from usage_totals where account_id = ? and period = ?").bind(accountId, period).first();
 
 const meter = (taskId: string, accountId: string, fn: string, period: string, durationMs: number, memMiB = 256) =>
   sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, ?, ?, 0, ?, ?) on conflict do nothing", taskId, accountId, fn, period, durationMs, memMiB);
@@ -50,7 +50,7 @@ describe("usage_totals", () => {
     await sql("delete from usage_totals where account_id = ?", accountId);
     const migration = env.TEST_MIGRATIONS.find((m) => m.name.includes("usage_totals_trigger"))!;
     const backfill = migration.queries.find((q) => /^insert into `usage_totals`/i.test(q.trim()))!;
-    await env.DB.prepare(backfill).run();
+    await (await flushedDb()).prepare(backfill).run();
     expect(await totalsOf(accountId)).toEqual({ invocations: 2, durationMs: 40, mibMs: 40 * 256 });
   });
 });

@@ -3,6 +3,8 @@ import type { Db } from "../db/client.js";
 import { accounts, builds, tasks } from "../db/schema.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { issuedSince } from "../tasks/counts.js";
+import { shardIssued } from "../task-life/held-reads.js";
+import type { Bindings } from "../env.js";
 
 /**
  * Read-only aggregates the console shows and the API has no operation for (per-day counts, the
@@ -22,10 +24,14 @@ export async function lastBuildStatus(db: Db, accountId: string, functionIds: st
   return out;
 }
 
-/** Tasks issued per UTC day for the last `days` days (oldest first), per function or for the account. */
-export async function dailyTasks(db: Db, accountId: string, days: number, now = Date.now()): Promise<{ byFunction: Map<string, number[]>; total: { day: string; count: number }[] }> {
+/**
+ * Tasks issued per UTC day for the last `days` days (oldest first), per function or for the
+ * account: D1's, and the shards' that D1 does not have yet (asked first: task-life/held-reads.ts).
+ */
+export async function dailyTasks(env: Bindings, db: Db, accountId: string, days: number, now = Date.now()): Promise<{ byFunction: Map<string, number[]>; total: { day: string; count: number }[] }> {
   const first = startOfUtcDay(now) - (days - 1) * DAY_MS;
-  const rows = await db
+  const held = await shardIssued(env, accountId, first);
+  const fromD1 = await db
     .select({
       functionId: tasks.functionId,
       day: sql<number>`(${tasks.issuedAt} - ${first}) / ${DAY_MS}`,
@@ -36,7 +42,7 @@ export async function dailyTasks(db: Db, accountId: string, days: number, now = 
     .groupBy(tasks.functionId, sql`2`);
   const byFunction = new Map<string, number[]>();
   const total = Array.from({ length: days }, (_, i) => ({ day: new Date(first + i * DAY_MS).toISOString().slice(0, 10), count: 0 }));
-  for (const r of rows) {
+  for (const r of [...fromD1, ...held]) {
     const i = Math.floor(r.day);
     if (i < 0 || i >= days) continue;
     const series = byFunction.get(r.functionId) ?? new Array<number>(days).fill(0);

@@ -65,7 +65,7 @@ function install(env: Bindings, dispatcher: typeof Dispatcher): void {
   patch(proto, "alarm", () => count("do alarms"));
   // The dispatcher's storage is reached from its first call: the object's own classes, patched once.
   let storagePatched = false;
-  for (const m of ["enqueue", "enqueueAndAwait", "awaitOwnTask", "webSocketMessage"])
+  for (const m of ["createTask", "enqueue", "enqueueAndAwait", "awaitOwnTask", "webSocketMessage"])
     patch(proto, m, (self) => {
       if (storagePatched) return;
       storagePatched = true;

@@ -13,6 +13,8 @@ interface Pending {
   w: WorkRow;
   to: Recipient;
   payload: string;
+  /** When it was assigned: a flush sends it only if it is still that assignment. */
+  at: number;
 }
 
 /** What the dispatcher lends: whether work is still assigned as it was, sending, failing. */
@@ -41,18 +43,22 @@ export class ConfiguredAssignments {
   ) {}
 
   /** Sends now (through `deliver`, the pump's socket) when the configuration is in memory; otherwise keeps it for `flush`. */
-  send(w: WorkRow, to: Recipient, payload: string, deliver: (frame: string) => void): void {
+  send(w: WorkRow, to: Recipient, payload: string, deliver: (frame: string) => void, at: number): void {
     const config = this.configs.cached(w.function_id);
     if (config) this.sendWith(w, to, payload, config, deliver);
-    else this.pending.push({ w, to, payload });
+    else this.pending.push({ w, to, payload, at });
   }
 
-  async flush(at: number): Promise<void> {
+  /**
+   * Sends what waited for its configuration. Pumps overlap (one awaits D1 while the next assigns),
+   * and a flush takes every assignment kept so far, each checked against its own assignment time.
+   */
+  async flush(): Promise<void> {
     const pending = this.pending.splice(0);
     if (pending.length === 0) return;
     const loaded = new Map<string, Promise<TaskConfig | Error>>();
     for (const { w } of pending) if (!loaded.has(w.function_id)) loaded.set(w.function_id, this.configs.fetch(w.function_id).catch((e: Error) => e));
-    for (const { w, to, payload } of pending) {
+    for (const { w, to, payload, at } of pending) {
       const config = await loaded.get(w.function_id)!;
       // Requeued, reassigned or cancelled while D1 answered: whoever holds it now sends it.
       if (!this.host.stillAssigned(w.id, to.nodeId, at)) continue;

@@ -15,6 +15,7 @@ import { BuildLimits } from "./build-limits.js";
 import { Waiters } from "./waiters.js";
 import { keepFinishedMs, RecentlyFinished } from "./recently-finished.js";
 import { retentionMs } from "../tasks/retention-period.js";
+import { recordFlushMs } from "../task-life/flush-gap.js";
 import { OutcomeLog, type Outcome, type TaskDone } from "./outcomes.js";
 import { abandonedReason, abandonedReport } from "./attempts.js";
 import { verdictReport } from "./verdicts.js";
@@ -33,6 +34,12 @@ import { Retries } from "../retries/retries.js";
 import { ConcurrencyCaps } from "../concurrency/caps.js";
 import type { FunctionPolicy } from "../retries/function-policy.js";
 import { IdempotencyKeys, type KeyClaim } from "../idempotency/key-store.js";
+import { HeldTasks } from "../task-life/held-tasks.js";
+import type { OutcomeElement } from "../task-life/finished-row.js";
+import { ShardLife } from "../task-life/shard-life.js";
+import { heldCounts, heldIssued, heldMeters, type HeldCounts, type HeldMeter } from "../task-life/held-counts.js";
+import type { TaskScope } from "../tasks/counts.js";
+import type { CreateAnswer, CreateRequest } from "../task-life/create.js";
 import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
 
@@ -71,6 +78,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly retries: Retries;
   private readonly caps: ConcurrencyCaps;
   private readonly keys: IdempotencyKeys;
+  private readonly heldRows: HeldTasks;
+  private readonly life: ShardLife;
   /** Admission of this shard's new tasks (worker/shard-admission/). */
   readonly admission: ShardAdmission;
   /** The alarm time this instance set (undefined until read from storage). */
@@ -99,10 +108,13 @@ export class Dispatcher extends DurableObject<Bindings> {
     });
     this.builds = new BuildReports(this.db, this.queue, (accountId, functionId) =>
       // Eviction failing must not fail the build's report: the next build's end evicts again.
-      evictArtifacts(env, this.db, accountId, functionId).then(
-        () => undefined,
-        (e) => log("error", "evicting old build artifacts failed", { functionId, error: String(e) }),
-      ),
+      evictArtifacts(env, this.db, accountId, functionId)
+        .then(
+          () => undefined,
+          (e) => log("error", "evicting old build artifacts failed", { functionId, error: String(e) }),
+        )
+        // What the function runs may have changed (a new build, an evicted one): admission reads it again.
+        .finally(() => this.admission.buildEnded(functionId)),
     );
     this.refusals = new Refusals(this.db, ctx.storage.sql, {
       queue: this.queue, agents: () => this.agents(), log: (msg, extra) => log("warn", msg, extra),
@@ -132,8 +144,11 @@ export class Dispatcher extends DurableObject<Bindings> {
         void this.scheduleAlarm();
       },
     });
+    this.heldRows = new HeldTasks(ctx.storage.sql);
+    const elements = new Map<string, OutcomeElement>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
+      held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission,
       onError: async (e) => {
         log("error", "recording outcomes failed; retrying", { error: String(e) });
         await this.scheduleAlarm();
@@ -141,9 +156,15 @@ export class Dispatcher extends DurableObject<Bindings> {
     });
     this.retries = new Retries(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, {
       queue: this.queue, requeue: (work) => this.enqueue(work), log: (msg, extra) => log("warn", msg, extra),
+      recordRows: (taskIds) => this.life.recordRows(taskIds),
     });
     this.caps = new ConcurrencyCaps(ctx.storage.sql);
     this.keys = new IdempotencyKeys(ctx.storage.sql);
+    this.life = new ShardLife(env, this.db, {
+      held: this.heldRows, admission: this.admission, elements, finished: this.finished, waiters: this.waiters,
+      enqueue: (work, once) => this.enqueue(work, once),
+      flush: () => this.commits.later(),
+    });
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -163,7 +184,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.queue.flush();
     await pumped;
     ended += await this.refusals.unreachable(ids);
-    if (ended) await this.commits.run();
+    // The ended tasks' outcomes are durable here; their callers are answered without waiting for D1.
+    if (ended) void this.commits.run();
   }
 
   /** The operator granted or revoked one of the account's grants (a revocation ends what needs it here). */
@@ -188,6 +210,71 @@ export class Dispatcher extends DurableObject<Bindings> {
     const finished = this.waiters.wait(taskId, ms);
     await this.enqueue(work, true);
     return finished;
+  }
+
+  /**
+   * Creates a task of one of this shard's functions (worker/task-life/): admitted, written to this
+   * shard's storage and queued in one step, answered from here; D1 gets the row with a later batch.
+   * With `waitMs`, resolves once the task finished (or the time ran out), as enqueueAndAwait does.
+   */
+  async createTask(req: CreateRequest, waitMs = 0): Promise<CreateAnswer> {
+    return this.life.create(req, waitMs);
+  }
+
+  /** The shard's copy of a task it holds (newer than D1's, or not in D1 yet); null when D1 has the final record. */
+  async heldTask(taskId: string): Promise<TaskRow | null> {
+    const row = this.heldRows.get(taskId);
+    return row ? this.withAssignment(row) : null;
+  }
+
+  /** The account's tasks held here, newest first: what lists merge with D1's page. */
+  async heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
+    return this.heldRows.ofAccount(q).map((r) => this.withAssignment(r));
+  }
+
+  /** What this shard adds to D1's task counts of a scope (task-life/held-counts.ts). */
+  async heldCounts(scope: TaskScope, now: number): Promise<HeldCounts> {
+    return heldCounts(this.heldRows, (id) => this.outcomes.has(id), scope, now);
+  }
+
+  /** The account's rows D1 does not have yet, per function and day since `since` (the console's charts). */
+  async heldIssued(accountId: string, since: number): Promise<{ functionId: string; day: number; count: number }[]> {
+    return heldIssued(this.heldRows, accountId, since);
+  }
+
+  /** The account's accepted outcomes of `period` that usage meters once D1 records them. */
+  async heldMeters(accountId: string, period: string): Promise<HeldMeter[]> {
+    return heldMeters(this.heldRows, this.outcomes.all(), accountId, period);
+  }
+
+  /** A held row as the queue knows it now: running on its node (D1 gets that mark later, or never). */
+  private withAssignment(row: TaskRow): TaskRow {
+    if (row.finishedAt != null) return row;
+    const run = this.retries.runs.get(row.id);
+    // Failed attempts another follows count as D1 records them (retries/attempt-records.ts).
+    const r = run && run.attempt > 1 ? { ...row, attempts: Math.max(row.attempts, run.attempt - 1) } : row;
+    const w = this.queue.get(row.id);
+    return w?.node ? { ...r, node: w.node, assignedAt: w.assigned_at, progress: Math.max(r.progress, 1) } : r;
+  }
+
+  /** Writes everything this shard holds for D1 now (tests, and an operator's drain): resolves when none is left or a write failed. */
+  async flushRecords(): Promise<number> {
+    for (let i = 0; i < 100 && (this.heldRows.waiting || this.outcomes.count()); i++) {
+      const before = this.heldRows.waiting + this.outcomes.count();
+      await this.commits.run();
+      if (this.heldRows.waiting + this.outcomes.count() >= before) break;
+    }
+    return this.heldRows.waiting + this.outcomes.count();
+  }
+
+  /**
+   * Holds every write to D1 back (true) or lets them go again: for the tests of reading your own
+   * writes while D1 lags behind, on a stack whose D1 failures are enabled for tests (D1_TEST_FAILURES).
+   */
+  async holdRecords(on: boolean): Promise<void> {
+    if (this.env.D1_TEST_FAILURES !== "1") throw new Error("holding records back is for tests (D1_TEST_FAILURES=1)");
+    this.commits.held = on;
+    if (!on) await this.flushRecords();
   }
 
   /** An Idempotency-Key's call asks whether to issue its task (worker/idempotency/). */
@@ -246,14 +333,17 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.assignments.configs.changed(functionId);
     const removed = this.queue.removeFunction(functionId);
     this.follows.functionGone(functionId, removed.map((w) => w.id));
+    const dropped = this.retries.dropFunction(functionId);
+    this.life.cancel([...removed.map((w) => w.id), ...dropped], Date.now());
     for (const w of removed) {
       this.marks.take(w.id);
       this.waiters.wake(w.id, null);
       if (w.node && w.kind === "task") this.sendTo(w.node, { type: "task.cancel", taskId: w.id });
     }
-    for (const id of this.retries.dropFunction(functionId)) this.waiters.wake(id, null);
+    for (const id of dropped) this.waiters.wake(id, null);
     this.retries.policies.set(functionId, null);
     this.caps.set(functionId, null);
+    if (this.heldRows.waiting) void this.commits.run();
   }
 
   /**
@@ -291,7 +381,11 @@ export class Dispatcher extends DurableObject<Bindings> {
   async resync(): Promise<void> {
     this.queue.reload();
     this.storage.reload();
-    if (!this.commits.inFlight) this.outcomes.reload();
+    if (!this.commits.inFlight) {
+      this.outcomes.reload();
+      this.heldRows.reload();
+      this.admission.reload();
+    }
     this.chains.reload();
     this.refusals.reload();
     this.retries.reload();
@@ -416,7 +510,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     for (const w of this.queue.overdue(now)) await this.expire(w, now);
     await this.retries.tick(now, (id) => this.outcomes.has(id));
     await this.pump();
-    if (this.outcomes.count()) await this.commits.run();
+    if (this.outcomes.count() || this.heldRows.waiting) await this.commits.run();
+    await this.admission.refresh(now).catch((e) => log("warn", "refreshing admission leases failed", { error: String(e) }));
     if (this.chains.failed) this.chains.reload();
     await this.scheduleAlarm();
   }
@@ -494,8 +589,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     // The freed slot takes new work now, before the outcome reaches D1.
     await this.pump();
     if (retried) return this.scheduleAlarm();
-    await this.commits.run();
-    if (this.retries.letters.size) await this.retries.letters.drain((id) => this.outcomes.has(id));
+    // Accepted is durable: the agent's acknowledgement need not wait for D1's batch, nor its gap.
+    void this.commits.run().then(() => (this.retries.letters.size ? this.retries.letters.drain((id) => this.outcomes.has(id)) : undefined));
   }
 
   /**
@@ -519,6 +614,7 @@ export class Dispatcher extends DurableObject<Bindings> {
     const attempts = this.retries.ended(w, report);
     const outcome: Outcome = { taskId: w.id, accountId: w.account_id, functionId: w.function_id, at: now, node: w.node, assignedAt: w.assigned_at, rttMs: mark?.rttMs ?? rttMs, report, ...attempts };
     this.outcomes.add(outcome, frame);
+    this.life.accepted(outcome);
     // A dead letter was planned: the alarm sends it once the outcome is in D1, whoever accepted it.
     if (attempts && this.retries.letters.size) void this.scheduleAlarm();
   }
@@ -572,12 +668,13 @@ export class Dispatcher extends DurableObject<Bindings> {
       const deliver = (frame: string) => {
         for (const c of connected) if (c.state === a) this.sendRaw(c.ws, frame);
       };
-      if (w.kind === "task") this.assignments.send(w, a, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver);
+      if (w.kind === "task") this.assignments.send(w, a, withStorage(queued, this.storage.given(w.function_id, w.id, agentPaths.storage)), deliver, now);
       else deliver(queued);
     }
     if (assigned.length) await this.scheduleAlarm();
-    for (const { w, a } of assigned) if (w.kind === "task") this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
-    await this.assignments.flush(now);
+    // A task created here shows its assignment from the shard (heldTask), and D1 gets it with the outcome.
+    for (const { w, a } of assigned) if (w.kind === "task" && !this.heldRows.has(w.id)) this.marks.add({ taskId: w.id, node: a.nodeId, rttMs: a.rttMs, at: now });
+    await this.assignments.flush();
   }
 
   /** Closes a socket the dispatcher no longer serves; its node's work goes back unless another socket holds the node. */
@@ -640,7 +737,7 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** One alarm: the earliest work deadline, or the next liveness round while agents are connected. */
   private async scheduleAlarm(): Promise<void> {
-    const deadline = this.outcomes.count() || this.chains.failed ? Date.now() + RETRY_MS : this.queue.earliestDeadline();
+    const deadline = this.outcomes.count() || this.heldRows.waiting || this.chains.failed ? Date.now() + RETRY_MS : this.queue.earliestDeadline();
     const liveness = this.ctx.getWebSockets().length ? Date.now() + HEARTBEAT_MS : null;
     const at = Math.min(deadline ?? Infinity, liveness ?? Infinity, this.retries.nextAt(Date.now()) ?? Infinity);
     if (at === Infinity) return;

@@ -5,6 +5,10 @@ import type { OutcomeLog } from "./outcomes.js";
 import type { RecentlyFinished } from "./recently-finished.js";
 import { outcomesWritten } from "./records.js";
 import type { Waiters } from "./waiters.js";
+import type { HeldTasks } from "../task-life/held-tasks.js";
+import { MAX_STATEMENT_JSON_BYTES, rowsInserted } from "../task-life/record-rows.js";
+import type { OutcomeElement } from "../task-life/finished-row.js";
+import type { ShardAdmission } from "../shard-admission/leases.js";
 
 /** What a commit hands its results to, once D1 has them. */
 export interface CommitParts {
@@ -14,12 +18,24 @@ export interface CommitParts {
   finished: RecentlyFinished;
   waiters: Waiters;
   chains: ChainFiring;
+  /** Tasks created in the shard: their rows go to D1 in the same batches, ahead of their outcomes. */
+  held: HeldTasks;
+  /** Outcomes already made elements (to answer their callers early), so that none is made twice. */
+  elements: Map<string, OutcomeElement>;
+  /**
+   * A write starts at least this long after the previous one ended: what arrives meanwhile rides
+   * along, so D1 sees a few large batches rather than one per task. Nobody waits on it: callers are
+   * answered from the shard, and only records, triggers and dead letters follow the batch.
+   */
+  gapMs: number;
+  /** The shard's leases (worker/shard-admission/): ended tasks settle in the batch that records them. */
+  admission: Pick<ShardAdmission, "settle" | "refresh">;
   /** A write failed: the outcomes stay logged, and the caller arranges a retry. */
   onError: (e: unknown) => Promise<void>;
 }
 
 /**
- * Group commit of a dispatcher's outcome log to D1, in as many batches as it takes. A call made
+ * Group commit of a dispatcher's new task rows and outcome log to D1, in as many batches as it takes. A call made
  * while a write is in flight returns that write's promise, which then writes once more, so
  * outcomes that arrive during a write ride in the next batch rather than a write of their own.
  * After each batch: the log forgets it, the rows it finished are kept for readers, waiting
@@ -28,12 +44,27 @@ export interface CommitParts {
 export class GroupCommit {
   private writing: Promise<void> | undefined;
   private again = false;
+  private lastEnd = 0;
 
   constructor(private readonly parts: CommitParts) {}
 
   /** True while a write is in flight (the log's memory must not be reloaded under it). */
   get inFlight(): boolean {
     return this.writing !== undefined;
+  }
+
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * A commit a gap from now, unless one is due sooner: for what need not go at once (a new task's
+   * row, which most often rides with its own outcome a few milliseconds later).
+   */
+  later(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.run();
+    }, this.parts.gapMs);
   }
 
   run(): Promise<void> {
@@ -43,28 +74,44 @@ export class GroupCommit {
     }
     this.writing = (async () => {
       try {
+        // Measured on the monotonic clock, and never more than the gap: a wall clock that jumps must not stall records.
+        const wait = Math.min(this.parts.gapMs, this.lastEnd + this.parts.gapMs - performance.now());
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         do {
           this.again = false;
           while (await this.batch());
         } while (this.again);
+        // Leases running low refill now that D1 answers (and what an idle account holds goes back).
+        void this.parts.admission.refresh(Date.now()).catch(() => undefined);
       } catch (e) {
         await this.parts.onError(e);
       } finally {
+        this.lastEnd = performance.now();
         this.writing = undefined;
       }
     })();
     return this.writing;
   }
 
+  /** Tests hold every write back, to read while D1 lags behind the shard (Dispatcher.holdRecords). */
+  held = false;
+
   /** Writes one batch of outcomes; false when there was none. */
   private async batch(): Promise<boolean> {
-    const { db, bucket, outcomes, finished, waiters, chains } = this.parts;
+    if (this.held) return false;
+    const { db, bucket, outcomes, finished, waiters, chains, held, elements } = this.parts;
     const batch = outcomes.next();
-    if (!batch.length) return false;
+    const ids = batch.map((o) => o.taskId);
+    const rows = held.unrecorded(ids, MAX_STATEMENT_JSON_BYTES);
+    if (!batch.length && !rows.length) return false;
     const now = Date.now();
-    const written = await outcomesWritten(db, bucket, batch, now);
+    const settle = this.parts.admission.settle([...ids, ...rows.filter((r) => r.finishedAt != null).map((r) => r.id)]);
+    const written = await outcomesWritten(db, bucket, batch, now, { rows: rowsInserted(rows), elements, after: settle?.statements ?? [] });
+    settle?.committed();
     await storageWritten(db, bucket, batch);
-    outcomes.remove(batch.map((o) => o.taskId));
+    outcomes.remove(ids);
+    held.committed(rows.map((r) => r.id), ids);
+    for (const id of ids) elements.delete(id);
     for (const row of written.finished.values()) finished.add(row, now);
     for (const o of batch) waiters.wake(o.taskId, written.finished.get(o.taskId) ?? null);
     chains.add([...written.finished.values()], written.triggers);

@@ -1,4 +1,5 @@
 import type { AgentMessage } from "../../shared/protocol/messages.js";
+import { MAX_STATEMENT_JSON_BYTES } from "../task-life/record-rows.js";
 
 /**
  * Task outcomes the dispatcher has accepted but not yet written to D1, in its own SQLite storage.
@@ -33,7 +34,7 @@ export interface Outcome {
 
 /** One D1 batch carries at most this many outcomes, and about this many bytes of them. */
 const MAX_ROWS = 64;
-const MAX_BYTES = 1_000_000;
+const MAX_BYTES = MAX_STATEMENT_JSON_BYTES;
 
 export class OutcomeLog {
   /** Accepted outcomes in acceptance order, with their stored size. */
@@ -82,6 +83,11 @@ export class OutcomeLog {
       out.push(outcome);
     }
     return out;
+  }
+
+  /** Every accepted outcome not yet in D1, oldest first: what usage adds until D1 has them (task-life/held-counts.ts). */
+  all(): Outcome[] {
+    return [...this.pending.values()].map((p) => p.outcome);
   }
 
   remove(taskIds: string[]): void {

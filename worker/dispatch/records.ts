@@ -1,5 +1,5 @@
 import { utf8OrUndefined } from "../http/validate.js";
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import { rowOf, sqlBatch, type Db } from "../db/client.js";
 import { builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
@@ -9,6 +9,7 @@ import { periodOf } from "../billing/plans.js";
 import { triggerCandidate, triggerCandidates } from "./chain.js";
 import type { Outcome } from "./outcomes.js";
 import type { TaskRow } from "../db/rows.js";
+import type { OutcomeElement } from "../task-life/finished-row.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
 import { prependEarlier, TIMED_OUT_LINE, withEarlier } from "../retries/attempt-log.js";
 
@@ -49,7 +50,7 @@ const TIMED_OUT = {
 };
 
 /** One outcome as the JSON element the statements below read; a result too large for the row is put in R2 first. */
-async function outcomeElement(bucket: R2Bucket, o: Outcome) {
+export async function outcomeElement(bucket: R2Bucket, o: Outcome) {
   const common = {
     id: o.taskId, at: o.at, period: periodOf(o.at), node: o.node, assignedAt: o.node ? (o.assignedAt ?? o.at) : null, rtt: o.node ? Math.round(o.rttMs) : null,
     attempts: o.attempts ?? (o.node ? 1 : 0),
@@ -93,6 +94,14 @@ const outcomeRows = (json: string) => sql`(select
   json_extract(value, '$.runtime') as runtime, json_extract(value, '$.attempts') as attempts
   from json_each(${json}))`;
 
+/** What a batch writes before its outcomes: the shard's new task rows (task-life/), and outcomes already made elements. */
+export interface Before {
+  rows?: SQL[];
+  elements?: Map<string, OutcomeElement>;
+  /** Statements that must commit with these outcomes, after them (the shard's lease settlements). */
+  after?: SQL[];
+}
+
 /**
  * Writes outcomes to D1 in one batch of four statements, however many outcomes there are (their
  * text never changes, so nothing is rebuilt per task):
@@ -107,12 +116,19 @@ const outcomeRows = (json: string) => sql`(select
  * - one query reads the triggers of their functions, so chaining costs no further round trip.
  * Returns the rows these outcomes finished (by task id) and those triggers.
  */
-export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcome[], now: number) {
-  const elements = await Promise.all(outcomes.map((o) => outcomeElement(bucket, o)));
+export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcome[], now: number, before: Before = {}) {
+  const finished = new Map<string, TaskRow>();
+  const rows = before.rows ?? [];
+  if (!outcomes.length) {
+    if (rows.length || before.after?.length) await sqlBatch(db, [...rows, ...(before.after ?? [])]);
+    return { finished, triggers: [] };
+  }
+  const elements = await Promise.all(outcomes.map((o) => before.elements?.get(o.taskId) ?? outcomeElement(bucket, o)));
   const json = JSON.stringify(elements);
   // Metering needs no results or logs: its copy of the batch leaves them out.
   const metered = JSON.stringify(elements.map(({ id, at, period }) => ({ id, at, period })));
-  const [, rows, , triggers] = await sqlBatch(db, [
+  const results = await sqlBatch(db, [
+    ...rows,
     sql`update tasks set
       finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
       result_body = o.body, result_key = o.result_key, log = o.log, log_key = o.log_key, duration_ms = o.duration_ms,
@@ -130,9 +146,10 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       where t.status <> 410 and t.node is not null
       on conflict do nothing`,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))], now),
+    ...(before.after ?? []),
   ]);
-  const finished = new Map<string, TaskRow>();
-  for (const raw of rows!) {
+  const [, read, , triggers] = results.slice(rows.length);
+  for (const raw of read!) {
     const row = rowOf(tasks, raw);
     finished.set(row.id, row);
   }

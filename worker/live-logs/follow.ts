@@ -18,14 +18,14 @@ const RECORDING_WAIT_MS = 10_000;
  * finished task's whole log then its end, at once.
  */
 export async function followTaskLog(env: Bindings, db: Db, accountId: string, taskId: string): Promise<Response> {
-  let task = await getOwnTask(db, accountId, taskId);
+  let task = await getOwnTask(env, db, accountId, taskId);
   if (task.finishedAt == null) {
     const shard = dispatcherFor(env, task.functionId);
     const followed = await requestFollow(shard, "task", taskId, accountId);
     if (followed) return streamed(followed);
     // It finished meanwhile: its outcome may still be on the way to D1.
     const waited = await shard.awaitOwnTask(taskId, accountId, RECORDING_WAIT_MS);
-    task = waited && "row" in waited ? waited.row : await getOwnTask(db, accountId, taskId);
+    task = waited && "row" in waited ? waited.row : await getOwnTask(env, db, accountId, taskId);
     if (task.finishedAt == null) throw new ApiError("internal_error", "the task's dispatcher does not hold it; try again");
   }
   return finishedLog(env.BUCKET, task);

@@ -2,6 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { and, eq, isNull } from "drizzle-orm";
 import type { AppEnv } from "../env.js";
 import { TOKEN_CACHE_MS } from "../lib/token-cache.js";
+import { isStorageUnavailable } from "../db/unavailable.js";
 import { ApiError } from "../errors.js";
 import { tokens } from "../db/schema.js";
 import { secretEquals, sha256Hex } from "../lib/ids.js";
@@ -21,6 +22,8 @@ type TokenRow = { id: string; accountId: string | null; nodeId: string | null };
  * that revokes and within TOKEN_CACHE_MS everywhere else; unknown tokens are never cached.
  */
 const TOKEN_CACHE_MAX = 10_000;
+/** How long past its TOKEN_CACHE_MS a valid token still opens routes while D1 cannot be reached. */
+const STALE_TOKEN_MS = 15 * 60_000;
 const tokenCache = new Map<string, { row: TokenRow; until: number }>();
 
 export function forgetToken(tokenId: string) {
@@ -35,11 +38,20 @@ export async function lookupToken(c: { var: AppEnv["Variables"] }, raw: string, 
   const hit = tokenCache.get(key);
   if (hit && hit.until > now) return hit.row;
   const hash = await sha256Hex(raw);
-  const [row] = await c.var.db
-    .select({ id: tokens.id, accountId: tokens.accountId, nodeId: tokens.nodeId })
-    .from(tokens)
-    .where(and(eq(tokens.hash, hash), eq(tokens.kind, kind), isNull(tokens.revokedAt)))
-    .limit(1);
+  let row: TokenRow | undefined;
+  try {
+    [row] = await c.var.db
+      .select({ id: tokens.id, accountId: tokens.accountId, nodeId: tokens.nodeId })
+      .from(tokens)
+      .where(and(eq(tokens.hash, hash), eq(tokens.kind, kind), isNull(tokens.revokedAt)))
+      .limit(1);
+  } catch (e) {
+    // D1 unreachable: a token this isolate saw valid lately still opens the routes that need no D1
+    // (task creation and reads answer from the shards), so calls keep answering through an outage.
+    // Nothing can be revoked meanwhile (a revocation is a D1 write).
+    if (hit && now - hit.until < STALE_TOKEN_MS && isStorageUnavailable(e)) return hit.row;
+    throw e;
+  }
   if (row) {
     if (tokenCache.size >= TOKEN_CACHE_MAX) tokenCache.delete(tokenCache.keys().next().value!);
     tokenCache.set(key, { row, until: now + TOKEN_CACHE_MS });

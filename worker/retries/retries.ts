@@ -21,6 +21,8 @@ export interface RetryHost {
   /** Puts work whose backoff is over back in the queue (the dispatcher's enqueue). */
   requeue: (work: NewWork[]) => Promise<void>;
   log: (msg: string, extra: Record<string, unknown>) => void;
+  /** Writes these tasks' rows to D1 if the shard created them and D1 has them not yet: an attempt's record updates the row. */
+  recordRows: (taskIds: string[]) => Promise<void>;
 }
 
 /** What a final outcome carries of a retried task's attempts (see dispatch/records.ts). */
@@ -160,6 +162,7 @@ export class Retries {
     try {
       const runs = this.runs.unsettled();
       const unrecorded = runs.filter((r) => !r.recorded);
+      await this.host.recordRows(unrecorded.map((r) => r.taskId));
       await attemptsRecorded(this.db, unrecorded.map((r) => ({ taskId: r.taskId, attempt: r.attempt - 1, at: r.failedAt ?? Date.now(), durationMs: r.durationMs ?? 0 })));
       await storageWritten(this.db, this.env.BUCKET, unrecorded.flatMap((r) => (r.storage ? [storageOutcome(r)] : [])));
       for (const r of unrecorded) this.runs.recorded(r.taskId);

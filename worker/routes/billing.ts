@@ -4,7 +4,7 @@ import { parseJsonText, readTextLimited } from "../http/validate.js";
 import { MAX_WEBHOOK_BYTES } from "../http/body-limits.js";
 import { applyEvent, verifySignature, webhookSecret } from "../billing/webhook.js";
 import { plansFrom } from "../billing/plans.js";
-import { usageOf } from "../billing/usage.js";
+import { currentUsage } from "../task-life/held-reads.js";
 import { describeRoute } from "../openapi/describe.js";
 
 /** The payment provider's webhook: authenticated by its signature, not by a token. */
@@ -29,4 +29,4 @@ export const usageRoutes = new Hono<AppEnv>().get("/", describeRoute({
   group: "invoices", auth: "account",
   ok: { status: 200, description: "{period, plan, invocations, pending, remaining, durationMs, gbSeconds}", contentType: "application/json" },
   errors: [401],
-}), async (c) => c.json(await usageOf(c.var.db, plansFrom(c.env.PLANS), c.var.caller.accountId)));
+}), async (c) => c.json(await currentUsage(c.env, c.var.db, plansFrom(c.env.PLANS), c.var.caller.accountId)));

@@ -48,7 +48,7 @@ export const endpointRoutes = new Hono<AppEnv>()
     group: "endpoints", auth: "account",
     ok: { status: 200, schema: out.endpointMetrics, description: "Today (UTC), pending, last 7 days." },
     errors: [401, 404],
-  }), async (c) => c.json(await endpointMetrics(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  }), async (c) => c.json(await endpointMetrics(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"))))
   .patch("/:id", describeRoute({
     summary: "Edit a public endpoint",
     group: "endpoints", auth: "account",

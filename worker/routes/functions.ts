@@ -52,7 +52,7 @@ export const functionRoutes = new Hono<AppEnv>()
     group: "functions", auth: "account",
     ok: { status: 200, schema: out.functionGetOut, description: "The function with its capabilities and metrics." },
     errors: [401, 404],
-  }), async (c) => c.json(await describeFunction(c.var.db, c.var.caller.accountId, c.req.param("id"))))
+  }), async (c) => c.json(await describeFunction(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"))))
   .patch("/:id", describeRoute({
     summary: "Edit a function",
     group: "functions", auth: "account",
@@ -108,7 +108,7 @@ export const functionRoutes = new Hono<AppEnv>()
     group: "functions", auth: "account",
     ok: { status: 200, schema: storageOut, description: "{size, updatedAt, value (base64)}; 404 when nothing is stored." },
     errors: [401, 404],
-  }), async (c) => c.json(await readStorage(c.var.db, c.env.BUCKET, c.var.caller.accountId, c.req.param("id"))))
+  }), async (c) => c.json(await readStorage(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"))))
   .delete("/:id/storage", describeRoute({
     summary: "Clear the function's storage",
     group: "functions", auth: "account",

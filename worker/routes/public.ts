@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import { eq } from "drizzle-orm";
 import type { AppEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
-import { endpoints, functions, tasks } from "../db/schema.js";
+import { endpoints, functions } from "../db/schema.js";
 import { query } from "../http/validate.js";
 import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
@@ -12,10 +12,11 @@ import { counterFor } from "../counters/client.js";
 import { periodOf } from "../billing/plans.js";
 import { newTaskId } from "../dispatch/client.js";
 import { preferredWait } from "../http/prefer.js";
-import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
+import { syncResponse } from "../services/sync-invoke.js";
+import { awaitCreated, createTask } from "../task-life/create.js";
+import { findTask } from "../task-life/find.js";
 import { inputFromRequest } from "../services/tasks.js";
-import { issueFunctionTask } from "../tasks/issue.js";
-import { admissionColumns, admissionLimits, noSuccessfulBuild } from "../tasks/admission.js";
+import { admissionColumns, noSuccessfulBuild } from "../tasks/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { requestKey } from "../idempotency/request-key.js";
 import { issueOnce } from "../idempotency/issue-once.js";
@@ -85,7 +86,7 @@ export const publicRoutes = new Hono<AppEnv>()
     errors: [400, 401, 404, 410, 502],
   }), async (c) => {
     const { wait } = query(c, resultQuery);
-    const [t] = await c.var.db.select().from(tasks).where(eq(tasks.id, c.req.param("taskId")));
+    const t = await findTask(c.env, c.var.db, c.req.param("taskId"));
     if (!t?.endpointId) throw notFound("public result");
     if (Date.now() - t.issuedAt > PUBLIC_RESULT_MS) {
       const accountId = await optionalAccount(c);
@@ -145,26 +146,26 @@ export const publicRoutes = new Hono<AppEnv>()
     const once = await issueOnce(c.env, fn.id, key, async () => {
       day = await countCall(c.env, e, now);
       try {
-        // Quota and the pending cap are checked (by the issuing statement) after the daily counter, so
-        // that a refusal gives the count back.
+        // Quota and the pending cap are checked (by the shard that creates the task) after the daily
+        // counter, so that a refusal gives the count back. Under a key the wait comes after.
         const o = { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, input, endpointId: e.id };
-        return await issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), fn.id, o, now);
+        return await during((s) => createTask(c.env, fn.id, o, key ? 0 : s, now));
       } catch (err) {
         await uncountCall(c.env, e, day);
         throw err;
       }
     });
     if ("replayOf" in once) {
-      const [task] = await c.var.db.select().from(tasks).where(eq(tasks.id, once.replayOf));
+      const task = await findTask(c.env, c.var.db, once.replayOf);
       if (!task) throw notFound("task");
       const replay = await replayedResult(c.env, task, waitS, () => during((s) => awaitFinished(c.var.db, c.env, task, s)), `/gc/${task.id}/result`, cors);
       if (replay) return replay;
       if (html) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, { ...PAGE_HEADERS, ...REPLAYED });
       return c.json({ id: task.id }, 201, REPLAYED);
     }
-    const task = once.issued;
+    const { task } = once.issued;
     try {
-      const finished = await during((s) => issueAndAwait(c.env, task, s));
+      const finished = once.issued.finished ?? (key ? await during((s) => awaitCreated(c.env, task, s)) : null);
       if (finished) return syncResponse(c.env.BUCKET, finished, `/gc/${task.id}/result`, cors);
       if (html) return c.html(callPage(task.id, PUBLIC_RESULT_MS / 60_000), 201, PAGE_HEADERS);
       return c.json({ id: task.id }, 201);

@@ -5,10 +5,9 @@ import { readTaskBody } from "../http/task-body.js";
 import { resultQuery, taskListQuery } from "../../shared/schemas/task.js";
 import { newTaskId } from "../dispatch/client.js";
 import { preferredWait } from "../http/prefer.js";
-import { issueAndAwait, syncResponse } from "../services/sync-invoke.js";
-import { admissionLimits } from "../tasks/admission.js";
+import { syncResponse } from "../services/sync-invoke.js";
+import { awaitCreated, createTask } from "../task-life/create.js";
 import { describeTask, getOwnTask, inputFromRequest, listTasks } from "../services/tasks.js";
-import { issueFunctionTask } from "../tasks/issue.js";
 import { awaitFinished, readLog, readResult } from "../services/task-results.js";
 import { requestKey } from "../idempotency/request-key.js";
 import { issueOnce } from "../idempotency/issue-once.js";
@@ -26,29 +25,28 @@ export const taskRoutes = new Hono<AppEnv>()
     query: taskListQuery,
     ok: { status: 200, schema: out.taskList, description: "Newest first." },
     errors: [400, 401, 404],
-  }), async (c) => c.json(await listTasks(c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
+  }), async (c) => c.json(await listTasks(c.env, c.var.db, c.var.caller.accountId, query(c, taskListQuery))))
   .post("/:functionId", describeRoute({
     summary: "Run a function once",
     group: "tasks", auth: "account",
     ...taskCall,
     errors: [400, 401, 402, 404, 409, 413, 429],
   }), async (c) => {
-    // The body is read first: admission and the insert are one statement (issueFunctionTask).
+    // The body is read first: the shard admits and creates the task in one call (task-life/create.ts).
     const input = inputFromRequest(c.req.raw, await readTaskBody(c.req.raw));
     const functionId = c.req.param("functionId");
     const accountId = c.var.caller.accountId;
     const waitS = preferredWait(c.req.header("prefer"));
     const key = await requestKey(c.req.raw, `task:${accountId}:${functionId}`, input);
-    const once = await issueOnce(c.env, functionId, key, () =>
-      issueFunctionTask(c.var.db, c.env.BUCKET, admissionLimits(c.env), functionId, { id: newTaskId(c.env, functionId), accountId, input }),
-    );
+    // Under a key the task is created first and waited for after, so the key is settled at once.
+    const once = await issueOnce(c.env, functionId, key, () => createTask(c.env, functionId, { id: newTaskId(c.env, functionId), accountId, input }, key ? 0 : waitS));
     if ("replayOf" in once) {
-      const task = await getOwnTask(c.var.db, accountId, once.replayOf);
+      const task = await getOwnTask(c.env, c.var.db, accountId, once.replayOf);
       const replay = await replayedResult(c.env, task, waitS, () => awaitFinished(c.var.db, c.env, task, waitS), `/v1/task/${task.id}/result`);
       return replay ?? c.json({ id: task.id }, 201, REPLAYED);
     }
-    const task = once.issued;
-    const finished = await issueAndAwait(c.env, task, waitS);
+    const { task } = once.issued;
+    const finished = once.issued.finished ?? (key ? await awaitCreated(c.env, task, waitS) : null);
     if (finished) return syncResponse(c.env.BUCKET, finished, `/v1/task/${task.id}/result`);
     return c.json({ id: task.id }, 201);
   })
@@ -57,7 +55,7 @@ export const taskRoutes = new Hono<AppEnv>()
     group: "tasks", auth: "account",
     ok: { status: 200, schema: out.taskGet, description: "The task." },
     errors: [401, 404],
-  }), async (c) => c.json(describeTask(await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id")))))
+  }), async (c) => c.json(describeTask(await getOwnTask(c.env, c.var.db, c.var.caller.accountId, c.req.param("id")))))
   .get("/:id/result", describeRoute({
     summary: "The function's response",
     group: "tasks", auth: "account",
@@ -78,6 +76,6 @@ export const taskRoutes = new Hono<AppEnv>()
     errors: [400, 401, 404, 410, 429],
   }), async (c) => {
     if (query(c, taskLogQuery).follow) return followTaskLog(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"));
-    const task = await getOwnTask(c.var.db, c.var.caller.accountId, c.req.param("id"));
+    const task = await getOwnTask(c.env, c.var.db, c.var.caller.accountId, c.req.param("id"));
     return c.json({ id: task.id, finished: task.finishedAt != null, log: await readLog(c.env.BUCKET, task) });
   });

@@ -1,10 +1,9 @@
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
-import { and, eq } from "drizzle-orm";
-import { tasks, type schedules } from "../db/schema.js";
-import { newTaskId, enqueueTasks } from "../dispatch/client.js";
-import { admissionLimits } from "../tasks/admission.js";
-import { issueFunctionTask } from "../tasks/issue.js";
+import type { schedules } from "../db/schema.js";
+import { newTaskId } from "../dispatch/client.js";
+import { createTask } from "../task-life/create.js";
+import { findTask } from "../task-life/find.js";
 import { queryRecord } from "../services/tasks.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskBodyOf } from "../http/task-body.js";
@@ -32,22 +31,17 @@ export async function scheduledInput(bucket: R2Bucket, s: ScheduleRow): Promise<
 
 /**
  * Issues one task of the schedule's function through the same admission as the task API (quota,
- * pending cap, a successful build; a paused function's task waits in its queue), and queues it.
- * `id` is drawn once per run by the caller: a retry after D1's answer was lost finds the row its
- * first try inserted, and queues that one instead of issuing a second task.
+ * pending cap, a successful build; a paused function's task waits in its queue): its shard creates
+ * and queues it (task-life/create.ts). `id` is drawn once per run by the caller: a retry after the
+ * shard's answer was lost finds the task its first try created rather than create a second.
  */
 export async function issueScheduledTask(env: Bindings, db: Db, s: ScheduleRow, now = Date.now(), id = newTaskId(env, s.functionId, now)): Promise<TaskRow> {
   const input = await scheduledInput(env.BUCKET, s);
-  const o = { id, accountId: s.accountId, input, scheduledId: s.id };
-  let task: TaskRow;
   try {
-    task = await issueFunctionTask(db, env.BUCKET, admissionLimits(env), s.functionId, o, now);
+    return (await createTask(env, s.functionId, { id, accountId: s.accountId, input, scheduledId: s.id }, 0, now)).task;
   } catch (err) {
-    const [landed] = await db.select().from(tasks).where(and(eq(tasks.id, id), eq(tasks.scheduledId, s.id)));
-    if (!landed) throw err;
-    task = landed;
+    const landed = await findTask(env, db, id).catch(() => undefined);
+    if (landed?.scheduledId !== s.id) throw err;
+    return landed;
   }
-  // A row found so was never queued (its insert's answer never came back); one finished since is left be.
-  if (task.finishedAt == null) await enqueueTasks(env, [task]);
-  return task;
 }

@@ -1,7 +1,8 @@
 import { eq } from "drizzle-orm";
 import type { AppEnv } from "../env.js";
 import { notFound } from "../errors.js";
-import { builds, tasks } from "../db/schema.js";
+import { builds } from "../db/schema.js";
+import { findTask } from "../task-life/find.js";
 import { dispatcherFor } from "../dispatch/client.js";
 import type { Access } from "../dispatch/nodes.js";
 
@@ -29,7 +30,7 @@ export async function agentBuild(c: Ctx, id: string, access: "build" | "artifact
 
 /** A task the caller's node runs now. */
 export async function agentTask(c: Ctx, id: string, what: string) {
-  const [t] = await c.var.db.select().from(tasks).where(eq(tasks.id, id));
+  const t = await findTask(c.env, c.var.db, id);
   if (!t) throw notFound(what);
   await assigned(c, t.functionId, { kind: "task", id }, what);
   return t;

@@ -1,4 +1,5 @@
 import { and, desc, eq } from "drizzle-orm";
+import type { Bindings } from "../env.js";
 import { runBatch, type Db } from "../db/client.js";
 import { endpoints } from "../db/schema.js";
 import { notFound } from "../errors.js";
@@ -6,7 +7,7 @@ import type { PageRequest } from "../http/paginate.js";
 import { listPage, saveEdit } from "./records.js";
 import { newId } from "../lib/ids.js";
 import { iso } from "../lib/time.js";
-import { taskCounts } from "../tasks/counts.js";
+import { currentTaskCounts } from "../task-life/held-reads.js";
 import type { EndpointInput } from "../../shared/schemas/endpoint.js";
 import { assertOwnTags, replaceLinks, tagsOf, unlinkRecords } from "./tags.js";
 import { getOwnFunction } from "./functions.js";
@@ -87,9 +88,9 @@ export async function listEndpoints(db: Db, accountId: string, filter: PageReque
 }
 
 /** Tasks issued through the endpoint: today (UTC day), pending, last 7 days. */
-export async function endpointMetrics(db: Db, accountId: string, id: string, now = Date.now()) {
+export async function endpointMetrics(env: Bindings, db: Db, accountId: string, id: string, now = Date.now()) {
   await getOwnEndpoint(db, accountId, id);
-  const c = await taskCounts(db, { accountId, endpointId: id }, now);
+  const c = await currentTaskCounts(env, db, { accountId, endpointId: id }, now);
   return { todayTasks: c.today, pendingTasks: c.pending, weekTasks: c.week };
 }
 

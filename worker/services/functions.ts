@@ -1,10 +1,11 @@
 import { and, desc, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import { endpoints, functions, tagLinks, tasks, triggers } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import { newId } from "../lib/ids.js";
 import { unixSeconds } from "../lib/time.js";
-import { taskCounts } from "../tasks/counts.js";
+import { currentTaskCounts } from "../task-life/held-reads.js";
 import { CAPABILITY_DEFAULTS, type CapabilitiesSet, type FunctionCreate, type FunctionEdit } from "../../shared/schemas/function.js";
 import { TASK_STATUS } from "../../shared/schemas/task.js";
 import { assertOwnTags, replaceLinks, tagsOf } from "./tags.js";
@@ -81,14 +82,14 @@ export async function setCapabilities(db: Db, accountId: string, id: string, inp
 }
 
 /** Task counters of the decisions: today = since 00:00 UTC, week = last 7 days. */
-export async function functionMetrics(db: Db, accountId: string, functionId: string, now = Date.now()) {
-  const c = await taskCounts(db, { accountId, functionId }, now);
+export async function functionMetrics(env: Bindings, db: Db, accountId: string, functionId: string, now = Date.now()) {
+  const c = await currentTaskCounts(env, db, { accountId, functionId }, now);
   return { todaysTasks: c.today, weekTasks: c.week, pendingTasks: c.pending, completedTasks: c.total - c.pending };
 }
 
-export async function describeFunction(db: Db, accountId: string, id: string) {
+export async function describeFunction(env: Bindings, db: Db, accountId: string, id: string) {
   const f = await getOwnFunction(db, accountId, id);
-  const [tagMap, metrics] = await Promise.all([tagsOf(db, [id]), functionMetrics(db, accountId, id)]);
+  const [tagMap, metrics] = await Promise.all([tagsOf(db, [id]), functionMetrics(env, db, accountId, id)]);
   return {
     id: f.id,
     name: f.name,

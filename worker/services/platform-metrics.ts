@@ -2,7 +2,7 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { builds } from "../db/schema.js";
 import type { Bindings } from "../env.js";
-import { taskCounts } from "../tasks/counts.js";
+import { currentTaskCounts } from "../task-life/held-reads.js";
 import { shardCount, shardStub } from "../dispatch/client.js";
 import type { PlatformMetrics } from "../../shared/schemas/responses.js";
 
@@ -33,7 +33,7 @@ export function fleetCounts(shards: { agents: ShardAgent[] }[]): Pick<PlatformMe
 /** The caller's tasks and builds (pending, today, completed) and the fleet's nodes. */
 export async function platformMetrics(db: Db, env: Bindings, accountId: string, now = Date.now()): Promise<PlatformMetrics> {
   const [[t], [b], shards] = await Promise.all([
-    taskCounts(db, { accountId }, now, { week: false }).then((c) => [{ pendingTasks: c.pending, todayTasks: c.today, completedTasks: c.total - c.pending }]),
+    currentTaskCounts(env, db, { accountId }, now, { week: false }).then((c) => [{ pendingTasks: c.pending, todayTasks: c.today, completedTasks: c.total - c.pending }]),
     db
       .select({ pendingBuilds: sql<number>`count(*)` })
       .from(builds)

@@ -1,11 +1,10 @@
-import { eq } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../db/client.js";
-import { tasks } from "../db/schema.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
 import { dispatcherFor, shardOfTask, shardStub } from "../dispatch/client.js";
 import { getOwnTask } from "./tasks.js";
+import { findTask } from "../task-life/find.js";
 import { ApiError } from "../errors.js";
 
 const POLL_MS = 250;
@@ -42,7 +41,7 @@ export async function awaitFinished(db: Db, env: Bindings, task: TaskRow, second
     } catch {
       /* fall through to polling */
     }
-    const [row] = await db.select().from(tasks).where(eq(tasks.id, t.id));
+    const row = await findTask(env, db, t.id);
     if (!row) break;
     t = row;
     // A wait that returned at once while the task is still open would spin: back off instead.
@@ -70,7 +69,7 @@ export async function readResult(db: Db, env: Bindings, accountId: string, taskI
       /* D1 answers */
     }
   }
-  const task = await getOwnTask(db, accountId, taskId);
+  const task = await getOwnTask(env, db, accountId, taskId);
   return resultResponse(env.BUCKET, await awaitFinished(db, env, task, Math.max(0, deadline - Date.now()) / 1000));
 }
 

@@ -6,6 +6,8 @@ import { unixSeconds } from "../lib/time.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import type { TaskRow } from "../db/rows.js";
 import type { TaskBody } from "../http/task-body.js";
+import type { Bindings } from "../env.js";
+import { findTask, heldTasks, mergedPage } from "../task-life/find.js";
 
 /**
  * Headers a function never sees: credentials of the caller, the edge's own, and GC-Storage (only
@@ -32,9 +34,10 @@ export function inputFromRequest(req: Request, body: TaskBody): TaskInput {
   return { method: req.method, query, headers, ...body };
 }
 
-export async function getOwnTask(db: Db, accountId: string, id: string): Promise<TaskRow> {
-  const [row] = await db.select().from(tasks).where(and(eq(tasks.id, id), eq(tasks.accountId, accountId)));
-  if (!row) throw notFound("task");
+/** One of the account's tasks, its newest copy (task-life/find.ts); 404 for another account's. */
+export async function getOwnTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow> {
+  const row = await findTask(env, db, id);
+  if (!row || row.accountId !== accountId) throw notFound("task");
   return row;
 }
 
@@ -71,16 +74,24 @@ export const describeTask = (t: TaskRow) => ({
  * caller's answers 404. Finished tasks outlive their function, so a deleted function whose tasks
  * remain still filters.
  */
-async function assertTaskFunction(db: Db, accountId: string, functionId: string): Promise<void> {
+async function assertTaskFunction(env: Bindings, db: Db, accountId: string, functionId: string): Promise<void> {
   const [fn] = await db.select({ id: functions.id }).from(functions).where(and(eq(functions.id, functionId), eq(functions.accountId, accountId))).limit(1);
   if (fn) return;
   const [task] = await db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.accountId, accountId), eq(tasks.functionId, functionId))).limit(1);
-  if (!task) throw notFound("function");
+  // Its tasks may all be in its shard still (cancelled by the deletion, not yet in D1).
+  if (!task && !(await heldTasks(env, { accountId, functionId, limit: 1 })).length) throw notFound("function");
 }
 
-export async function listTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
-  if (q.functionId) await assertTaskFunction(db, accountId, q.functionId);
-  const rows = await db
+export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
+  if (q.functionId) await assertTaskFunction(env, db, accountId, q.functionId);
+  // The shards first, D1 after: a task the shards let go of in between is in D1 by then, so never missing.
+  const held = await heldTasks(env, { accountId, ...q });
+  const fromD1 = await listedTasks(db, accountId, q);
+  return mergedPage(fromD1, held, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
+}
+
+function listedTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
+  return db
     .select({ id: tasks.id, issuedAt: tasks.issuedAt, progress: tasks.progress, status: tasks.status })
     .from(tasks)
     .where(
@@ -92,5 +103,4 @@ export async function listTasks(db: Db, accountId: string, q: { functionId?: str
     )
     .orderBy(desc(tasks.id))
     .limit(q.limit);
-  return rows.map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }

@@ -13,6 +13,8 @@ import { RecentRate } from "./recent-rate.js";
 /** A lease chunk: twice the account's admissions here in the last minute, within these bounds. */
 export const MIN_CHUNK = 16;
 export const MAX_CHUNK = 4096;
+/** Rounds of asking one admission may wait through before it is refused with 409 (D1 granting nothing while it says there is room). */
+const MAX_ASKS = 10;
 /** After D1 failed, admissions do not wait on it again for this long: they borrow instead. */
 const D1_RETRY_MS = 1_000;
 /** D1 said the plan or the cap has no room: refusals answer from that for this long before asking again. */
@@ -34,6 +36,8 @@ interface AccountState {
   answer?: LeaseAnswer & { at: number; period: string };
   /** The ask in flight: one at a time per account, so answers cannot arrive out of order. */
   asking?: Promise<void>;
+  /** Admissions waiting for room now: a burst asks for all of them at once, not a chunk at a time. */
+  wanting: number;
 }
 
 /**
@@ -91,17 +95,32 @@ export class ShardAdmission {
         if (room > -st.chunk && free > -st.chunk) return this.take(st, lease, slots, facts.fn, buildId, now);
         return refusal(storageUnavailable());
       }
-      // Other admissions took what D1 granted while this one waited: ask again, a few times at most.
-      if (asks === 3) return refusal(new ApiError("conflict", "the account's other tasks took the lease while this one was being admitted; try again"));
-      await this.ask([accountId], now, true).catch(() => undefined);
+      // Other admissions took what D1 granted while this one waited: ask again. Each ask covers every
+      // admission waiting then, so a burst needs few; the bound only stops a D1 that grants nothing
+      // yet says there is room.
+      if (asks === MAX_ASKS) return refusal(new ApiError("conflict", "the account's other tasks took the lease while this one was being admitted; try again"));
+      st.wanting++;
+      try {
+        await this.ask([accountId], now, true).catch(() => undefined);
+      } finally {
+        st.wanting--;
+      }
     }
   }
 
-  /** A task admitted here ended (finished, failed, cancelled, expired): its slot frees now; its reservation settles with the next flush. */
-  ended(accountId: string, issuedPeriod: string, taskId: string = crypto.randomUUID()): void {
+  /**
+   * A task admitted here ended (finished, failed, cancelled, expired): its slot frees now; its
+   * reservation settles with the next flush, or (`metered` false) comes back to the lease now.
+   */
+  ended(accountId: string, issuedPeriod: string, taskId: string = crypto.randomUUID(), metered = true): void {
     const slots = this.book.slotsOf(accountId);
     if (slots) this.book.saveSlots({ ...slots, unfinished: Math.max(0, slots.unfinished - 1) });
-    this.book.addEnded({ taskId, accountId, period: issuedPeriod });
+    // A task that used no invocation (cancelled, or ended before any node ran it) gives its
+    // reservation back to this shard's lease at once: it is not settled, so D1 still counts it as
+    // the shard's, as unused room, which it now is.
+    const lease = metered ? undefined : this.book.lease(accountId, issuedPeriod);
+    if (lease && lease.taken > lease.settled) this.book.saveLease({ ...lease, taken: lease.taken - 1 });
+    else this.book.addEnded({ taskId, accountId, period: issuedPeriod });
   }
 
   /**
@@ -190,7 +209,7 @@ export class ShardAdmission {
 
   private state(accountId: string): AccountState {
     let st = this.accounts.get(accountId);
-    if (!st) this.accounts.set(accountId, (st = { rate: new RecentRate(), chunk: MIN_CHUNK }));
+    if (!st) this.accounts.set(accountId, (st = { rate: new RecentRate(), chunk: MIN_CHUNK, wanting: 0 }));
     return st;
   }
 
@@ -208,6 +227,7 @@ export class ShardAdmission {
     // D1 failed a moment ago: admissions borrow meanwhile, and the next refresh asks again.
     if (now - this.d1FailedAt < D1_RETRY_MS) return;
     const period = periodOf(now);
+    const limits = this.limitsOf();
     const due: string[] = [];
     for (const slots of [...this.book.allSlots()]) {
       const st = this.state(slots.accountId);
@@ -219,9 +239,14 @@ export class ShardAdmission {
       // Invocations beyond twice what it keeps go back (written here first, so none is admitted from them).
       const giveBack = lease !== undefined && room > 2 * keep;
       if (giveBack) this.book.saveLease({ ...lease, returned: lease.returned + room - keep });
-      const noRoom = st.answer?.period === period && now - st.answer.at < RECHECK_MS && st.answer.limit - st.answer.used - st.answer.outstanding <= 0;
-      const refill = keep > 0 && lease !== undefined && room < keep / 2 && !noRoom;
-      if (giveBack || refill || room < 0 || (keep > 0 && free < keep / 2) || free > 2 * keep) due.push(slots.accountId);
+      // D1 said lately that the plan, or the cap, has less than half a chunk left: asking again
+      // within RECHECK_MS would only get the same answer, once per batch.
+      const recent = st.answer?.period === period && now - st.answer.at < RECHECK_MS ? st.answer : undefined;
+      const planShort = recent !== undefined && recent.limit - recent.used - recent.outstanding < keep / 2;
+      const capShort = recent !== undefined && limits.maxPending - recent.slotsHeld < keep / 2;
+      const refill = keep > 0 && lease !== undefined && room < keep / 2 && !planShort;
+      const slotsLow = keep > 0 && free < keep / 2 && !capShort;
+      if (giveBack || refill || room < 0 || slotsLow || free > 2 * keep) due.push(slots.accountId);
     }
     // Past periods whose every task is settled are done with.
     for (const l of [...this.book.allLeases()]) if (l.period < period && l.taken <= l.settled) this.book.dropLease(l);
@@ -242,9 +267,14 @@ export class ShardAdmission {
       const st = this.state(accountId);
       const lease = this.book.lease(accountId, period) ?? { accountId, period, granted: 0, returned: 0, taken: 0, settled: 0 };
       const slots = this.book.slotsOf(accountId) ?? { accountId, held: 0, unfinished: 0 };
-      const keep = this.keepFor(st, slots, now, admitting);
+      // The chunk its rate calls for, or what a burst waiting now needs with half a chunk to spare.
+      const chunk = this.keepFor(st, slots, now, admitting);
+      const keep = chunk && Math.min(MAX_CHUNK, Math.max(chunk, st.wanting + Math.ceil(chunk / 2)));
       const room = lease.granted - lease.returned - lease.taken;
-      const wantSlots = Math.min(limits.maxPending, slots.unfinished + keep);
+      // Slots move only outside a band around what the unfinished tasks need: a backlog that rises
+      // and falls by a few tasks with every batch must not send an ask each time.
+      const inBand = slots.held >= slots.unfinished + Math.ceil(keep / 2) && slots.held <= slots.unfinished + 2 * keep;
+      const wantSlots = Math.min(limits.maxPending, inBand ? slots.held : slots.unfinished + keep);
       // Slots given back are given up here first: no admission may use them while D1 hears of it.
       if (wantSlots < slots.held) this.book.saveSlots({ ...slots, held: wantSlots });
       return {

@@ -84,21 +84,10 @@ export const tooManyPending = (pending: number) =>
   });
 
 /**
- * admit() as a SQL condition on a row of `functions`, for the insert-select that issues a task in
- * one round trip (issueFunctionTask() in services/tasks.ts). The plan's invocation limit is
- * configuration, not a D1 row, so the statement carries it: a CASE over the account's plan id with
- * one WHEN per configured plan and the first plan's limit as ELSE, planOf() line for line; the
- * pending cap is a parameter. A CASE
- * rather than a bound JSON map of limits: PLANS holds a handful of plans (two parameters each keeps
- * the statement far below D1's 100), the SQL reads like planOf(), and no JSON path is built from a
- * plan id stored in D1. The statement's text changes only when PLANS does.
+ * planOf(plans, plan).invocations as SQL, for a plan id that is itself SQL (a lease's grant,
+ * shard-admission/lease-statements.ts): a CASE with one WHEN per configured plan and the first plan's
+ * limit as ELSE, planOf() line for line. PLANS holds a handful of plans, two parameters each.
  */
-export function admissible(plans: Plan[], period: unknown, maxPending: unknown): SQL {
-  const { buildId, plan, used, pending } = admissionColumns(period);
-  return sql`${buildId} is not null and ${used} + ${pending} < ${planInvocations(plans, plan)} and ${pending} < ${maxPending}`;
-}
-
-/** planOf(plans, plan).invocations as SQL, for a plan id that is itself SQL (see admissible()). */
 export function planInvocations(plans: Plan[], plan: SQL): SQL {
   const whens = plans.map((p) => sql`when ${p.id} then ${p.invocations}`);
   return sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;

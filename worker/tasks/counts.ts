@@ -23,6 +23,10 @@ export interface TaskCounts {
  */
 const ID_SLACK_MS = 60_000;
 
+/** Leaves these tasks out (one JSON parameter, whatever their number); nothing when there are none. */
+const notIn = (ids: string[] | undefined): SQL | undefined =>
+  ids?.length ? sql`${tasks.id} not in (select value from json_each(${JSON.stringify(ids)}))` : undefined;
+
 /** Tasks issued at `time` or later, as a range of ids that any index ending in `id` reads, then exactly. */
 export const issuedSince = (time: number): SQL => and(gte(tasks.id, idFloor(time - ID_SLACK_MS)), gte(tasks.issuedAt, time))!;
 
@@ -33,8 +37,9 @@ export const issuedSince = (time: number): SQL => and(gte(tasks.id, idFloor(time
  * unfinished tasks through the partial index of the account's unfinished tasks (at most its pending
  * cap); the total from an index alone. A scan of a function with millions of tasks read them all
  * before. `week: false` skips the 7-day count (an account's is the costliest range to read).
+ * `finishedElsewhere`: tasks D1 has unfinished that finished in their shard (task-life/held-reads.ts).
  */
-export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean } = {}): Promise<TaskCounts> {
+export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean; finishedElsewhere?: string[] } = {}): Promise<TaskCounts> {
   const of = scope.functionId ? eq(tasks.functionId, scope.functionId) : scope.endpointId ? eq(tasks.endpointId, scope.endpointId) : eq(tasks.accountId, scope.accountId);
   // A function's or an endpoint's issue times are in its index; an account's are read through its ids' time.
   const since = (time: number): SQL => (scope.functionId || scope.endpointId ? gte(tasks.issuedAt, time) : issuedSince(time));
@@ -42,7 +47,7 @@ export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: 
   type Count = ReturnType<typeof count>;
   const counts = [
     count(since(startOfUtcDay(now))),
-    count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt))),
+    count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt), notIn(o.finishedElsewhere))),
     count(),
     ...(o.week === false ? [] : [count(since(now - 7 * DAY_MS))]),
   ];

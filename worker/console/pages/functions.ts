@@ -43,7 +43,7 @@ export function registerFunctions(app: ConsoleApp) {
     const api = c.var.api;
     const [fns, tags] = await Promise.all([api.get<FnItem[]>(`/v1/function/list${tag ? `?tag=${encodeURIComponent(tag)}` : ""}`), api.get<TagItem[]>("/v1/tag/list")]);
     const ids = fns.map((f) => f.id);
-    const [builds, daily] = await Promise.all([lastBuildStatus(c.var.db, c.var.accountId, ids), dailyTasks(c.var.db, c.var.accountId, 7)]);
+    const [builds, daily] = await Promise.all([lastBuildStatus(c.var.db, c.var.accountId, ids), dailyTasks(c.env, c.var.db, c.var.accountId, 7)]);
     const body = html`<h1>Functions</h1>
 ${notice(c.req.query("done"))}
 <div class="row" style="justify-content:space-between">${tagFilter("/console", tags, tag)}</div>

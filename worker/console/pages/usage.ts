@@ -35,7 +35,7 @@ export function registerUsage(app: ConsoleApp) {
     const [usage, invoices, daily] = await Promise.all([
       c.var.api.get<Usage>("/v1/usage"),
       c.var.api.get<InvoiceItem[]>("/v1/invoice/list"),
-      dailyTasks(c.var.db, c.var.accountId, 30),
+      dailyTasks(c.env, c.var.db, c.var.accountId, 30),
     ]);
     const details = await Promise.all(invoices.map((i) => c.var.api.get<InvoiceDetail>(`/v1/invoice/${i.id}`)));
     const used = usage.invocations + (usage.pending ?? 0);

@@ -1,0 +1,97 @@
+import type { TaskRow } from "../db/rows.js";
+import type { Outcome } from "../dispatch/outcomes.js";
+import type { TaskScope } from "../tasks/counts.js";
+import { DAY_MS, startOfUtcDay } from "../lib/time.js";
+import { periodOf } from "../billing/plans.js";
+import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
+import type { HeldTasks } from "./held-tasks.js";
+
+/**
+ * What a shard adds to D1's aggregates of a scope while D1 lags behind it (issue 26, read your own
+ * writes): answered from the shard's memory, summed by the Worker (held-reads.ts) over the shards
+ * that may hold the scope's tasks.
+ */
+export interface HeldCounts {
+  /** Rows D1 does not have yet: issued since 00:00 UTC, in the last 7 days, at all, and of those the unfinished. */
+  today: number;
+  week: number;
+  total: number;
+  pending: number;
+  /** Rows D1 has, unfinished there, that finished here: D1's pending count leaves them out. */
+  finishedHere: string[];
+}
+
+export const NO_HELD_COUNTS: HeldCounts = { today: 0, week: 0, total: 0, pending: 0, finishedHere: [] };
+
+const inScope = (row: TaskRow, s: TaskScope) =>
+  row.accountId === s.accountId && (!s.functionId || row.functionId === s.functionId) && (!s.endpointId || row.endpointId === s.endpointId);
+
+/** `accepted`: whether the shard's outcome log holds the task's outcome (its finished view may not be made yet). */
+export function heldCounts(held: HeldTasks, accepted: (taskId: string) => boolean, scope: TaskScope, now: number): HeldCounts {
+  const out: HeldCounts = { today: 0, week: 0, total: 0, pending: 0, finishedHere: [] };
+  const today = startOfUtcDay(now);
+  const week = now - 7 * DAY_MS;
+  for (const { row, view, inD1 } of held.entries()) {
+    if (!inScope(row, scope)) continue;
+    const finished = row.finishedAt != null || view !== undefined || accepted(row.id);
+    if (inD1) {
+      if (finished) out.finishedHere.push(row.id);
+      continue;
+    }
+    out.total++;
+    if (row.issuedAt >= today) out.today++;
+    if (row.issuedAt >= week) out.week++;
+    if (!finished) out.pending++;
+  }
+  return out;
+}
+
+/** The account's rows D1 does not have yet, issued since `since`, counted per function and UTC day (day 0 holds `since`). */
+export function heldIssued(held: HeldTasks, accountId: string, since: number): { functionId: string; day: number; count: number }[] {
+  const counts = new Map<string, { functionId: string; day: number; count: number }>();
+  for (const { row, inD1 } of held.entries()) {
+    if (inD1 || row.accountId !== accountId || row.issuedAt < since) continue;
+    const day = Math.floor((row.issuedAt - since) / DAY_MS);
+    const key = `${row.functionId}/${day}`;
+    const c = counts.get(key) ?? { functionId: row.functionId, day, count: 0 };
+    c.count++;
+    counts.set(key, c);
+  }
+  return [...counts.values()];
+}
+
+/**
+ * An accepted outcome as usage will meter it once D1 records it (dispatch/records.ts): `memMib`
+ * and `node` null where the shard does not know them (a task D1 had before the shard, whose row
+ * D1 completes).
+ */
+export interface HeldMeter {
+  taskId: string;
+  durationMs: number;
+  memMib: number | null;
+  node: string | null;
+}
+
+/**
+ * The account's accepted outcomes of `period` that D1 will meter: not cancelled (410), not
+ * finished here by the function's deletion first. Whether it ran on a node is settled by the
+ * Worker, which reads the node D1 may have marked (billing/usage.ts).
+ */
+export function heldMeters(held: HeldTasks, outcomes: Outcome[], accountId: string, period: string): HeldMeter[] {
+  const mine = outcomes.filter((o) => o.accountId === accountId && periodOf(o.at) === period);
+  if (!mine.length) return [];
+  const rows = new Map<string, TaskRow>();
+  for (const { row } of held.entries()) if (row.accountId === accountId) rows.set(row.id, row);
+  const out: HeldMeter[] = [];
+  for (const o of mine) {
+    const row = rows.get(o.taskId);
+    if ((o.report?.status ?? 504) === 410 || row?.finishedAt != null) continue;
+    out.push({
+      taskId: o.taskId,
+      durationMs: o.report?.durationMs ?? 0,
+      memMib: row ? (row.memSize > 0 ? row.memSize : DEFAULT_BILLED_MEM_MIB) : null,
+      node: o.node ?? row?.node ?? null,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,53 @@
+import type { Bindings } from "../env.js";
+import type { Db } from "../db/client.js";
+import { allShards, dispatcherFor } from "../dispatch/client.js";
+import { taskCounts, type TaskCounts, type TaskScope } from "../tasks/counts.js";
+import { usageOf, type UnrecordedUsage } from "../billing/usage.js";
+import { periodOf, type Plan } from "../billing/plans.js";
+import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.js";
+
+/**
+ * Aggregates read your own writes (issue 26): D1's answer plus what the shards hold that D1 does
+ * not show yet (held-counts.ts). A function's tasks are in its shard; an account's or an endpoint's
+ * may be in any. A shard out of reach adds nothing (D1 alone answers, as before).
+ *
+ * The shards are asked first and D1 after: a batch that reaches D1 in between is then counted
+ * twice for a moment (D1 has it, the shard had not marked it yet), never missed. Pending is exact
+ * either way: the shard names the tasks it finished that D1 still has unfinished.
+ */
+const shardsOf = (env: Bindings, scope: { functionId?: string | undefined }) => (scope.functionId ? [dispatcherFor(env, scope.functionId)] : allShards(env));
+
+export async function shardCounts(env: Bindings, scope: TaskScope, now: number): Promise<HeldCounts> {
+  const all = await Promise.all(shardsOf(env, scope).map((s) => s.heldCounts(scope, now).catch(() => NO_HELD_COUNTS)));
+  return all.reduce((a, b) => ({
+    today: a.today + b.today,
+    week: a.week + b.week,
+    total: a.total + b.total,
+    pending: a.pending + b.pending,
+    finishedHere: [...a.finishedHere, ...b.finishedHere],
+  }), NO_HELD_COUNTS);
+}
+
+/** The task counters of the metrics routes (tasks/counts.ts), with the shards' own new and finished tasks. */
+export async function currentTaskCounts(env: Bindings, db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean } = {}): Promise<TaskCounts> {
+  const held = await shardCounts(env, scope, now);
+  const d1 = await taskCounts(db, scope, now, { ...o, finishedElsewhere: held.finishedHere });
+  return { today: d1.today + held.today, week: d1.week + held.week, total: d1.total + held.total, pending: d1.pending + held.pending };
+}
+
+/** This period's usage (billing/usage.ts), with the outcomes the shards accepted and D1 has not recorded. */
+export async function currentUsage(env: Bindings, db: Db, plans: Plan[], accountId: string, now = Date.now()) {
+  const period = periodOf(now);
+  const [counts, meters] = await Promise.all([
+    shardCounts(env, { accountId }, now),
+    Promise.all(allShards(env).map((s) => s.heldMeters(accountId, period).catch(() => [] as HeldMeter[]))),
+  ]);
+  const unrecorded: UnrecordedUsage = { meters: meters.flat(), pending: counts.pending, finishedHere: counts.finishedHere };
+  return usageOf(db, plans, accountId, now, unrecorded);
+}
+
+/** The account's tasks the shards hold and D1 does not have yet, per function and UTC day since `since`. */
+export async function shardIssued(env: Bindings, accountId: string, since: number): Promise<{ functionId: string; day: number; count: number }[]> {
+  const all = await Promise.all(allShards(env).map((s) => s.heldIssued(accountId, since).catch(() => [])));
+  return all.flat();
+}

@@ -1,0 +1,189 @@
+import type { TaskRow } from "../db/rows.js";
+import { TASK_STATUS } from "../../shared/schemas/task.js";
+
+/**
+ * The tasks a dispatcher shard created, from their creation until D1 holds their final record
+ * (issue 26: a task lives in its shard from creation to result). Creating a task is writing its row
+ * here, in the shard's own SQLite, in the same synchronous step that queues it: that is what makes
+ * it durable, and the API answers from it. D1 receives the rows later, in the group commit's
+ * batches (group-commit.ts), with the outcomes.
+ *
+ * A row goes through three states: not yet in D1 (`in_d1` 0); in D1 but unfinished there (its
+ * outcome, if any, still in the outcome log); gone, once the batch that recorded its outcome (or,
+ * for a task cancelled here, its finished row) committed. Readers ask the shard before D1 for
+ * exactly this reason: the shard's copy is the newest until it is gone.
+ *
+ * A finished view (the created row with its outcome applied) is kept in memory only: after an
+ * eviction, readers see the created row until the outcome log reaches D1 (a second or so, by the
+ * alarm). Storage is written, not read, as for the queue: the rows are mirrored in memory.
+ */
+export class HeldTasks {
+  /** In creation order: the oldest are flushed first. */
+  private readonly rows = new Map<string, { row: TaskRow; inD1: boolean; size: number }>();
+  /** Rows whose outcome is accepted here but not yet in D1, with that outcome applied. */
+  private readonly finishedViews = new Map<string, TaskRow>();
+  private unrecordedCount = 0;
+  /** Rows not yet in D1, by account: what D1's counts of the account's tasks miss. */
+  private readonly unrecordedBy = new Map<string, number>();
+
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`create table if not exists held_task (
+      id text primary key, account_id text not null, in_d1 integer not null default 0, row text not null)`);
+    this.reload();
+  }
+
+  reload(): void {
+    this.rows.clear();
+    this.finishedViews.clear();
+    this.unrecordedCount = 0;
+    this.unrecordedBy.clear();
+    for (const r of this.sql.exec<{ id: string; in_d1: number; row: string }>("select id, in_d1, row from held_task order by rowid")) {
+      this.rows.set(r.id, { row: JSON.parse(r.row) as TaskRow, inD1: r.in_d1 === 1, size: r.row.length });
+      if (r.in_d1 !== 1) this.counted(r.id, 1);
+    }
+  }
+
+  add(row: TaskRow): void {
+    const json = JSON.stringify(row);
+    this.sql.exec("insert or ignore into held_task (id, account_id, row) values (?, ?, ?)", row.id, row.accountId, json);
+    if (this.rows.has(row.id)) return;
+    this.rows.set(row.id, { row, inD1: false, size: json.length });
+    this.counted(row.id, 1);
+  }
+
+  has(id: string): boolean {
+    return this.rows.has(id);
+  }
+
+  /** The shard's newest version of the task: finished here, or as created (or cancelled). */
+  get(id: string): TaskRow | undefined {
+    return this.finishedViews.get(id) ?? this.rows.get(id)?.row;
+  }
+
+  /** Its outcome was accepted here: readers get the finished row before D1 has it. */
+  finished(row: TaskRow): void {
+    if (this.rows.has(row.id)) this.finishedViews.set(row.id, row);
+  }
+
+  /**
+   * Tasks the function's deletion cancelled before they ran: they finish here as cancelled (410)
+   * and reach D1 finished, with no outcome (the D1 cancellation could not see rows it did not have).
+   */
+  cancel(ids: string[], now: number): void {
+    const inD1: string[] = [];
+    for (const id of ids) {
+      const held = this.rows.get(id);
+      if (!held || held.row.finishedAt != null) continue;
+      // D1's copy was cancelled by the deletion itself: the shard's is stale now, and goes.
+      if (held.inD1) inD1.push(id);
+      else {
+        const row = { ...held.row, status: TASK_STATUS.cancelled, progress: 100, finishedAt: now };
+        held.row = row;
+        this.sql.exec("update held_task set row = ? where id = ?", JSON.stringify(row), id);
+      }
+    }
+    this.committed([], inD1);
+  }
+
+  /**
+   * Rows D1 does not have yet, for one batch: those named first (the batch's outcomes need their
+   * rows), then the oldest, within `maxBytes` of JSON (always at least the named ones).
+   */
+  unrecorded(first: string[], maxBytes: number): TaskRow[] {
+    if (!this.unrecordedCount) return [];
+    const out: TaskRow[] = [];
+    const taken = new Set<string>();
+    let bytes = 0;
+    for (const id of first) {
+      const held = this.rows.get(id);
+      if (!held || held.inD1 || taken.has(id)) continue;
+      taken.add(id);
+      out.push(held.row);
+      bytes += held.size;
+    }
+    for (const [id, held] of this.rows) {
+      if (held.inD1 || taken.has(id)) continue;
+      if (bytes + held.size > maxBytes) break;
+      bytes += held.size;
+      out.push(held.row);
+    }
+    return out;
+  }
+
+  private counted(id: string, by: 1 | -1): void {
+    const accountId = this.rows.get(id)!.row.accountId;
+    this.unrecordedCount += by;
+    const n = (this.unrecordedBy.get(accountId) ?? 0) + by;
+    if (n) this.unrecordedBy.set(accountId, n);
+    else this.unrecordedBy.delete(accountId);
+  }
+
+  /** The account's tasks created here that D1 does not have yet (finished here or not). */
+  unrecordedCountOf(accountId: string): number {
+    return this.unrecordedBy.get(accountId) ?? 0;
+  }
+
+  /** Of these tasks, the rows created here that D1 does not have yet. */
+  unrecordedOf(ids: string[]): TaskRow[] {
+    return ids.flatMap((id) => {
+      const held = this.rows.get(id);
+      return held && !held.inD1 ? [held.row] : [];
+    });
+  }
+
+  /** Whether rows wait for D1: the alarm retries a flush until none does. */
+  get waiting(): number {
+    return this.unrecordedCount;
+  }
+
+  /**
+   * A batch committed: these rows are in D1 now, and these tasks' outcomes too. A task with its
+   * outcome recorded, or finished here (cancelled) and recorded, is forgotten.
+   */
+  committed(recorded: string[], outcomesOf: string[]): void {
+    const forget = new Set(outcomesOf.filter((id) => this.rows.has(id)));
+    const mark: string[] = [];
+    for (const id of recorded) {
+      const held = this.rows.get(id);
+      if (!held || held.inD1) continue;
+      this.counted(id, -1);
+      held.inD1 = true;
+      if (held.row.finishedAt != null) forget.add(id);
+      else mark.push(id);
+    }
+    if (mark.length) this.sql.exec("update held_task set in_d1 = 1 where id in (select value from json_each(?))", JSON.stringify(mark));
+    if (!forget.size) return;
+    const ids = [...forget];
+    this.sql.exec("delete from held_task where id in (select value from json_each(?))", JSON.stringify(ids));
+    for (const id of ids) {
+      const held = this.rows.get(id);
+      if (held && !held.inD1) this.counted(id, -1);
+      this.rows.delete(id);
+      this.finishedViews.delete(id);
+    }
+  }
+
+  /**
+   * Every row held here, in creation order: as created (or cancelled here), its finished view if
+   * its outcome was accepted, and whether D1 has the row yet (task-life/held-counts.ts reads these).
+   */
+  *entries(): Generator<{ row: TaskRow; view: TaskRow | undefined; inD1: boolean }> {
+    for (const [id, held] of this.rows) yield { row: held.row, view: this.finishedViews.get(id), inD1: held.inD1 };
+  }
+
+  /**
+   * The account's tasks held here, newest first (ids sort by creation): what a list merges with D1's
+   * page so that a caller's own new tasks are never missing from it.
+   */
+  ofAccount(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): TaskRow[] {
+    const out: TaskRow[] = [];
+    for (const { row } of this.rows.values()) {
+      if (row.accountId !== q.accountId) continue;
+      if (q.functionId && row.functionId !== q.functionId) continue;
+      if (q.before && row.id >= q.before) continue;
+      out.push(this.finishedViews.get(row.id) ?? row);
+    }
+    out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    return out.slice(0, q.limit);
+  }
+}

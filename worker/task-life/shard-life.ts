@@ -1,0 +1,113 @@
+import type { Bindings } from "../env.js";
+import { sqlBatch, type Db } from "../db/client.js";
+import { rowsInserted } from "./record-rows.js";
+import type { TaskRow } from "../db/rows.js";
+import { periodOf } from "../billing/plans.js";
+import type { ShardAdmission } from "../shard-admission/leases.js";
+import { taskWork } from "../dispatch/work.js";
+import { outcomeElement } from "../dispatch/records.js";
+import type { NewWork } from "../dispatch/work-rows.js";
+import type { Outcome } from "../dispatch/outcomes.js";
+import type { RecentlyFinished } from "../dispatch/recently-finished.js";
+import type { Waiters } from "../dispatch/waiters.js";
+import type { HeldTasks } from "./held-tasks.js";
+import { finishedRow, type OutcomeElement } from "./finished-row.js";
+import { newTaskRow } from "./new-row.js";
+import { refusalOf, type Refusal } from "./refusal.js";
+import { isStorageUnavailable, storageUnavailable } from "../db/unavailable.js";
+import type { CreateAnswer, CreateRequest } from "./create.js";
+
+export interface LifeParts {
+  held: HeldTasks;
+  admission: Pick<ShardAdmission, "admit" | "ended">;
+  /** Shared with the group commit, which uses an element made here rather than make it again. */
+  elements: Map<string, OutcomeElement>;
+  finished: RecentlyFinished;
+  waiters: Waiters;
+  enqueue: (work: NewWork[], once: boolean) => Promise<void>;
+  /** Asks for a group commit (it keeps its gap). */
+  flush: () => void;
+}
+
+/**
+ * A task's life in its shard, the part the dispatcher does not already do: creating it (admitted,
+ * held, queued) and answering its caller the moment its outcome is durable here.
+ */
+export class ShardLife {
+  constructor(
+    private readonly env: Bindings,
+    private readonly db: Db,
+    private readonly parts: LifeParts,
+  ) {}
+
+  async create(req: CreateRequest, waitMs: number): Promise<CreateAnswer> {
+    const { held, waiters, enqueue, flush } = this.parts;
+    // A retry of a call whose answer was lost: the task exists, and is not created twice.
+    const existing = held.get(req.id);
+    if (existing) return { task: existing, finished: waitMs > 0 && existing.finishedAt == null ? await waiters.wait(req.id, waitMs) : existing.finishedAt != null ? existing : null };
+    let admitted;
+    try {
+      admitted = await this.parts.admission.admit(req.accountId, req.functionId, req.now);
+    } catch (e) {
+      // A function the shard does not know yet needs D1: unreachable, the caller is told to retry
+      // (an RPC carries only the message, which drizzle's wrapper hides, so it is decided here).
+      if (isStorageUnavailable(e)) return { refused: refusalOf(storageUnavailable()) };
+      throw e;
+    }
+    if ("refused" in admitted) return { refused: admitted.refused as Refusal };
+    const row = newTaskRow(req, req.staged, req.now, admitted.fn, admitted.buildId);
+    held.add(row);
+    // Registered before the task is queued: no outcome can slip past it.
+    const finished = waitMs > 0 ? waiters.wait(row.id, waitMs) : null;
+    await enqueue([taskWork(row)], waitMs > 0);
+    flush();
+    return { task: row, finished: finished ? await finished : null };
+  }
+
+  /**
+   * An outcome was accepted (it is durable in the outcome log): a task created here is finished for
+   * its readers now. A result too large for the row goes to R2 first, as the commit would put it.
+   * A retried task's earlier attempts' log is joined by the commit alone (it edits R2 in place).
+   */
+  accepted(o: Outcome): void {
+    const { held, admission } = this.parts;
+    const created = held.get(o.taskId);
+    if (!created) return;
+    // Metered as the commit meters (dispatch/records.ts): run on a node, and not cancelled.
+    admission.ended(o.accountId, periodOf(created.issuedAt), o.taskId, o.node != null && (o.report?.status ?? 504) !== 410);
+    if (o.earlier?.length) return;
+    void this.answer(o).catch((e: unknown) =>
+      console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
+    );
+  }
+
+  /** Writes these tasks' rows to D1 now, those created here that D1 lacks (a retry's attempt record needs its row). */
+  async recordRows(taskIds: string[]): Promise<void> {
+    const rows = this.parts.held.unrecordedOf(taskIds);
+    if (!rows.length) return;
+    await sqlBatch(this.db, rowsInserted(rows));
+    this.parts.held.committed(rows.map((r) => r.id), []);
+  }
+
+  /** Tasks created here that the function's deletion cancelled: they end, and give back what they held. */
+  cancel(ids: string[], now: number): void {
+    const { held, admission } = this.parts;
+    for (const id of ids) {
+      const row = held.get(id);
+      if (row && row.finishedAt == null) admission.ended(row.accountId, periodOf(row.issuedAt), id, false);
+    }
+    held.cancel(ids, now);
+  }
+
+  private async answer(o: Outcome): Promise<void> {
+    const { held, elements, finished, waiters } = this.parts;
+    const element = await outcomeElement(this.env.BUCKET, o);
+    const created = held.get(o.taskId);
+    if (!created) return; // the commit got there first, and woke the readers with D1's row
+    elements.set(o.taskId, element);
+    const row: TaskRow = finishedRow(created, element);
+    held.finished(row);
+    finished.add(row, Date.now());
+    waiters.wake(o.taskId, row);
+  }
+}
