@@ -122,24 +122,23 @@ readsItsOwnWrites(
   (s) => expect.objectContaining({ log: [`ran ${s.doneId}`] }),
 );
 
+/** The three tasks of the setup as a list shows them: newest first, the finished one finished. */
+const newestFirst = (s: Lagging) => [
+  expect.objectContaining({ id: s.doneId, status: 200, progress: 100 }),
+  expect.objectContaining({ id: s.gcPendingId, status: 0 }),
+  expect.objectContaining({ id: s.pendingId, status: 0 }),
+];
+
 readsItsOwnWrites(
   "GET /v1/task/list",
   async (s) => callJson(`/v1/task/list`, 200, { token: s.token }),
-  (s) => [
-    expect.objectContaining({ id: s.doneId, status: 200, progress: 100 }),
-    expect.objectContaining({ id: s.gcPendingId, status: 0 }),
-    expect.objectContaining({ id: s.pendingId, status: 0 }),
-  ],
+  newestFirst,
 );
 
 readsItsOwnWrites(
   "GET /v1/task/list?functionId=<id>",
   async (s) => callJson(`/v1/task/list?functionId=${s.fn}`, 200, { token: s.token }),
-  (s) => [
-    expect.objectContaining({ id: s.doneId, status: 200, progress: 100 }),
-    expect.objectContaining({ id: s.gcPendingId, status: 0 }),
-    expect.objectContaining({ id: s.pendingId, status: 0 }),
-  ],
+  newestFirst,
 );
 
 readsItsOwnWrites(

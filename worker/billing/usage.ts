@@ -3,13 +3,7 @@ import { sqlBatch, type Db } from "../db/client.js";
 import { accounts, usageTotals } from "../db/schema.js";
 import type { HeldMeter } from "../task-life/held-counts.js";
 import { periodOf, planOf, type Plan } from "./plans.js";
-
-/**
- * Memory billed for a task that asked for the node's default (memSize 0). Tasks are metered (one
- * usage row each, keyed by task id, cancelled ones not) in the batch that records their outcomes:
- * see outcomesWritten() in dispatch/records.ts.
- */
-export const DEFAULT_BILLED_MEM_MIB = 256;
+import { DEFAULT_BILLED_MEM_MIB } from "./billed-memory.js";
 
 /** What the dispatcher shards hold that D1 has not recorded yet (task-life/held-reads.ts). */
 export interface UnrecordedUsage {

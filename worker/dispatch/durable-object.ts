@@ -39,7 +39,7 @@ import type { OutcomeElement } from "../task-life/finished-row.js";
 import { ShardLife } from "../task-life/shard-life.js";
 import { heldCounts, heldIssued, heldMeters, type HeldCounts, type HeldMeter } from "../task-life/held-counts.js";
 import type { TaskScope } from "../tasks/counts.js";
-import type { CreateAnswer, CreateRequest } from "../task-life/create.js";
+import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";
 import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
 

@@ -48,9 +48,12 @@ export class GroupCommit {
 
   constructor(private readonly parts: CommitParts) {}
 
+  /** Batches are being read and written (not while a commit waits out its gap). */
+  private batching = false;
+
   /** True while a write is in flight (the log's memory must not be reloaded under it). */
   get inFlight(): boolean {
-    return this.writing !== undefined;
+    return this.batching;
   }
 
   private timer: ReturnType<typeof setTimeout> | undefined;
@@ -77,6 +80,7 @@ export class GroupCommit {
         // Measured on the monotonic clock, and never more than the gap: a wall clock that jumps must not stall records.
         const wait = Math.min(this.parts.gapMs, this.lastEnd + this.parts.gapMs - performance.now());
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        this.batching = true;
         do {
           this.again = false;
           while (await this.batch());
@@ -86,6 +90,7 @@ export class GroupCommit {
       } catch (e) {
         await this.parts.onError(e);
       } finally {
+        this.batching = false;
         this.lastEnd = performance.now();
         this.writing = undefined;
       }

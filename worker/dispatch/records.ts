@@ -4,12 +4,11 @@ import { rowOf, sqlBatch, type Db } from "../db/client.js";
 import { builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
 import { taskLogKey, taskResultKey } from "../lib/storage-keys.js";
-import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
+import { DEFAULT_BILLED_MEM_MIB } from "../billing/billed-memory.js";
 import { periodOf } from "../billing/plans.js";
 import { triggerCandidate, triggerCandidates } from "./chain.js";
 import type { Outcome } from "./outcomes.js";
 import type { TaskRow } from "../db/rows.js";
-import type { OutcomeElement } from "../task-life/finished-row.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
 import { prependEarlier, TIMED_OUT_LINE, withEarlier } from "../retries/attempt-log.js";
 
@@ -93,6 +92,9 @@ const outcomeRows = (json: string) => sql`(select
   json_extract(value, '$.assignedAt') as assigned_at, json_extract(value, '$.rtt') as rtt,
   json_extract(value, '$.runtime') as runtime, json_extract(value, '$.attempts') as attempts
   from json_each(${json}))`;
+
+/** An outcome as the JSON element the batch statements read (outcomeElement). */
+export type OutcomeElement = Awaited<ReturnType<typeof outcomeElement>>;
 
 /** What a batch writes before its outcomes: the shard's new task rows (task-life/), and outcomes already made elements. */
 export interface Before {

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { sqlBatch, type Db } from "../db/client.js";
-import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
+import { DEFAULT_BILLED_MEM_MIB } from "../billing/billed-memory.js";
 import { periodOf } from "../billing/plans.js";
 
 export interface FailedAttempt {

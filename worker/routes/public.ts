@@ -15,7 +15,7 @@ import { preferredWait } from "../http/prefer.js";
 import { syncResponse } from "../services/sync-invoke.js";
 import { awaitCreated, createTask } from "../task-life/create.js";
 import { findTask } from "../task-life/find.js";
-import { inputFromRequest } from "../services/tasks.js";
+import { inputFromRequest } from "../http/task-input.js";
 import { admissionColumns, noSuccessfulBuild } from "../tasks/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { requestKey } from "../idempotency/request-key.js";

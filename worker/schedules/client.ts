@@ -7,4 +7,4 @@ import type { Scheduler } from "./durable-object.js";
  * state with it.
  */
 export const schedulerFor = (env: Bindings, scheduleId: string): DurableObjectStub<Scheduler> =>
-  env.SCHEDULER.get(env.SCHEDULER.idFromName(scheduleId));
+  (env.SCHEDULER as unknown as DurableObjectNamespace<Scheduler>).get(env.SCHEDULER.idFromName(scheduleId));

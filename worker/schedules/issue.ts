@@ -4,7 +4,7 @@ import type { schedules } from "../db/schema.js";
 import { newTaskId } from "../dispatch/client.js";
 import { createTask } from "../task-life/create.js";
 import { findTask } from "../task-life/find.js";
-import { queryRecord } from "../services/tasks.js";
+import { queryRecord } from "../http/task-input.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskBodyOf } from "../http/task-body.js";
 import { schedulePayloadKey } from "../lib/storage-keys.js";

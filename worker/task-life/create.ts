@@ -1,18 +1,12 @@
 import type { Bindings } from "../env.js";
 import type { TaskRow } from "../db/rows.js";
 import { dispatcherFor } from "../dispatch/client.js";
-import { stageInput, type NewTask, type StagedInput } from "../tasks/row.js";
-import { refusalError, type Refusal } from "./refusal.js";
+import { stageInput, type NewTask } from "../tasks/row.js";
+import { refusalError } from "./refusal.js";
+import type { CreateAnswer, CreateRequest } from "./create-types.js";
 
-/** What the Worker asks the function's shard to create (Dispatcher.createTask). */
-export interface CreateRequest extends NewTask {
-  functionId: string;
-  staged: StagedInput;
-  /** When the Worker drew the id (the id carries it): the task's issue time. */
-  now: number;
-}
+export type { CreateAnswer, CreateRequest };
 
-export type CreateAnswer = { task: TaskRow; finished: TaskRow | null } | { refused: Refusal };
 
 /**
  * Creates a task of the function in its shard (issue 26): the shard admits it, writes it to its own

@@ -1,7 +1,7 @@
 import type { TaskRow } from "../db/rows.js";
-import type { outcomeElement } from "../dispatch/records.js";
+import type { OutcomeElement } from "../dispatch/records.js";
 
-export type OutcomeElement = Awaited<ReturnType<typeof outcomeElement>>;
+export type { OutcomeElement };
 
 /**
  * The row an outcome finishes, as the group commit's update will write it (dispatch/records.ts,

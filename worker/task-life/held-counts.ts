@@ -3,7 +3,7 @@ import type { Outcome } from "../dispatch/outcomes.js";
 import type { TaskScope } from "../tasks/counts.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { periodOf } from "../billing/plans.js";
-import { DEFAULT_BILLED_MEM_MIB } from "../billing/usage.js";
+import { DEFAULT_BILLED_MEM_MIB } from "../billing/billed-memory.js";
 import type { HeldTasks } from "./held-tasks.js";
 
 /**

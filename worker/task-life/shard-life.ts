@@ -1,4 +1,4 @@
-import type { Bindings } from "../env.js";
+import type { StoreBindings } from "../bindings.js";
 import { sqlBatch, type Db } from "../db/client.js";
 import { rowsInserted } from "./record-rows.js";
 import type { TaskRow } from "../db/rows.js";
@@ -15,7 +15,7 @@ import { finishedRow, type OutcomeElement } from "./finished-row.js";
 import { newTaskRow } from "./new-row.js";
 import { refusalOf, type Refusal } from "./refusal.js";
 import { isStorageUnavailable, storageUnavailable } from "../db/unavailable.js";
-import type { CreateAnswer, CreateRequest } from "./create.js";
+import type { CreateAnswer, CreateRequest } from "./create-types.js";
 
 export interface LifeParts {
   held: HeldTasks;
@@ -35,7 +35,7 @@ export interface LifeParts {
  */
 export class ShardLife {
   constructor(
-    private readonly env: Bindings,
+    private readonly env: Pick<StoreBindings, "BUCKET">,
     private readonly db: Db,
     private readonly parts: LifeParts,
   ) {}
