@@ -267,16 +267,6 @@ export class Dispatcher extends DurableObject<Bindings> {
     return this.heldRows.waiting + this.outcomes.count();
   }
 
-  /**
-   * Holds every write to D1 back (true) or lets them go again: for the tests of reading your own
-   * writes while D1 lags behind, on a stack whose D1 failures are enabled for tests (D1_TEST_FAILURES).
-   */
-  async holdRecords(on: boolean): Promise<void> {
-    if (this.env.D1_TEST_FAILURES !== "1") throw new Error("holding records back is for tests (D1_TEST_FAILURES=1)");
-    this.commits.held = on;
-    if (!on) await this.flushRecords();
-  }
-
   /** An Idempotency-Key's call asks whether to issue its task (worker/idempotency/). */
   async claimIdempotencyKey(scope: string, key: string, fingerprint: string): Promise<KeyClaim> {
     return this.keys.claim(scope, key, fingerprint);

@@ -98,7 +98,7 @@ export class GroupCommit {
     return this.writing;
   }
 
-  /** Tests hold every write back, to read while D1 lags behind the shard (Dispatcher.holdRecords). */
+  /** Tests hold every write back, to read while D1 lags behind the shard (holdRecords in test/worker/helpers.ts). */
   held = false;
 
   /** Writes one batch of outcomes; false when there was none. */

@@ -23,8 +23,6 @@ export class HeldTasks {
   /** Rows whose outcome is accepted here but not yet in D1, with that outcome applied. */
   private readonly finishedViews = new Map<string, TaskRow>();
   private unrecordedCount = 0;
-  /** Rows not yet in D1, by account: what D1's counts of the account's tasks miss. */
-  private readonly unrecordedBy = new Map<string, number>();
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`create table if not exists held_task (
@@ -36,10 +34,9 @@ export class HeldTasks {
     this.rows.clear();
     this.finishedViews.clear();
     this.unrecordedCount = 0;
-    this.unrecordedBy.clear();
     for (const r of this.sql.exec<{ id: string; in_d1: number; row: string }>("select id, in_d1, row from held_task order by rowid")) {
       this.rows.set(r.id, { row: JSON.parse(r.row) as TaskRow, inD1: r.in_d1 === 1, size: r.row.length });
-      if (r.in_d1 !== 1) this.counted(r.id, 1);
+      if (r.in_d1 !== 1) this.unrecordedCount++;
     }
   }
 
@@ -48,7 +45,7 @@ export class HeldTasks {
     this.sql.exec("insert or ignore into held_task (id, account_id, row) values (?, ?, ?)", row.id, row.accountId, json);
     if (this.rows.has(row.id)) return;
     this.rows.set(row.id, { row, inD1: false, size: json.length });
-    this.counted(row.id, 1);
+    this.unrecordedCount++;
   }
 
   has(id: string): boolean {
@@ -110,19 +107,6 @@ export class HeldTasks {
     return out;
   }
 
-  private counted(id: string, by: 1 | -1): void {
-    const accountId = this.rows.get(id)!.row.accountId;
-    this.unrecordedCount += by;
-    const n = (this.unrecordedBy.get(accountId) ?? 0) + by;
-    if (n) this.unrecordedBy.set(accountId, n);
-    else this.unrecordedBy.delete(accountId);
-  }
-
-  /** The account's tasks created here that D1 does not have yet (finished here or not). */
-  unrecordedCountOf(accountId: string): number {
-    return this.unrecordedBy.get(accountId) ?? 0;
-  }
-
   /** Of these tasks, the rows created here that D1 does not have yet. */
   unrecordedOf(ids: string[]): TaskRow[] {
     return ids.flatMap((id) => {
@@ -146,7 +130,7 @@ export class HeldTasks {
     for (const id of recorded) {
       const held = this.rows.get(id);
       if (!held || held.inD1) continue;
-      this.counted(id, -1);
+      this.unrecordedCount--;
       held.inD1 = true;
       if (held.row.finishedAt != null) forget.add(id);
       else mark.push(id);
@@ -157,7 +141,7 @@ export class HeldTasks {
     this.sql.exec("delete from held_task where id in (select value from json_each(?))", JSON.stringify(ids));
     for (const id of ids) {
       const held = this.rows.get(id);
-      if (held && !held.inD1) this.counted(id, -1);
+      if (held && !held.inD1) this.unrecordedCount--;
       this.rows.delete(id);
       this.finishedViews.delete(id);
     }
