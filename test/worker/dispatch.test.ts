@@ -1,6 +1,8 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, grantPrivileged, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, grantPrivileged, holdRecords, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import { rowsInserted } from "../../worker/task-life/record-rows.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { newTaskId, shardOf, shardOfTask, shardStub } from "../../worker/dispatch/client.js";
 import { FRAME_BUDGET_BYTES, MAX_LOG_LINE_CHARS } from "../../shared/protocol/messages.js";
@@ -234,6 +236,31 @@ describe("tasks through the dispatcher", () => {
     const agent = await FakeAgent.connect("late");
     expect(await agent.none("task.assign")).toBe(true);
     await agent.close();
+  });
+
+  // The deletion cancels D1's unfinished rows, then the shard's; a batch in flight may land the
+  // task's row unfinished between the two. The shard's cancelled copy must still finish it in D1.
+  it("finishes a deleted function's task in D1 whose row landed unfinished after the deletion's own cancellation", async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    await holdRecords(true);
+    try {
+      const id = await task(token, fn);
+      const created = await shardStub(env, 0).heldTask(id);
+      await callJson(`/v1/function/${fn}`, 204, { token, method: "DELETE" });
+      // The late batch: the row as created, unfinished.
+      for (const statement of rowsInserted([created!])) {
+        const q = new SQLiteAsyncDialect().sqlToQuery(statement);
+        await env.DB.prepare(q.sql).bind(...q.params).run();
+      }
+      expect((await env.DB.prepare("select status from tasks where id = ?").bind(id).first<{ status: number }>())!.status).toBe(0);
+      expect((await taskRecord(token, id)).status).toBe(410);
+      await holdRecords(false);
+      expect(await env.DB.prepare("select status, progress from tasks where id = ?").bind(id).first()).toEqual({ status: 410, progress: 100 });
+      expect((await taskRecord(token, id)).status).toBe(410);
+    } finally {
+      await holdRecords(false);
+    }
   });
 });
 

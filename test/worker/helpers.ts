@@ -235,8 +235,19 @@ export async function newTask(token: string, functionId: string, json: unknown =
  */
 export const sql = async (query: string, ...binds: unknown[]) => {
   await d1IsTruth();
-  return env.DB.prepare(query).bind(...binds).run();
+  const result = await env.DB.prepare(query).bind(...binds).run();
+  // A lease refresh that read D1 before the edit must not answer the next admission from its answer.
+  await forgetAdmissionAnswers();
+  return result;
 };
+
+async function forgetAdmissionAnswers() {
+  await runInDurableObject(shardStub(env, 0), async (o) => {
+    const admission = (o as unknown as { admission: { whenIdle(): Promise<void>; accounts: Map<string, unknown> } }).admission;
+    await admission.whenIdle();
+    admission.accounts.clear();
+  });
+}
 
 /** The shard's task rows written to D1 and forgotten there (its queue keeps the work). */
 export async function d1IsTruth() {

@@ -115,7 +115,7 @@ export class GroupCommit {
     settle?.committed();
     await storageWritten(db, bucket, batch);
     outcomes.remove(ids);
-    held.committed(rows.map((r) => r.id), ids);
+    held.committed(rows, ids);
     for (const id of ids) elements.delete(id);
     for (const row of written.finished.values()) finished.add(row, now);
     for (const o of batch) waiters.wake(o.taskId, written.finished.get(o.taskId) ?? null);

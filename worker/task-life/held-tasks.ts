@@ -67,19 +67,16 @@ export class HeldTasks {
    * and reach D1 finished, with no outcome (the D1 cancellation could not see rows it did not have).
    */
   cancel(ids: string[], now: number): void {
-    const inD1: string[] = [];
     for (const id of ids) {
       const held = this.rows.get(id);
       if (!held || held.row.finishedAt != null) continue;
-      // D1's copy was cancelled by the deletion itself: the shard's is stale now, and goes.
-      if (held.inD1) inD1.push(id);
-      else {
-        const row = { ...held.row, status: TASK_STATUS.cancelled, progress: 100, finishedAt: now };
-        held.row = row;
-        this.sql.exec("update held_task set row = ? where id = ?", JSON.stringify(row), id);
-      }
+      // Written again, finished, whether or not D1 has it: the deletion's own cancellation may have
+      // run before a batch in flight inserted the row unfinished (record-rows.ts finishes it then).
+      held.row = { ...held.row, status: TASK_STATUS.cancelled, progress: 100, finishedAt: now };
+      if (held.inD1) this.unrecordedCount++;
+      held.inD1 = false;
+      this.sql.exec("update held_task set row = ?, in_d1 = 0 where id = ?", JSON.stringify(held.row), id);
     }
-    this.committed([], inD1);
   }
 
   /**
@@ -121,15 +118,17 @@ export class HeldTasks {
   }
 
   /**
-   * A batch committed: these rows are in D1 now, and these tasks' outcomes too. A task with its
+   * A batch committed: these rows (as it wrote them) are in D1 now, and these tasks' outcomes too. A task with its
    * outcome recorded, or finished here (cancelled) and recorded, is forgotten.
    */
-  committed(recorded: string[], outcomesOf: string[]): void {
+  committed(recorded: TaskRow[], outcomesOf: string[]): void {
     const forget = new Set(outcomesOf.filter((id) => this.rows.has(id)));
     const mark: string[] = [];
-    for (const id of recorded) {
+    for (const written of recorded) {
+      const id = written.id;
       const held = this.rows.get(id);
-      if (!held || held.inD1) continue;
+      // A row changed while its batch was in flight (cancelled) is written again by the next one.
+      if (!held || held.inD1 || held.row !== written) continue;
       this.unrecordedCount--;
       held.inD1 = true;
       if (held.row.finishedAt != null) forget.add(id);

@@ -21,8 +21,9 @@ const encoded = (r: TaskRow) => fields.map(([f, c]) => {
 
 /**
  * Inserts rows the shard created into `tasks`, each once: a row D1 has already (a retried batch
- * whose answer was lost) is left as it is, and so is one whose account was deleted meanwhile (the
- * row would break its foreign key, and its account's records are gone). One JSON parameter a
+ * whose answer was lost) is left as it is (unless the shard's copy is finished and D1's is not: a
+ * task cancelled here after an earlier batch wrote it unfinished), and no row is written for an
+ * account deleted meanwhile (it would break its foreign key, and the account's records are gone). One JSON parameter a
  * statement, as many statements as the rows' size takes.
  */
 export function rowsInserted(rows: TaskRow[]): SQL[] {
@@ -34,7 +35,8 @@ export function rowsInserted(rows: TaskRow[]): SQL[] {
     const json = `[${part.join(",")}]`;
     out.push(sql`insert into tasks (${names}) select ${values} from json_each(${json})
       where exists (select 1 from accounts a where a.id = json_extract(value, ${`$[${accountAt}]`}))
-      on conflict (id) do nothing`);
+      on conflict (id) do update set status = excluded.status, progress = excluded.progress, finished_at = excluded.finished_at
+        where tasks.finished_at is null and excluded.finished_at is not null`);
     part = [];
     bytes = 0;
   };

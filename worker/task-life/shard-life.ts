@@ -86,7 +86,7 @@ export class ShardLife {
     const rows = this.parts.held.unrecordedOf(taskIds);
     if (!rows.length) return;
     await sqlBatch(this.db, rowsInserted(rows));
-    this.parts.held.committed(rows.map((r) => r.id), []);
+    this.parts.held.committed(rows, []);
   }
 
   /** Tasks created here that the function's deletion cancelled: they end, and give back what they held. */
