@@ -2,8 +2,8 @@
  * Task history at size (issue 27): what one task's record costs in D1, and how the reads people rely
  * on (task get, a function's task list, the account's usage, a function's and the account's task
  * metrics, the console's runs page) fare as the
- * history grows. The local D1 database is filled through the Worker's own write path — the issuing
- * insert (worker/tasks/issue.ts) and the dispatcher's outcome batch (dispatch/records.ts), 64
+ * history grows. The local D1 database is filled through the Worker's own write path — the shard's
+ * row insert (worker/task-life/record-rows.ts) and the dispatcher's outcome batch (dispatch/records.ts), 64
  * outcomes a batch as in production — run over node:sqlite on the stopped Worker's database file,
  * then the Worker is started again on it and read over HTTP. Each size's figures stand next to the
  * small size's, and next to a bare route (/healthz), measured in the same run.
@@ -16,9 +16,11 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { LocalWorker, api, type Api } from "../test/e2e/harness.js";
-import { openDb, type Db } from "../worker/db/client.js";
+import { openDb, sqlBatch, type Db } from "../worker/db/client.js";
 import { functions } from "../worker/db/schema.js";
-import { issueTask } from "../worker/tasks/issue.js";
+import { newTaskRow } from "../worker/task-life/new-row.js";
+import { rowsInserted } from "../worker/task-life/record-rows.js";
+import type { TaskRow } from "../worker/db/rows.js";
 import { outcomesWritten } from "../worker/dispatch/records.js";
 import type { Outcome } from "../worker/dispatch/outcomes.js";
 import type { FunctionRow } from "../worker/db/rows.js";
@@ -83,14 +85,17 @@ async function fill(file: string, tenants: Tenant[], count: number): Promise<num
     const issued: { id: string; accountId: string; functionId: string; at: number }[] = [];
     // Issue times rise through the fill, as real ones do, so ids stay in time order.
     const at = (i: number) => now - SPREAD_MS + Math.floor(((done + i) / count) * (SPREAD_MS - 60_000));
-    sqlite.exec("begin");
+    const rows: TaskRow[] = [];
     for (let i = 0; i < n; i++) {
       const target = targets[(done + i) % targets.length]!;
       const issuedAt = at(i);
-      const row = await issueTask(db, NO_BUCKET, { id: newId(issuedAt), accountId: target.accountId, input: INPUT, fn: target.fn, buildId: null as unknown as string }, issuedAt);
-      issued.push({ id: row.id, accountId: target.accountId, functionId: target.fn.id, at: issuedAt + 150 });
+      const id = newId(issuedAt);
+      const o = { id, accountId: target.accountId, input: INPUT };
+      rows.push(newTaskRow(o, { id, input: JSON.stringify(INPUT), inputKey: null }, issuedAt, target.fn, null as unknown as string));
+      issued.push({ id, accountId: target.accountId, functionId: target.fn.id, at: issuedAt + 150 });
     }
-    sqlite.exec("commit");
+    // As a shard's group commit writes them: batches of its rows, each statement within D1's limits.
+    for (let i = 0; i < rows.length; i += 64) await sqlBatch(db, rowsInserted(rows.slice(i, i + 64)));
     for (let i = 0; i < issued.length; i += 64) {
       const slice = issued.slice(i, i + 64);
       const outcomes: Outcome[] = slice.map((t) => ({

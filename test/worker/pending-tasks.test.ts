@@ -11,21 +11,21 @@ afterEach(() => FakeAgent.closeAll());
 const post = (token: string, fn: string) => call(`/v1/task/${fn}`, { token, method: "POST" });
 
 /**
- * Gives the account `n` unfinished triggered tasks in D1 directly, as a backlog of that size would:
- * issuing a thousand through the API would test the clock, not the cap. Triggered tasks are the ones
- * D1 itself admits (a parent task); the shards' own count by their leases. They are not on any dispatcher.
+ * Gives the account `n` unfinished tasks on another shard, as that shard's slot lease in D1 says
+ * (worker/shard-admission/): issuing a thousand through the API would test the clock, not the cap.
+ * They are on no dispatcher this test reaches.
  */
-async function backlog(accountId: string, fn: string, n: number) {
-  await sql(
-    `with recursive k(i) as (select 1 union all select i + 1 from k where i < ?)
-     insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged, parent_task_id)
-     select 'backlog-' || ? || '-' || i, ?, ?, 'py', 0, 30, 1, 256, 0, 'a-parent' from k`,
-    n, fn, accountId, fn,
-  );
-}
+const backlog = (accountId: string, n: number) =>
+  sql("insert into slot_leases (account_id, shard, held) values (?, 'another-shard', ?) on conflict do update set held = excluded.held", accountId, n);
+
+/** One task of the backlog ends: the other shard gives its slot back. */
+const oneEnds = (accountId: string) => sql("update slot_leases set held = held - 1 where account_id = ? and shard = 'another-shard'", accountId);
 
 const unfinished = async (accountId: string) =>
   (await (await flushedDb()).prepare("select count(*) as n from tasks where account_id = ? and finished_at is null").bind(accountId).first<{ n: number }>())!.n;
+
+/** The account's unfinished tasks that this shard created, as the account's usage shows them. */
+const pendingOf = async (token: string) => (await callJson("/v1/usage", 200, { token })).pending as number;
 
 describe("quota reserved when a task is issued", () => {
   it("refuses a third task on a plan of two invocations while the first two are still pending", async () => {
@@ -83,39 +83,40 @@ describe("pending tasks capped per account", () => {
   it("refuses task creation with 429 too_many_pending_tasks and Retry-After at the cap, and accepts again below it", async () => {
     const acct = await newAccount();
     const fn = await deployedFunction(acct.token);
-    await backlog(acct.accountId, fn, DEFAULT_MAX_PENDING_TASKS);
+    await backlog(acct.accountId, DEFAULT_MAX_PENDING_TASKS);
     const res = await post(acct.token, fn);
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     const err = await expectError(res, 429, "too_many_pending_tasks");
     expect(err.message).toContain(`${DEFAULT_MAX_PENDING_TASKS} unfinished tasks`);
-    expect(await unfinished(acct.accountId)).toBe(DEFAULT_MAX_PENDING_TASKS);
+    expect(await pendingOf(acct.token)).toBe(0);
     // Another account is not held back by this one's backlog.
     const other = await newAccount("other");
     expect((await post(other.token, await deployedFunction(other.token))).status).toBe(201);
-    await sql("update tasks set finished_at = 1, status = 200, progress = 100 where id = ?", `backlog-${fn}-1`);
+    await oneEnds(acct.accountId);
     expect((await post(acct.token, fn)).status).toBe(201);
+    expect(await pendingOf(acct.token)).toBe(1);
   });
 
   it("lets a flood of anonymous calls to an unlimited endpoint fill the cap exactly, and no further", async () => {
     const acct = await newAccount();
     const fn = await deployedFunction(acct.token);
     const ep = await newEndpoint(acct.token, fn); // dailyLimit -1: unlimited
-    await backlog(acct.accountId, fn, DEFAULT_MAX_PENDING_TASKS - 5);
+    await backlog(acct.accountId, DEFAULT_MAX_PENDING_TASKS - 5);
     const answers = await Promise.all(Array.from({ length: 20 }, () => call(`/gc/${ep}`, { method: "POST" })));
     const statuses = answers.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(5);
     expect(statuses.filter((s) => s === 429)).toHaveLength(15);
     await expectError(answers.find((r) => r.status === 429)!, 429, "too_many_pending_tasks");
-    expect(await unfinished(acct.accountId)).toBe(DEFAULT_MAX_PENDING_TASKS);
+    expect(await pendingOf(acct.token)).toBe(5);
   });
 
   it("gives a limited endpoint's daily count back when the cap refuses the call", async () => {
     const acct = await newAccount();
     const fn = await deployedFunction(acct.token);
     const ep = await newEndpoint(acct.token, fn, { dailyLimit: 1 });
-    await backlog(acct.accountId, fn, DEFAULT_MAX_PENDING_TASKS);
+    await backlog(acct.accountId, DEFAULT_MAX_PENDING_TASKS);
     await expectError(call(`/gc/${ep}`, { method: "POST" }), 429, "too_many_pending_tasks");
-    await sql("update tasks set finished_at = 1, status = 200, progress = 100 where id = ?", `backlog-${fn}-1`);
+    await oneEnds(acct.accountId);
     expect((await call(`/gc/${ep}`, { method: "POST" })).status).toBe(201); // the one call of the day is still there
   });
 
@@ -129,17 +130,19 @@ describe("pending tasks capped per account", () => {
     const acct = await newAccount();
     const fn = await deployedFunction(acct.token);
     const next = await deployedFunction(acct.token);
-    await newTrigger(acct.token, { functionId: fn, nextId: next, status: 200 });
+    for (let i = 0; i < 2; i++) await newTrigger(acct.token, { functionId: fn, nextId: next, status: 200 });
+    // The first task takes the account's last slot; when it ends, one of its two triggers takes it.
+    await backlog(acct.accountId, DEFAULT_MAX_PENDING_TASKS - 1);
     const first = (await callJson(`/v1/task/${fn}`, 201, { token: acct.token, method: "POST" })).id;
     await agent.next("task.assign");
-    await backlog(acct.accountId, fn, DEFAULT_MAX_PENDING_TASKS);
     agent.done(first, "ok");
     expect((await call(`/v1/task/${first}/result?wait=5`, { token: acct.token })).status).toBe(200);
+    const child = await agent.next("task.assign");
     const stub = shardStub(env, 0);
-    await eventually(async () => (await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("select count(*) as n from outcome").one().n)) === 0);
+    await eventually(async () => (await runInDurableObject(stub, (_o, state) => state.storage.sql.exec("select count(*) as n from chain_due").one().n)) === 0);
     expect(await agent.none("task.assign")).toBe(true);
-    const children = await (await flushedDb()).prepare("select count(*) as n from tasks where parent_task_id = ?").bind(first).first<{ n: number }>();
-    expect(children!.n).toBe(0);
+    const children = await (await flushedDb()).prepare("select id from tasks where parent_task_id = ?").bind(first).all<{ id: string }>();
+    expect(children.results.map((r) => r.id)).toEqual([child.taskId]);
     await agent.close();
   });
 });

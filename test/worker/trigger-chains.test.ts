@@ -1,8 +1,8 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, finishTask, newAccount, newTrigger, flushedDb } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, finishTask, holdRecords, newAccount, newTrigger, flushedDb, recordsFlushed } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
-import { MAX_CHAIN_TASKS } from "../../worker/dispatch/chain.js";
+import { MAX_CHAIN_TASKS } from "../../worker/chains/limits.js";
 import { newTaskId, shardStub } from "../../worker/dispatch/client.js";
 
 beforeEach(clearQueue);
@@ -211,29 +211,51 @@ describe("triggers firing across a restart of the dispatcher", () => {
     await agent.close();
   });
 
-  it("issues nothing twice when the firing had inserted its task: it enqueues it again while unfinished, not once finished", async () => {
+  it("creates nothing twice when the firing runs again: its shard holds the task, or D1 has it once the shard let it go", async () => {
     const { agent, token, accountId, a, b, trigger, parent } = await chainStarted("refire-chain", false);
     agent.done(parent, "ok");
     const child = (await agent.next("task.assign")).taskId;
     expect(await noneDue()).toBe(true);
     const due = { id: parent, accountId, functionId: a, status: 200, body: "ok" };
 
-    // Inserted, but its queue row gone with the instance: the firing run again enqueues the same task.
-    await runInDurableObject(shardStub(env, 0), (_o, state) => void state.storage.sql.exec("delete from work where id = ?", child));
+    // Run again while the task is running: its shard has it, and queues it no second time.
     await leaveDue(due, { [trigger]: child });
     await shardStub(env, 0).resync();
-    expect((await agent.next("task.assign")).taskId).toBe(child);
     expect(await noneDue()).toBe(true);
-    expect((await tasksOf(b)).map((t) => t.id)).toEqual([child]);
+    expect(await agent.none("task.assign", 500)).toBe(true);
 
-    // Finished: run again, the firing issues and enqueues nothing.
+    // Finished and recorded, the shard holds it no more: run again, the firing finds it in D1.
     agent.done(child, "done");
     expect((await call(`/v1/task/${child}/result?wait=5`, { token })).status).toBe(200);
+    await recordsFlushed();
+    expect(await runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec("select 1 from held_task where id = ?", child).toArray().length)).toBe(0);
     await leaveDue(due, { [trigger]: child });
     await shardStub(env, 0).resync();
-    expect(await agent.none("task.assign", 500)).toBe(true);
     expect(await noneDue()).toBe(true);
+    expect(await agent.none("task.assign", 500)).toBe(true);
     expect(await tasksOf(b)).toEqual([{ id: child, finished_at: expect.any(Number) }]);
+    await agent.close();
+  });
+});
+
+describe("a triggered task's life in its function's shard", () => {
+  it("is created in the shard, assigned and readable, with its parent and trigger, before D1 has its row", async () => {
+    const { agent, token, accountId, a, b, trigger, parent } = await chainStarted("held-chain", false);
+    await finishTask(parent, { body: "ok" });
+    const planned = newTaskId(env, b);
+    await holdRecords(true);
+    try {
+      await leaveDue({ id: parent, accountId, functionId: a, status: 200, body: "ok" }, { [trigger]: planned });
+      await shardStub(env, 0).resync();
+      expect((await agent.next("task.assign")).taskId).toBe(planned);
+      expect(await env.DB.prepare("select id from tasks where id = ?").bind(planned).first()).toBeNull();
+      expect(await record(token, planned)).toMatchObject({ id: planned, triggerId: trigger, parentTaskId: parent, functionId: b });
+      const listed = await callJson(`/v1/task/list?functionId=${b}`, 200, { token });
+      expect(JSON.stringify(listed)).toContain(planned);
+    } finally {
+      await holdRecords(false);
+    }
+    expect(await env.DB.prepare("select parent_task_id as p from tasks where id = ?").bind(planned).first()).toEqual({ p: parent });
     await agent.close();
   });
 });

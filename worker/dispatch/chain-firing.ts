@@ -1,10 +1,8 @@
 import type { Bindings } from "../env.js";
 import { sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { admissionLimits } from "../tasks/admission.js";
-import { fireTriggers, firesFor, triggerCandidate, triggerCandidates, type ChainParent, type TriggerCandidate } from "./chain.js";
-import { enqueueTasks, newTaskId } from "./client.js";
-import type { Dispatcher } from "./durable-object.js";
+import { fireTriggers, firesFor, triggerCandidate, triggerCandidates, type ChainParent, type ChainShards, type TriggerCandidate } from "./chain.js";
+import { newTaskId } from "./client.js";
 
 /** A finished task whose triggers are still to fire, and the ids drawn for the tasks they issue. */
 interface Due {
@@ -19,10 +17,10 @@ interface Due {
  * Fires the triggers of finished tasks off the dispatcher's commit path, durably. The commit hands
  * its finished tasks over in the same synchronous step that drops their outcomes from the log, and
  * each task whose triggers match is stored here with the ids of the tasks they will issue; a
- * firing issues every stored task in one insert, enqueues them, then forgets them. An eviction or
- * a failed write anywhere in between leaves the rows, and the next instance (or the alarm's retry)
- * fires them again: a task already inserted is not inserted twice (its id was drawn once), and one
- * already finished is not enqueued again.
+ * firing creates every stored task on its function's shard, then forgets them. An eviction or a
+ * failed call anywhere in between leaves the rows, and the next instance (or the alarm's retry)
+ * fires them again: a task already created is not created twice (its id was drawn once, and the
+ * shard asked looks for it).
  */
 export class ChainFiring {
   private pending: Due[] = [];
@@ -34,7 +32,7 @@ export class ChainFiring {
     private readonly env: Bindings,
     private readonly db: Db,
     private readonly sql: SqlStorage,
-    private readonly self: { id: DurableObjectId; self: Dispatcher },
+    private readonly shards: ChainShards,
     private readonly onError: (e: unknown, taskIds: string[]) => void,
   ) {
     sql.exec("create table if not exists chain_due (parent_id text primary key, parent text not null, plan text not null)");
@@ -53,7 +51,7 @@ export class ChainFiring {
       const parent = parentOf(row);
       const fires = firesFor(parent, triggers);
       if (!fires.length) continue;
-      const plan = Object.fromEntries(fires.map((c) => [c.trigger.id, newTaskId(this.env, c.next.id)]));
+      const plan = Object.fromEntries(fires.map((c) => [c.trigger.id, newTaskId(this.env, c.nextId)]));
       this.sql.exec("insert or ignore into chain_due (parent_id, parent, plan) values (?, ?, ?)", parent.id, JSON.stringify(parent), JSON.stringify(plan));
       due.push({ parent, plan, triggers });
     }
@@ -81,8 +79,8 @@ export class ChainFiring {
       try {
         const triggers = await this.triggersOf(batch);
         const plan = new Map(batch.map((d) => [d.parent.id, d.plan]));
-        const next = await fireTriggers(this.db, this.env.BUCKET, admissionLimits(this.env), parents, triggers, plan);
-        if (next.length) await enqueueTasks(this.env, next, this.self);
+        // Stored rows brought back by reload() have no triggers: their firing may have run before.
+        await fireTriggers(this.db, this.env.BUCKET, this.shards, parents, triggers, plan, batch.some((d) => !d.triggers));
         this.sql.exec("delete from chain_due where parent_id in (select value from json_each(?))", JSON.stringify(parents.map((p) => p.id)));
       } catch (e) {
         this.failed = true;
@@ -91,15 +89,12 @@ export class ChainFiring {
     }
   }
 
-  /**
-   * The triggers a batch fires: as its commits read them, or read again for rows a reload brought
-   * back. A trigger read by several commits fires with its newest admission.
-   */
+  /** The triggers a batch fires: as its commits read them, or read again for rows a reload brought back. */
   private async triggersOf(batch: Due[]): Promise<TriggerCandidate[]> {
     const known = batch.flatMap((d) => d.triggers ?? []);
     const reloaded = batch.filter((d) => !d.triggers);
     if (reloaded.length) {
-      const [raw] = await sqlBatch(this.db, [triggerCandidates([...new Set(reloaded.map((d) => d.parent.functionId))], Date.now())]);
+      const [raw] = await sqlBatch(this.db, [triggerCandidates([...new Set(reloaded.map((d) => d.parent.functionId))])]);
       known.push(...raw!.map(triggerCandidate));
     }
     return [...new Map(known.map((t) => [t.trigger.id, t] as const)).values()];

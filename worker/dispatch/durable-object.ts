@@ -4,6 +4,8 @@ import { openDb, type Db } from "../db/client.js";
 import { ackFor, agentMessage, FRAME_BUDGET_BYTES, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { ChainFiring } from "./chain-firing.js";
+import { ChainPlaces } from "../chains/places.js";
+import { chainShards } from "../chains/shards.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
 import { BuildReports } from "./build-reports.js";
 import { evictArtifacts } from "../limits/artifact-eviction.js";
@@ -69,6 +71,7 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly marks: AssignedMarks;
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
+  private readonly places: ChainPlaces;
   private readonly storage: DispatcherStorage;
   private readonly follows: LogFollows;
   private readonly commits: GroupCommit;
@@ -95,7 +98,8 @@ export class Dispatcher extends DurableObject<Bindings> {
     this.admission = new ShardAdmission(ctx.storage.sql, this.db, ctx.id.toString(), () => admissionLimits(env));
     this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
-    this.chains = new ChainFiring(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, (e, taskIds) => {
+    this.places = new ChainPlaces(ctx.storage.sql, this.db);
+    this.chains = new ChainFiring(env, this.db, ctx.storage.sql, chainShards(env, { id: ctx.id, self: this }, this.places), (e, taskIds) => {
       log("error", "firing triggers failed; retrying", { taskIds, error: String(e) });
       void this.scheduleAlarm();
     });
@@ -219,6 +223,15 @@ export class Dispatcher extends DurableObject<Bindings> {
    */
   async createTask(req: CreateRequest, waitMs = 0): Promise<CreateAnswer> {
     return this.life.create(req, waitMs);
+  }
+
+  /** Places for tasks in a chain rooted here (worker/chains/places.ts). */
+  async reserveChainPlaces(chainId: string, taskIds: string[], fresh: boolean): Promise<string[]> {
+    return this.places.reserve(chainId, taskIds, fresh, Date.now());
+  }
+
+  async releaseChainPlaces(chainId: string, taskIds: string[]): Promise<void> {
+    this.places.release(chainId, taskIds);
   }
 
   /** The shard's copy of a task it holds (newer than D1's, or not in D1 yet); null when D1 has the final record. */

@@ -147,7 +147,7 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       from tasks t join ${outcomeRows(metered)} as o on t.id = o.id and t.finished_at = o.at
       where t.status <> 410 and t.node is not null
       on conflict do nothing`,
-    triggerCandidates([...new Set(outcomes.map((o) => o.functionId))], now),
+    triggerCandidates([...new Set(outcomes.map((o) => o.functionId))]),
     ...(before.after ?? []),
   ]);
   const [, read, , triggers] = results.slice(rows.length);

@@ -2,13 +2,11 @@ import { eq } from "drizzle-orm";
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
-import { ApiError } from "../errors.js";
-import { admissionLimits, admitFunction } from "../tasks/admission.js";
-import { stageInput, taskRow, type NewTask } from "../tasks/row.js";
+import { stageInput, type NewTask } from "../tasks/row.js";
 import type { TaskRow } from "../db/rows.js";
-import { enqueueTasks, newTaskId } from "../dispatch/client.js";
-import { MAX_HOPS } from "../dispatch/chain.js";
-import type { Dispatcher } from "../dispatch/durable-object.js";
+import { newTaskId } from "../dispatch/client.js";
+import { MAX_HOPS } from "../chains/limits.js";
+import { createInShard, type AskingShard } from "../task-life/create-in-shard.js";
 import type { TaskInput } from "../../shared/schemas/task.js";
 import { deadLetterBodyOf } from "./dead-letter-body.js";
 
@@ -26,10 +24,10 @@ type Log = (msg: string, extra: Record<string, unknown>) => void;
  * Dead letters still to send, in the dispatcher's storage: planned in the same synchronous step
  * that logs the failed task's final outcome, sent once that outcome is in D1 (the letter is built
  * from the recorded task: its input, status, attempts and log). A letter is a task of the
- * dead-letter function, one hop further in the failed task's chain; it is never retried and never
- * dead-lettered itself. A dead-letter function that cannot take it (deleted, no build, out of
- * quota, the chain at its hop limit) loses it, with a log line; a failed write is tried again by
- * the alarm.
+ * dead-letter function, one hop further in the failed task's chain, created on that function's
+ * shard as any task is; it is never retried and never dead-lettered itself. A dead-letter function
+ * that cannot take it (deleted, no build, out of quota, the chain at its hop limit) loses it, with
+ * a log line; a failed call is tried again by the alarm, and creates no second letter.
  */
 export class DeadLetters {
   private letters = new Map<string, Letter>();
@@ -40,7 +38,7 @@ export class DeadLetters {
     private readonly env: Bindings,
     private readonly db: Db,
     private readonly sql: SqlStorage,
-    private readonly self: { id: DurableObjectId; self: Dispatcher },
+    private readonly self: AskingShard,
     private readonly log: Log,
   ) {
     sql.exec("create table if not exists dead_letter (task_id text primary key, letter text not null)");
@@ -89,21 +87,14 @@ export class DeadLetters {
     const [failed] = await this.db.select().from(tasks).where(eq(tasks.id, l.taskId));
     if (!failed || failed.finishedAt == null) return this.drop(l, "the failed task is not recorded");
     if (failed.hop + 1 > MAX_HOPS) return this.drop(l, `the chain reached its limit of ${MAX_HOPS} hops`);
-    let admitted: Awaited<ReturnType<typeof admitFunction>>;
-    try {
-      admitted = await admitFunction(this.db, admissionLimits(this.env), l.accountId, l.functionId);
-    } catch (e) {
-      if (e instanceof ApiError) return this.drop(l, `the dead-letter function cannot take it: ${e.message}`);
-      throw e;
-    }
     const body = deadLetterBodyOf(failed, await this.inputOf(failed), await this.logOf(failed));
     const input: TaskInput = { method: "POST", query: {}, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
     const o: NewTask = { id: l.letterId, accountId: l.accountId, input, parentTaskId: failed.id, hop: failed.hop + 1, chainId: failed.chainId ?? failed.id };
     const now = Date.now();
     const staged = await stageInput(this.env.BUCKET, o, now);
-    const [inserted] = await this.db.insert(tasks).values(taskRow(o, staged, now, admitted.fn, admitted.buildId)).onConflictDoNothing().returning();
-    const row: TaskRow | undefined = inserted ?? (await this.db.select().from(tasks).where(eq(tasks.id, l.letterId)))[0];
-    if (row && row.finishedAt == null) await enqueueTasks(this.env, [row], this.self, { once: true });
+    // Sent again after a failed call, the letter may exist: the shard looks before creating it.
+    const made = await createInShard(this.env, this.self, { ...o, functionId: l.functionId, staged, now, once: true, mayExist: true });
+    if ("refused" in made) this.drop(l, `the dead-letter function cannot take it: ${made.refused.message}`);
   }
 
   private drop(l: Letter, reason: string): void {

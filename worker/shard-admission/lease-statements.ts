@@ -34,11 +34,11 @@ export interface LeaseAnswer {
   held: number;
   /** usage_totals' invocations of the period. */
   used: number;
-  /** Every shard's granted - settled - returned (invocations leased and not yet settled), and the unfinished tasks made outside the leases. */
+  /** Every shard's granted - settled - returned (invocations leased and not yet settled). */
   outstanding: number;
   /** The plan's invocations, as D1's accounts.plan says. */
   limit: number;
-  /** Every shard's slots together, and the unfinished tasks made outside the leases. */
+  /** Every shard's slots together. */
   slotsHeld: number;
 }
 
@@ -47,15 +47,6 @@ const usedOf = (accountId: string, period: string) =>
   sql`coalesce((select u.invocations from usage_totals u where u.account_id = ${accountId} and u.period = ${period}), 0)`;
 const outstandingOf = (accountId: string, period: string) =>
   sql`(select coalesce(sum(l.granted - l.settled - l.returned), 0) from invocation_leases l where l.account_id = ${accountId} and l.period = ${period})`;
-/**
- * The account's unfinished tasks made outside the shards' leases: triggered tasks and dead letters
- * (a parent task, and admitted by D1: dispatch/chain.ts, retries/dead-letters.ts). They hold an
- * invocation and a slot as a leased task does, so no grant hands those out again. Read through the
- * partial index of unfinished tasks: at most the cap's worth of rows.
- */
-export const foreignPendingOf = (accountId: SQL | string) =>
-  sql`(select count(*) from tasks f where f.account_id = ${accountId} and f.finished_at is null and f.parent_task_id is not null)`;
-
 /**
  * The shard's floors for (account, period, shard): granted at least what it took (and gave back),
  * settled and returned at least what it says. Shared by asks and by settlement.
@@ -72,7 +63,7 @@ export function leaseFloors(accountId: string, period: string, shard: string, fl
 /** An ask as statements for one batch; the last one reads the answer. */
 function askStatements(a: LeaseAsk, plans: Plan[], maxPending: number): SQL[] {
   const { accountId: id, period, shard } = a;
-  const room = sql`${plansLimit(plans, id)} - ${usedOf(id, period)} - ${outstandingOf(id, period)} - ${foreignPendingOf(id)}`;
+  const room = sql`${plansLimit(plans, id)} - ${usedOf(id, period)} - ${outstandingOf(id, period)}`;
   return [
     leaseFloors(id, period, shard, a.floor, 0, a.returned),
     // The subqueries read the table as it was before this row's update: the plan and the cap hold
@@ -80,16 +71,16 @@ function askStatements(a: LeaseAsk, plans: Plan[], maxPending: number): SQL[] {
     sql`update invocation_leases set granted = granted + max(0, min(${a.ask}, ${room}))
       where account_id = ${id} and period = ${period} and shard = ${shard}`,
     sql`insert into slot_leases (account_id, shard, held)
-      select a.id, ${shard}, max(${a.unfinished}, min(${a.wantSlots}, ${maxPending} - ${foreignPendingOf(id)} - (select coalesce(sum(s.held), 0) from slot_leases s where s.account_id = ${id} and s.shard <> ${shard})))
+      select a.id, ${shard}, max(${a.unfinished}, min(${a.wantSlots}, ${maxPending} - (select coalesce(sum(s.held), 0) from slot_leases s where s.account_id = ${id} and s.shard <> ${shard})))
         from accounts a where a.id = ${id}
       on conflict (account_id, shard) do update set held = excluded.held`,
     sql`select
       coalesce((select l.granted from invocation_leases l where l.account_id = ${id} and l.period = ${period} and l.shard = ${shard}), 0) as granted,
       coalesce((select s.held from slot_leases s where s.account_id = ${id} and s.shard = ${shard}), 0) as held,
       ${usedOf(id, period)} as used,
-      ${outstandingOf(id, period)} + ${foreignPendingOf(id)} as outstanding,
+      ${outstandingOf(id, period)} as outstanding,
       ${plansLimit(plans, id)} as lim,
-      (select coalesce(sum(s.held), 0) from slot_leases s where s.account_id = ${id}) + ${foreignPendingOf(id)} as slots_held`,
+      (select coalesce(sum(s.held), 0) from slot_leases s where s.account_id = ${id}) as slots_held`,
   ];
 }
 

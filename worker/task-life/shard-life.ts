@@ -1,4 +1,6 @@
+import { eq } from "drizzle-orm";
 import type { StoreBindings } from "../bindings.js";
+import { tasks } from "../db/schema.js";
 import { sqlBatch, type Db } from "../db/client.js";
 import { rowsInserted } from "./record-rows.js";
 import type { TaskRow } from "../db/rows.js";
@@ -45,6 +47,10 @@ export class ShardLife {
     // A retry of a call whose answer was lost: the task exists, and is not created twice.
     const existing = held.get(req.id);
     if (existing) return { task: existing, finished: waitMs > 0 && existing.finishedAt == null ? await waiters.wait(req.id, waitMs) : existing.finishedAt != null ? existing : null };
+    if (req.mayExist) {
+      const [recorded] = await this.db.select().from(tasks).where(eq(tasks.id, req.id));
+      if (recorded) return { task: recorded, finished: recorded.finishedAt != null ? recorded : null };
+    }
     let admitted;
     try {
       admitted = await this.parts.admission.admit(req.accountId, req.functionId, req.now);
@@ -59,7 +65,7 @@ export class ShardLife {
     held.add(row);
     // Registered before the task is queued: no outcome can slip past it.
     const finished = waitMs > 0 ? waiters.wait(row.id, waitMs) : null;
-    await enqueue([taskWork(row)], waitMs > 0);
+    await enqueue([taskWork(row)], req.once === true || waitMs > 0);
     flush();
     return { task: row, finished: finished ? await finished : null };
   }

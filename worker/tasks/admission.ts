@@ -1,8 +1,6 @@
-import { and, eq, sql, type SQL } from "drizzle-orm";
-import type { Db } from "../db/client.js";
-import { functions } from "../db/schema.js";
-import { ApiError, notFound } from "../errors.js";
-import { periodOf, planOf, plansFrom, type Plan } from "../billing/plans.js";
+import { sql, type SQL } from "drizzle-orm";
+import { ApiError } from "../errors.js";
+import { periodOf, plansFrom, type Plan } from "../billing/plans.js";
 import type { StoreBindings } from "../bindings.js";
 import { releasedBuild } from "../releases/resolve.js";
 
@@ -49,27 +47,8 @@ export const admissionColumns = (period: unknown) => ({
   pending: sql<number>`(select count(*) from tasks p where p.account_id = "functions"."account_id" and p.finished_at is null)`,
 });
 
-export interface Admission {
-  buildId: string | null;
-  plan: string;
-  used: number;
-  pending: number;
-}
-
 export const noSuccessfulBuild = () =>
   new ApiError("no_successful_build", "the function has no successful build yet: upload one with POST /v1/build/<function_id>");
-
-/**
- * 409 without a successful build; 402 once the period's invocations are used up or reserved by
- * unfinished tasks; 429 while the account holds its cap of unfinished tasks; else the build to run.
- */
-export function admit(a: Admission, limits: AdmissionLimits, now: number): string {
-  if (!a.buildId) throw noSuccessfulBuild();
-  const plan = planOf(limits.plans, a.plan);
-  if (a.used + a.pending >= plan.invocations) throw quotaExhausted(plan, a.used, a.pending, now);
-  if (a.pending >= limits.maxPending) throw tooManyPending(a.pending);
-  return a.buildId;
-}
 
 /** 402: the period's invocations are used (`used`) or reserved (`pending`). */
 export function quotaExhausted(plan: Plan, used: number, pending: number, now: number): ApiError {
@@ -91,14 +70,4 @@ export const tooManyPending = (pending: number) =>
 export function planInvocations(plans: Plan[], plan: SQL): SQL {
   const whens = plans.map((p) => sql`when ${p.id} then ${p.invocations}`);
   return sql`case ${plan} ${sql.join(whens, sql` `)} else ${plans[0]!.invocations} end`;
-}
-
-/** A function ready to take a task: the caller's own (404 otherwise), with its build, quota and pending cap checked. */
-export async function admitFunction(db: Db, limits: AdmissionLimits, accountId: string, functionId: string, now = Date.now()) {
-  const [row] = await db
-    .select({ fn: functions, ...admissionColumns(periodOf(now)) })
-    .from(functions)
-    .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)));
-  if (!row) throw notFound("function");
-  return { fn: row.fn, buildId: admit(row, limits, now) };
 }

@@ -26,12 +26,6 @@ export interface NewTask {
   scheduledId?: string;
 }
 
-export interface IssueOptions extends NewTask {
-  fn: FunctionRow;
-  /** The build to run, from admitFunction() or the endpoint's admission columns. */
-  buildId: string;
-}
-
 /** A new task's id and its input: inline when small, else already put in R2 under `inputKey`. */
 export interface StagedInput {
   id: string;
@@ -53,9 +47,8 @@ type FunctionFields<V> = { [K in keyof TaskFunction]: TaskFunction[K] | V };
 type TaskFunction = Pick<FunctionRow, "id" | "lang" | "timeout" | "cpuCount" | "memSize" | "privileged" | "egress">;
 
 /**
- * A new task's row: the one list of what a task is issued with. `fn` and `buildId` are values for a
- * plain insert (issueTask, `V` never), or the function table's columns and a subquery for the
- * insert-select that reads them in the same statement (issueFunctionTask, `V` SQL or a column).
+ * A new task's row: the one list of what a task is issued with. `fn` and `buildId` are values
+ * (`V` never), or SQL for an insert-select that reads them in the same statement.
  */
 export function taskRow<V = never>(o: NewTask, staged: StagedInput, now: number, fn: FunctionFields<NoInfer<V>>, buildId: string | NoInfer<V>) {
   return {
