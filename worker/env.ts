@@ -3,12 +3,12 @@ import type { StoreBindings } from "./bindings.js";
 import type { AgentCaller, Caller } from "./callers.js";
 
 export type { AgentCaller, Caller };
-import type { Dispatcher } from "./dispatch/durable-object.js";
+import type { DispatcherRpc } from "./dispatch/rpc.js";
 import type { EndpointCounter } from "./counters/durable-object.js";
 import type { SyncWaitLeases } from "./counters/sync-waits.js";
 
 export interface Bindings extends StoreBindings {
-  DISPATCHER: DurableObjectNamespace<Dispatcher>;
+  DISPATCHER: DurableObjectNamespace<DispatcherRpc>;
   ENDPOINT_COUNTER: DurableObjectNamespace<EndpointCounter>;
   /** One lease counter per account: its synchronous waits on /gc (worker/counters/sync-waits.ts). */
   SYNC_WAITS: DurableObjectNamespace<SyncWaitLeases>;

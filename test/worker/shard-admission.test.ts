@@ -5,6 +5,7 @@ import { ADMIN, call, callJson, clearQueue, markBuild, newAccount, newFunction, 
 import { openDb, sqlBatch, type Db } from "../../worker/db/client.js";
 import { closeFailureWindow, openFailureWindow, troubleState } from "../../worker/db/d1-trouble.js";
 import { shardStub } from "../../worker/dispatch/client.js";
+import type { Dispatcher } from "../../worker/dispatch/durable-object.js";
 import { periodOf, type Plan } from "../../worker/billing/plans.js";
 import { noSuccessfulBuild, type AdmissionLimits } from "../../worker/tasks/admission.js";
 import { buildFor, type AdmissionFacts } from "../../worker/shard-admission/function-book.js";
@@ -95,7 +96,7 @@ describe("buildFor", () => {
 });
 
 describe("FunctionBook (through the Dispatcher's own admission)", () => {
-  const shard0 = <T>(f: (a: ShardAdmission) => T | Promise<T>) => runInDurableObject(shardStub(env, 0), (o) => f(o.admission));
+  const shard0 = <T>(f: (a: ShardAdmission) => T | Promise<T>) => runInDurableObject(shardStub(env, 0), (o) => f((o as unknown as Dispatcher).admission));
   const buildOf = async (accountId: string, fn: string) => {
     const r = await shard0((a) => a.admit(accountId, fn, Date.now()));
     if ("refused" in r) throw new Error(JSON.stringify(r.refused));

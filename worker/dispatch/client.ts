@@ -1,7 +1,7 @@
 import type { Bindings } from "../env.js";
 import type { TaskRow } from "../db/rows.js";
 import type { BuildRow } from "../db/rows.js";
-import type { Dispatcher } from "./durable-object.js";
+import type { DispatcherRpc } from "./rpc.js";
 import type { NewWork } from "./queue.js";
 import { buildWork, taskWork } from "./work.js";
 import { newId } from "../lib/ids.js";
@@ -38,17 +38,17 @@ export function newTaskId(env: Bindings, functionId: string, now = Date.now()): 
 /** The shard of a task whose id came from newTaskId() (older ids may belong elsewhere). */
 export const shardOfTask = (env: Bindings, taskId: string): number => fnv1a(taskId) % shardCount(env);
 
-export const shardStub = (env: Bindings, shard: number): DurableObjectStub<Dispatcher> =>
+export const shardStub = (env: Bindings, shard: number): DurableObjectStub<DispatcherRpc> =>
   env.DISPATCHER.get(env.DISPATCHER.idFromName(`shard-${shard}`));
 
 /** Every shard: operator actions on a node reach each, since every agent connects to each. */
-export const allShards = (env: Bindings): DurableObjectStub<Dispatcher>[] => Array.from({ length: shardCount(env) }, (_, i) => shardStub(env, i));
+export const allShards = (env: Bindings): DurableObjectStub<DispatcherRpc>[] => Array.from({ length: shardCount(env) }, (_, i) => shardStub(env, i));
 
 export const dispatcherFor = (env: Bindings, functionId: string) => shardStub(env, shardOf(env, functionId));
 
 /** Queues tasks on their shards. From inside a dispatcher, its own work is queued directly. */
 /** `once`: the tasks are never retried nor dead-lettered (dead letters themselves, worker/retries/). */
-export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id: DurableObjectId; self: Dispatcher }, opts: { once?: boolean } = {}) {
+export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id: DurableObjectId; self: DispatcherRpc }, opts: { once?: boolean } = {}) {
   const byShard = new Map<number, NewWork[]>();
   for (const t of tasks) {
     const s = shardOf(env, t.functionId);

@@ -4,6 +4,7 @@ import { openDb, type Db } from "../db/client.js";
 import { ackFor, agentMessage, FRAME_BUDGET_BYTES, hello as helloSchema, parseFrame, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 import { MAX_WARM_REMEMBERED, pickAgent, type AgentState, type Attachment } from "./agents.js";
 import { ChainFiring } from "./chain-firing.js";
+import type { DispatcherRpc, ShardStatus } from "./rpc.js";
 import { ChainPlaces } from "../chains/places.js";
 import { chainShards } from "../chains/shards.js";
 import { WorkQueue, type NewWork, type WorkRow } from "./queue.js";
@@ -62,7 +63,7 @@ const log = (level: "info" | "warn" | "error", msg: string, extra: Record<string
  * One dispatch shard: it owns a queue of builds and tasks and the WebSockets of the agents that
  * serve it (hibernation API), assigns work to agents that fit, and records outcomes in D1.
  */
-export class Dispatcher extends DurableObject<Bindings> {
+export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc {
   private readonly queue: WorkQueue;
   private readonly outcomes: OutcomeLog;
   private readonly db: Db;
@@ -434,7 +435,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    * The queue's counts and the connected agents; `nodeId` narrows the agents to that node's own
    * connection (an agent token sees no other node's).
    */
-  async status(nodeId?: string) {
+  async status(nodeId?: string): Promise<ShardStatus> {
     return { ...this.queue.counts(), recording: this.outcomes.count(), agents: this.agents().filter((a) => nodeId === undefined || a.nodeId === nodeId).map(({ nodeId, slots, privileged, egress, langs, rttMs, draining }) => ({ nodeId, slots, busy: this.queue.countAssignedTo(nodeId), privileged, egress, langs, rttMs, draining })) };
   }
 

@@ -1,5 +1,5 @@
 import type { Followed } from "./log-follows.js";
-import type { Dispatcher } from "./durable-object.js";
+import type { DispatcherRpc } from "./rpc.js";
 
 /**
  * Live log streams leave the dispatcher as the body of a `fetch` answer rather than an RPC return
@@ -33,7 +33,7 @@ export function followedResponse(followed: Followed | null): Response {
 }
 
 /** Asks the shard for a follower stream; null when it does not hold the task. */
-export async function requestFollow(stub: DurableObjectStub<Dispatcher>, kind: "task" | "function", id: string, accountId: string): Promise<Followed | null> {
+export async function requestFollow(stub: DurableObjectStub<DispatcherRpc>, kind: "task" | "function", id: string, accountId: string): Promise<Followed | null> {
   const res = await stub.fetch(`${BASE}/${kind}/${id}?account=${encodeURIComponent(accountId)}`);
   if (res.status === NOT_HERE) return null;
   if (res.status === LIMIT) return (await res.json()) as Extract<Followed, { limit: number }>;

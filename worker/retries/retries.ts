@@ -1,6 +1,6 @@
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
-import type { Dispatcher } from "../dispatch/durable-object.js";
+import type { DispatcherRpc } from "../dispatch/rpc.js";
 import type { NewWork, WorkQueue, WorkRow } from "../dispatch/queue.js";
 import type { TaskDone } from "../dispatch/outcomes.js";
 import { taskLogKey } from "../lib/storage-keys.js";
@@ -66,7 +66,7 @@ export class Retries {
     private readonly env: Bindings,
     private readonly db: Db,
     sql: SqlStorage,
-    self: { id: DurableObjectId; self: Dispatcher },
+    self: { id: DurableObjectId; self: DispatcherRpc },
     private readonly host: RetryHost,
   ) {
     this.policies = new RetryPolicies(sql);

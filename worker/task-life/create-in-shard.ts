@@ -1,14 +1,14 @@
 import type { Bindings } from "../env.js";
 import type { TaskRow } from "../db/rows.js";
 import { dispatcherFor } from "../dispatch/client.js";
-import type { Dispatcher } from "../dispatch/durable-object.js";
+import type { DispatcherRpc } from "../dispatch/rpc.js";
 import { refusalError, type Refusal } from "./refusal.js";
 import type { CreateRequest } from "./create-types.js";
 
 /** The shard that asks: its own tasks are created by a direct call, not an RPC to itself. */
 export interface AskingShard {
   id: DurableObjectId;
-  self: Dispatcher;
+  self: DispatcherRpc;
 }
 
 /**
