@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, holdRecords, newAccount, newEndpoint } from "./helpers.js";
+import { call, callJson, clearQueue, consolePage, deployedFunction, holdRecords, newAccount, newEndpoint, replayed } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
 /**
@@ -84,15 +84,6 @@ function readsItsOwnWrites<T>(name: string, read: (s: Lagging) => Promise<T>, ex
   });
 }
 
-const text = async (res: Response | Promise<Response>) => {
-  const r = await res;
-  return { status: r.status, type: r.headers.get("content-type"), body: await r.text() };
-};
-const consolePage = async (path: string, token: string) => {
-  const res = await call(path, { headers: { cookie: `gc_console=${token}` } });
-  expect(res.status).toBe(200);
-  return res.text();
-};
 
 readsItsOwnWrites(
   "GET /v1/task/<id>",
@@ -106,13 +97,13 @@ readsItsOwnWrites(
 
 readsItsOwnWrites(
   "GET /v1/task/<id>/result",
-  async (s) => text(call(`/v1/task/${s.doneId}/result`, { token: s.token })),
+  async (s) => replayed(call(`/v1/task/${s.doneId}/result`, { token: s.token })),
   () => ({ status: 200, type: "text/plain", body: "hello" }),
 );
 
 readsItsOwnWrites(
   "GET /gc/<task_id>/result (a public call's result)",
-  async (s) => text(call(`/gc/${s.doneId}/result`)),
+  async (s) => replayed(call(`/gc/${s.doneId}/result`)),
   () => ({ status: 200, type: "text/plain", body: "hello" }),
 );
 

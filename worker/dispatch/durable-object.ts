@@ -82,6 +82,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly life: ShardLife;
   /** Admission of this shard's new tasks (worker/shard-admission/). */
   readonly admission: ShardAdmission;
+  /** Resolves once the finished views of outcomes logged before this instance (or resync) are made again: reads of held tasks wait for it. */
+  private viewsRebuilt: Promise<void>;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -145,7 +147,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       },
     });
     this.heldRows = new HeldTasks(ctx.storage.sql);
-    const elements = new Map<string, OutcomeElement>();
+    const elements = new Map<string, Promise<OutcomeElement>>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
       held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission,
@@ -165,6 +167,8 @@ export class Dispatcher extends DurableObject<Bindings> {
       enqueue: (work, once) => this.enqueue(work, once),
       flush: () => this.commits.later(),
     });
+    // Outcomes the last instance accepted and D1 does not have yet: their tasks read finished now.
+    this.viewsRebuilt = this.life.rebuildViews(this.outcomes.all());
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -223,12 +227,14 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** The shard's copy of a task it holds (newer than D1's, or not in D1 yet); null when D1 has the final record. */
   async heldTask(taskId: string): Promise<TaskRow | null> {
+    await this.viewsRebuilt;
     const row = this.heldRows.get(taskId);
     return row ? this.withAssignment(row) : null;
   }
 
   /** The account's tasks held here, newest first: what lists merge with D1's page. */
   async heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
+    await this.viewsRebuilt;
     return this.heldRows.ofAccount(q).map((r) => this.withAssignment(r));
   }
 
@@ -245,6 +251,12 @@ export class Dispatcher extends DurableObject<Bindings> {
   /** The account's accepted outcomes of `period` that usage meters once D1 records them. */
   async heldMeters(accountId: string, period: string): Promise<HeldMeter[]> {
     return heldMeters(this.heldRows, this.outcomes.all(), accountId, period);
+  }
+
+  /** A task created here that finished here (its outcome accepted, or cancelled) and D1 has not recorded: readers need not wait for D1. */
+  private finishedHere(taskId: string): TaskRow | undefined {
+    const row = this.heldRows.get(taskId);
+    return row?.finishedAt != null ? row : undefined;
   }
 
   /** A held row as the queue knows it now: running on its node (D1 gets that mark later, or never). */
@@ -337,11 +349,15 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   /**
-   * Resolves when the task's outcome is in D1, with the row that outcome wrote, so the reader
-   * need not read it back; null when the task is not (or no longer) here, was cancelled, or
+   * Resolves when the task is finished: at once with the shard's copy of a task finished here that
+   * D1 has not recorded, else when its outcome is in D1, with the row that outcome wrote, so the
+   * reader need not read it back; null when the task is not (or no longer) here, was cancelled, or
    * after `ms`. Result reads with ?wait park here instead of polling D1.
    */
   async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
+    await this.viewsRebuilt;
+    const here = this.finishedHere(taskId);
+    if (here) return here;
     if (!this.queue.has(taskId) && !this.outcomes.has(taskId) && !this.retries.waiting(taskId)) return this.finished.get(taskId, Date.now()) ?? null;
     return this.waiters.wait(taskId, ms);
   }
@@ -353,7 +369,8 @@ export class Dispatcher extends DurableObject<Bindings> {
    * shards) and D1 must answer.
    */
   async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
-    const recent = this.finished.get(taskId, Date.now());
+    await this.viewsRebuilt;
+    const recent = this.finished.get(taskId, Date.now()) ?? this.finishedHere(taskId);
     if (recent) return recent.accountId === accountId ? { row: recent } : null;
     const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId) ?? this.retries.runs.get(taskId)?.accountId;
     if (owner !== accountId) return null;
@@ -375,6 +392,7 @@ export class Dispatcher extends DurableObject<Bindings> {
       this.outcomes.reload();
       this.heldRows.reload();
       this.admission.reload();
+      this.viewsRebuilt = this.life.rebuildViews(this.outcomes.all());
     }
     this.chains.reload();
     this.refusals.reload();

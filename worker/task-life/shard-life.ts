@@ -20,8 +20,11 @@ import type { CreateAnswer, CreateRequest } from "./create-types.js";
 export interface LifeParts {
   held: HeldTasks;
   admission: Pick<ShardAdmission, "admit" | "ended">;
-  /** Shared with the group commit, which uses an element made here rather than make it again. */
-  elements: Map<string, OutcomeElement>;
+  /**
+   * Shared with the group commit, which uses an element made (or being made) here rather than make
+   * it again: one R2 put of a large result, whoever asks first.
+   */
+  elements: Map<string, Promise<OutcomeElement>>;
   finished: RecentlyFinished;
   waiters: Waiters;
   enqueue: (work: NewWork[], once: boolean) => Promise<void>;
@@ -75,8 +78,27 @@ export class ShardLife {
     if (!created) return;
     // Metered as the commit meters (dispatch/records.ts): run on a node, and not cancelled.
     admission.ended(o.accountId, periodOf(created.issuedAt), o.taskId, o.node != null && (o.report?.status ?? 504) !== 410);
-    if (o.earlier?.length) return;
-    void this.answer(o).catch((e: unknown) =>
+    this.answerEarly(o);
+  }
+
+  /**
+   * A fresh instance (or a resync) over the outcome log: the finished views, memory only, went with
+   * the last instance, and are made again from what is durable, the held rows and the outcomes D1
+   * does not have yet, so a reader never sees such a task unfinished. Nothing is metered or settled
+   * again (admission keeps its own record of ended tasks); a large result goes to the same R2 key,
+   * and the commit uses the element made here. Resolves once every view is made (or failed).
+   */
+  rebuildViews(outcomes: Outcome[]): Promise<void> {
+    const { held } = this.parts;
+    // A task finished here otherwise (cancelled by its function's deletion) keeps that: D1 will too.
+    const views = outcomes.filter((o) => held.get(o.taskId)?.finishedAt === null).map((o) => this.answerEarly(o));
+    return Promise.all(views).then(() => undefined);
+  }
+
+  /** Answers the task's caller and readers from the shard; a failure leaves them to D1's record. */
+  private answerEarly(o: Outcome): Promise<void> {
+    if (o.earlier?.length) return Promise.resolve();
+    return this.answer(o).catch((e: unknown) =>
       console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
     );
   }
@@ -100,14 +122,28 @@ export class ShardLife {
   }
 
   private async answer(o: Outcome): Promise<void> {
-    const { held, elements, finished, waiters } = this.parts;
-    const element = await outcomeElement(this.env.BUCKET, o);
+    const { held, finished, waiters } = this.parts;
+    const element = await this.elementOf(o);
     const created = held.get(o.taskId);
     if (!created) return; // the commit got there first, and woke the readers with D1's row
-    elements.set(o.taskId, element);
     const row: TaskRow = finishedRow(created, element);
     held.finished(row);
     finished.add(row, Date.now());
     waiters.wake(o.taskId, row);
+  }
+
+  /**
+   * The outcome's element, made once: registered before its R2 put starts, so a commit that begins
+   * meanwhile waits for it rather than put the result a second time. A failed one is not kept: the
+   * commit that finds it fails, and its retry makes the element again.
+   */
+  private elementOf(o: Outcome): Promise<OutcomeElement> {
+    const { elements } = this.parts;
+    const known = elements.get(o.taskId);
+    if (known) return known;
+    const made = outcomeElement(this.env.BUCKET, o);
+    elements.set(o.taskId, made);
+    made.catch(() => elements.get(o.taskId) === made && elements.delete(o.taskId));
+    return made;
   }
 }
