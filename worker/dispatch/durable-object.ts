@@ -82,8 +82,6 @@ export class Dispatcher extends DurableObject<Bindings> {
   private readonly life: ShardLife;
   /** Admission of this shard's new tasks (worker/shard-admission/). */
   readonly admission: ShardAdmission;
-  /** Resolves once the finished views of outcomes logged before this instance (or resync) are made again: reads of held tasks wait for it. */
-  private viewsRebuilt: Promise<void>;
   /** The alarm time this instance set (undefined until read from storage). */
   private alarmAt: number | null | undefined;
 
@@ -166,9 +164,8 @@ export class Dispatcher extends DurableObject<Bindings> {
       held: this.heldRows, admission: this.admission, elements, finished: this.finished, waiters: this.waiters,
       enqueue: (work, once) => this.enqueue(work, once),
       flush: () => this.commits.later(),
+      logged: (taskId) => this.outcomes.get(taskId),
     });
-    // Outcomes the last instance accepted and D1 does not have yet: their tasks read finished now.
-    this.viewsRebuilt = this.life.rebuildViews(this.outcomes.all());
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"type":"keepalive"}', '{"type":"keepalive"}'));
@@ -227,15 +224,15 @@ export class Dispatcher extends DurableObject<Bindings> {
 
   /** The shard's copy of a task it holds (newer than D1's, or not in D1 yet); null when D1 has the final record. */
   async heldTask(taskId: string): Promise<TaskRow | null> {
-    await this.viewsRebuilt;
-    const row = this.heldRows.get(taskId);
+    const row = await this.life.current(taskId);
     return row ? this.withAssignment(row) : null;
   }
 
   /** The account's tasks held here, newest first: what lists merge with D1's page. */
   async heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
-    await this.viewsRebuilt;
-    return this.heldRows.ofAccount(q).map((r) => this.withAssignment(r));
+    // A row the commit recorded meanwhile is left to D1, which the list reads after the shards.
+    const rows = await Promise.all(this.heldRows.ofAccount(q).map((r) => this.life.current(r.id)));
+    return rows.flatMap((r) => (r ? [this.withAssignment(r)] : []));
   }
 
   /** What this shard adds to D1's task counts of a scope (task-life/held-counts.ts). */
@@ -254,8 +251,8 @@ export class Dispatcher extends DurableObject<Bindings> {
   }
 
   /** A task created here that finished here (its outcome accepted, or cancelled) and D1 has not recorded: readers need not wait for D1. */
-  private finishedHere(taskId: string): TaskRow | undefined {
-    const row = this.heldRows.get(taskId);
+  private async finishedHere(taskId: string): Promise<TaskRow | undefined> {
+    const row = await this.life.current(taskId);
     return row?.finishedAt != null ? row : undefined;
   }
 
@@ -355,8 +352,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    * after `ms`. Result reads with ?wait park here instead of polling D1.
    */
   async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
-    await this.viewsRebuilt;
-    const here = this.finishedHere(taskId);
+    const here = await this.finishedHere(taskId);
     if (here) return here;
     if (!this.queue.has(taskId) && !this.outcomes.has(taskId) && !this.retries.waiting(taskId)) return this.finished.get(taskId, Date.now()) ?? null;
     return this.waiters.wait(taskId, ms);
@@ -369,8 +365,7 @@ export class Dispatcher extends DurableObject<Bindings> {
    * shards) and D1 must answer.
    */
   async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
-    await this.viewsRebuilt;
-    const recent = this.finished.get(taskId, Date.now()) ?? this.finishedHere(taskId);
+    const recent = this.finished.get(taskId, Date.now()) ?? (await this.finishedHere(taskId));
     if (recent) return recent.accountId === accountId ? { row: recent } : null;
     const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId) ?? this.retries.runs.get(taskId)?.accountId;
     if (owner !== accountId) return null;
@@ -392,7 +387,6 @@ export class Dispatcher extends DurableObject<Bindings> {
       this.outcomes.reload();
       this.heldRows.reload();
       this.admission.reload();
-      this.viewsRebuilt = this.life.rebuildViews(this.outcomes.all());
     }
     this.chains.reload();
     this.refusals.reload();

@@ -15,8 +15,8 @@ import { TASK_STATUS } from "../../shared/schemas/task.js";
  *
  * A finished view (the created row with its outcome applied) is kept in memory only, and costs no
  * storage write: it is made from the row and the outcome log, both durable, so a fresh instance
- * makes it again from them before it answers a read (ShardLife.rebuildViews). Storage is written,
- * not read, as for the queue: the rows are mirrored in memory.
+ * makes it again from them on the task's first read (ShardLife.current). Storage is written, not
+ * read, as for the queue: the rows are mirrored in memory.
  */
 export class HeldTasks {
   /** In creation order: the oldest are flushed first. */

@@ -30,6 +30,8 @@ export interface LifeParts {
   enqueue: (work: NewWork[], once: boolean) => Promise<void>;
   /** Asks for a group commit (it keeps its gap). */
   flush: () => void;
+  /** The task's outcome in the shard's outcome log (accepted, not yet in D1). */
+  logged: (taskId: string) => Outcome | undefined;
 }
 
 /**
@@ -78,29 +80,45 @@ export class ShardLife {
     if (!created) return;
     // Metered as the commit meters (dispatch/records.ts): run on a node, and not cancelled.
     admission.ended(o.accountId, periodOf(created.issuedAt), o.taskId, o.node != null && (o.report?.status ?? 504) !== 410);
-    this.answerEarly(o);
+    void this.answerEarly(o);
   }
 
   /**
-   * A fresh instance (or a resync) over the outcome log: the finished views, memory only, went with
-   * the last instance, and are made again from what is durable, the held rows and the outcomes D1
-   * does not have yet, so a reader never sees such a task unfinished. Nothing is metered or settled
-   * again (admission keeps its own record of ended tasks); a large result goes to the same R2 key,
-   * and the commit uses the element made here. Resolves once every view is made (or failed).
+   * The shard's newest copy of a task it holds, for its readers; undefined once D1 has the final
+   * record. A task whose outcome is logged here reads finished, its view made now if there is none
+   * yet: views are memory only (they cost no storage write), so a fresh instance (an eviction, a
+   * deploy, a crash before the commit) has none, and makes each again on its first read from what
+   * is durable, the held row and the outcome log. Nothing is metered or settled again (accepted()
+   * did that, and admission keeps its own record); a large result goes to the same R2 key, and the
+   * commit uses the element made here. A reader that comes while the first answer still puts its
+   * result in R2 waits for that answer too.
    */
-  rebuildViews(outcomes: Outcome[]): Promise<void> {
-    const { held } = this.parts;
-    // A task finished here otherwise (cancelled by its function's deletion) keeps that: D1 will too.
-    const views = outcomes.filter((o) => held.get(o.taskId)?.finishedAt === null).map((o) => this.answerEarly(o));
-    return Promise.all(views).then(() => undefined);
+  async current(taskId: string): Promise<TaskRow | undefined> {
+    const { held, logged } = this.parts;
+    const row = held.get(taskId);
+    // Finished already: by its view, or cancelled by its function's deletion (which D1 keeps too).
+    if (!row || row.finishedAt != null) return row;
+    const o = logged(taskId);
+    if (!o) return row;
+    await this.answerEarly(o);
+    return held.get(taskId);
   }
+
+  /** Answers in flight, so that readers who come meanwhile wait for the same one. */
+  private readonly answering = new Map<string, Promise<void>>();
 
   /** Answers the task's caller and readers from the shard; a failure leaves them to D1's record. */
   private answerEarly(o: Outcome): Promise<void> {
     if (o.earlier?.length) return Promise.resolve();
-    return this.answer(o).catch((e: unknown) =>
-      console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
-    );
+    const known = this.answering.get(o.taskId);
+    if (known) return known;
+    const answer = this.answer(o)
+      .catch((e: unknown) =>
+        console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
+      )
+      .finally(() => this.answering.delete(o.taskId));
+    this.answering.set(o.taskId, answer);
+    return answer;
   }
 
   /** Writes these tasks' rows to D1 now, those created here that D1 lacks (a retry's attempt record needs its row). */
