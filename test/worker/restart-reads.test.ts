@@ -8,7 +8,8 @@ import { eventually, FakeAgent } from "./fake-agent.js";
  * Issue 26, read your own writes across a restart: a task whose outcome is durable in its shard
  * (the outcome log) reads finished on every read route, also when the shard restarted (eviction,
  * deploy, crash) before the group commit brought the outcome to D1. The shard's finished views are
- * memory only; a fresh instance makes them again from its held rows and its outcome log.
+ * memory only; a fresh instance makes each again, on the task's first read, from its held row and
+ * its outcome log.
  */
 
 beforeEach(clearQueue);
@@ -25,7 +26,6 @@ const BIG_LOG = ["l".repeat(5000)];
 const inD1 = async (...ids: string[]) =>
   (await env.DB.prepare("select id, finished_at as finishedAt, result_key as resultKey, log_key as logKey from tasks where id in (select value from json_each(?)) order by id").bind(JSON.stringify(ids)).all()).results;
 const meteredInD1 = async (id: string) => (await env.DB.prepare("select count(*) as n from usage where task_id = ?").bind(id).first<{ n: number }>())!.n;
-
 
 interface Finished {
   token: string;
