@@ -300,12 +300,44 @@ export async function runCron(cron: string, scheduledTime: number) {
   await waitOnExecutionContext(ctx);
 }
 
+/** A result read as a caller sees it: status, Content-Type and body. */
+export async function replayed(res: Response | Promise<Response>) {
+  const r = await res;
+  return { status: r.status, type: r.headers.get("content-type"), body: await r.text() };
+}
+
+/** A console page's HTML, read with the session cookie of `token` (200 asserted). */
+export async function consolePage(path: string, token: string) {
+  const res = await call(path, { headers: { cookie: `gc_console=${token}` } });
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
 /** Holds the shard's writes to D1 back (or lets them go, writing what waited): D1 lags behind the shard. */
 export async function holdRecords(on: boolean) {
   await runInDurableObject(shardStub(env, 0), (o) => {
     (o as unknown as { commits: { held: boolean } }).commits.held = on;
   });
   if (!on) await shardStub(env, 0).flushRecords();
+}
+
+/**
+ * The shard restarts, as after an eviction, a deploy or a crash: its instance is aborted (memory,
+ * sockets and parked readers go) and the next call makes a fresh one over the same storage. Its
+ * alarm goes first and `held` applies to the fresh instance at once, so that no commit slips in
+ * between and D1 lags exactly as far as the test says.
+ */
+export async function restartShard(o: { held: boolean }) {
+  const stub = shardStub(env, 0);
+  const aborted = await runInDurableObject(stub, async (_o, state) => {
+    await state.storage.deleteAlarm();
+    state.abort("restart (test)");
+  }).then(
+    () => "not aborted",
+    (e: unknown) => String(e),
+  );
+  expect(aborted).toContain("restart (test)");
+  await holdRecords(o.held);
 }
 
 /** D1 as the truth (d1IsTruth): for tests that read or edit records directly. */

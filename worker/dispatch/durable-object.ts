@@ -150,7 +150,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       },
     });
     this.heldRows = new HeldTasks(ctx.storage.sql);
-    const elements = new Map<string, OutcomeElement>();
+    const elements = new Map<string, Promise<OutcomeElement>>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
       held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission,
@@ -169,6 +169,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       held: this.heldRows, admission: this.admission, elements, finished: this.finished, waiters: this.waiters,
       enqueue: (work, once) => this.enqueue(work, once),
       flush: () => this.commits.later(),
+      logged: (taskId) => this.outcomes.get(taskId),
     });
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
@@ -237,13 +238,15 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
 
   /** The shard's copy of a task it holds (newer than D1's, or not in D1 yet); null when D1 has the final record. */
   async heldTask(taskId: string): Promise<TaskRow | null> {
-    const row = this.heldRows.get(taskId);
+    const row = await this.life.current(taskId);
     return row ? this.withAssignment(row) : null;
   }
 
   /** The account's tasks held here, newest first: what lists merge with D1's page. */
   async heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
-    return this.heldRows.ofAccount(q).map((r) => this.withAssignment(r));
+    // A row the commit recorded meanwhile is left to D1, which the list reads after the shards.
+    const rows = await Promise.all(this.heldRows.ofAccount(q).map((r) => this.life.current(r.id)));
+    return rows.flatMap((r) => (r ? [this.withAssignment(r)] : []));
   }
 
   /** What this shard adds to D1's task counts of a scope (task-life/held-counts.ts). */
@@ -259,6 +262,12 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   /** The account's accepted outcomes of `period` that usage meters once D1 records them. */
   async heldMeters(accountId: string, period: string): Promise<HeldMeter[]> {
     return heldMeters(this.heldRows, this.outcomes.all(), accountId, period);
+  }
+
+  /** A task created here that finished here (its outcome accepted, or cancelled) and D1 has not recorded: readers need not wait for D1. */
+  private async finishedHere(taskId: string): Promise<TaskRow | undefined> {
+    const row = await this.life.current(taskId);
+    return row?.finishedAt != null ? row : undefined;
   }
 
   /** A held row as the queue knows it now: running on its node (D1 gets that mark later, or never). */
@@ -351,11 +360,14 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   }
 
   /**
-   * Resolves when the task's outcome is in D1, with the row that outcome wrote, so the reader
-   * need not read it back; null when the task is not (or no longer) here, was cancelled, or
+   * Resolves when the task is finished: at once with the shard's copy of a task finished here that
+   * D1 has not recorded, else when its outcome is in D1, with the row that outcome wrote, so the
+   * reader need not read it back; null when the task is not (or no longer) here, was cancelled, or
    * after `ms`. Result reads with ?wait park here instead of polling D1.
    */
   async awaitTask(taskId: string, ms: number): Promise<TaskRow | null> {
+    const here = await this.finishedHere(taskId);
+    if (here) return here;
     if (!this.queue.has(taskId) && !this.outcomes.has(taskId) && !this.retries.waiting(taskId)) return this.finished.get(taskId, Date.now()) ?? null;
     return this.waiters.wait(taskId, ms);
   }
@@ -367,7 +379,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
    * shards) and D1 must answer.
    */
   async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
-    const recent = this.finished.get(taskId, Date.now());
+    const recent = this.finished.get(taskId, Date.now()) ?? (await this.finishedHere(taskId));
     if (recent) return recent.accountId === accountId ? { row: recent } : null;
     const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId) ?? this.retries.runs.get(taskId)?.accountId;
     if (owner !== accountId) return null;

@@ -20,8 +20,8 @@ export interface CommitParts {
   chains: ChainFiring;
   /** Tasks created in the shard: their rows go to D1 in the same batches, ahead of their outcomes. */
   held: HeldTasks;
-  /** Outcomes already made elements (to answer their callers early), so that none is made twice. */
-  elements: Map<string, OutcomeElement>;
+  /** Outcomes already made (or being made) elements, to answer their callers early: none is made twice. */
+  elements: Map<string, Promise<OutcomeElement>>;
   /**
    * A write starts at least this long after the previous one ended: what arrives meanwhile rides
    * along, so D1 sees a few large batches rather than one per task. Nobody waits on it: callers are

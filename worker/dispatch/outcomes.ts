@@ -69,6 +69,10 @@ export class OutcomeLog {
     return this.pending.has(taskId);
   }
 
+  get(taskId: string): Outcome | undefined {
+    return this.pending.get(taskId)?.outcome;
+  }
+
   accountOf(taskId: string): string | undefined {
     return this.pending.get(taskId)?.outcome.accountId;
   }

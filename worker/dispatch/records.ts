@@ -96,10 +96,10 @@ const outcomeRows = (json: string) => sql`(select
 /** An outcome as the JSON element the batch statements read (outcomeElement). */
 export type OutcomeElement = Awaited<ReturnType<typeof outcomeElement>>;
 
-/** What a batch writes before its outcomes: the shard's new task rows (task-life/), and outcomes already made elements. */
+/** What a batch writes before its outcomes: the shard's new task rows (task-life/), and outcomes already made (or being made) elements. */
 export interface Before {
   rows?: SQL[];
-  elements?: Map<string, OutcomeElement>;
+  elements?: Map<string, Promise<OutcomeElement>>;
   /** Statements that must commit with these outcomes, after them (the shard's lease settlements). */
   after?: SQL[];
 }

@@ -13,9 +13,10 @@ import { TASK_STATUS } from "../../shared/schemas/task.js";
  * for a task cancelled here, its finished row) committed. Readers ask the shard before D1 for
  * exactly this reason: the shard's copy is the newest until it is gone.
  *
- * A finished view (the created row with its outcome applied) is kept in memory only: after an
- * eviction, readers see the created row until the outcome log reaches D1 (a second or so, by the
- * alarm). Storage is written, not read, as for the queue: the rows are mirrored in memory.
+ * A finished view (the created row with its outcome applied) is kept in memory only, and costs no
+ * storage write: it is made from the row and the outcome log, both durable, so a fresh instance
+ * makes it again from them on the task's first read (ShardLife.current). Storage is written, not
+ * read, as for the queue: the rows are mirrored in memory.
  */
 export class HeldTasks {
   /** In creation order: the oldest are flushed first. */

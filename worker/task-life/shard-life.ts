@@ -22,13 +22,18 @@ import type { CreateAnswer, CreateRequest } from "./create-types.js";
 export interface LifeParts {
   held: HeldTasks;
   admission: Pick<ShardAdmission, "admit" | "ended">;
-  /** Shared with the group commit, which uses an element made here rather than make it again. */
-  elements: Map<string, OutcomeElement>;
+  /**
+   * Shared with the group commit, which uses an element made (or being made) here rather than make
+   * it again: one R2 put of a large result, whoever asks first.
+   */
+  elements: Map<string, Promise<OutcomeElement>>;
   finished: RecentlyFinished;
   waiters: Waiters;
   enqueue: (work: NewWork[], once: boolean) => Promise<void>;
   /** Asks for a group commit (it keeps its gap). */
   flush: () => void;
+  /** The task's outcome in the shard's outcome log (accepted, not yet in D1). */
+  logged: (taskId: string) => Outcome | undefined;
 }
 
 /**
@@ -81,10 +86,45 @@ export class ShardLife {
     if (!created) return;
     // Metered as the commit meters (dispatch/records.ts): run on a node, and not cancelled.
     admission.ended(o.accountId, periodOf(created.issuedAt), o.taskId, o.node != null && (o.report?.status ?? 504) !== 410);
-    if (o.earlier?.length) return;
-    void this.answer(o).catch((e: unknown) =>
-      console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
-    );
+    void this.answerEarly(o);
+  }
+
+  /**
+   * The shard's newest copy of a task it holds, for its readers; undefined once D1 has the final
+   * record. A task whose outcome is logged here reads finished, its view made now if there is none
+   * yet: views are memory only (they cost no storage write), so a fresh instance (an eviction, a
+   * deploy, a crash before the commit) has none, and makes each again on its first read from what
+   * is durable, the held row and the outcome log. Nothing is metered or settled again (accepted()
+   * did that, and admission keeps its own record); a large result goes to the same R2 key, and the
+   * commit uses the element made here. A reader that comes while the first answer still puts its
+   * result in R2 waits for that answer too.
+   */
+  async current(taskId: string): Promise<TaskRow | undefined> {
+    const { held, logged } = this.parts;
+    const row = held.get(taskId);
+    // Finished already: by its view, or cancelled by its function's deletion (which D1 keeps too).
+    if (!row || row.finishedAt != null) return row;
+    const o = logged(taskId);
+    if (!o) return row;
+    await this.answerEarly(o);
+    return held.get(taskId);
+  }
+
+  /** Answers in flight, so that readers who come meanwhile wait for the same one. */
+  private readonly answering = new Map<string, Promise<void>>();
+
+  /** Answers the task's caller and readers from the shard; a failure leaves them to D1's record. */
+  private answerEarly(o: Outcome): Promise<void> {
+    if (o.earlier?.length) return Promise.resolve();
+    const known = this.answering.get(o.taskId);
+    if (known) return known;
+    const answer = this.answer(o)
+      .catch((e: unknown) =>
+        console.error(JSON.stringify({ level: "error", component: "dispatcher", msg: "answering a task early failed; its readers wait for D1", taskId: o.taskId, error: String(e) })),
+      )
+      .finally(() => this.answering.delete(o.taskId));
+    this.answering.set(o.taskId, answer);
+    return answer;
   }
 
   /** Writes these tasks' rows to D1 now, those created here that D1 lacks (a retry's attempt record needs its row). */
@@ -106,14 +146,28 @@ export class ShardLife {
   }
 
   private async answer(o: Outcome): Promise<void> {
-    const { held, elements, finished, waiters } = this.parts;
-    const element = await outcomeElement(this.env.BUCKET, o);
+    const { held, finished, waiters } = this.parts;
+    const element = await this.elementOf(o);
     const created = held.get(o.taskId);
     if (!created) return; // the commit got there first, and woke the readers with D1's row
-    elements.set(o.taskId, element);
     const row: TaskRow = finishedRow(created, element);
     held.finished(row);
     finished.add(row, Date.now());
     waiters.wake(o.taskId, row);
+  }
+
+  /**
+   * The outcome's element, made once: registered before its R2 put starts, so a commit that begins
+   * meanwhile waits for it rather than put the result a second time. A failed one is not kept: the
+   * commit that finds it fails, and its retry makes the element again.
+   */
+  private elementOf(o: Outcome): Promise<OutcomeElement> {
+    const { elements } = this.parts;
+    const known = elements.get(o.taskId);
+    if (known) return known;
+    const made = outcomeElement(this.env.BUCKET, o);
+    elements.set(o.taskId, made);
+    made.catch(() => elements.get(o.taskId) === made && elements.delete(o.taskId));
+    return made;
   }
 }
