@@ -11,7 +11,7 @@ export const ECHO_HANDLER = { "handler.py": "def handle(event, context):\n    re
 /**
  * The whole service (the Worker: local, or the one at `url`; one agent on this machine with `slots`
  * slots) with the echo function deployed, and the two ways to call it: create → result (two
- * requests) and Prefer: wait (one).
+ * requests) and Prefer: wait (one), on `/v1/task` and on the function's public endpoint.
  */
 export async function startEchoService(slots: string, url?: string, local: WorkerOptions = {}) {
   await ensureOfflineImages(["py"]);
@@ -24,8 +24,10 @@ export async function startEchoService(slots: string, url?: string, local: Worke
     await worker.dispose();
   };
   let functionId: string;
+  let endpointId: string;
   try {
     ({ functionId } = await deploy(user, "py", await zipSources(ECHO_HANDLER), "bench"));
+    ({ id: endpointId } = await user.json("POST", `/v1/endpoint/${functionId}`, 201, { json: {} }));
   } catch (e) {
     await stop();
     throw e;
@@ -42,6 +44,12 @@ export async function startEchoService(slots: string, url?: string, local: Worke
     if (res.status !== 200 || res.headers.get("preference-applied") !== "wait") throw new Error(`sync call: ${res.status} ${await res.text()}`);
     await res.text();
   };
+  // The same through the function's public endpoint, anonymously (`/gc/<endpoint id>`).
+  const publicSync = async (i: number) => {
+    const res = await fetch(`${worker.url}/gc/${endpointId}`, { method: "POST", body: JSON.stringify({ i }), headers: { "content-type": "application/json", prefer: "wait=30" } });
+    if (res.status !== 200 || res.headers.get("preference-applied") !== "wait") throw new Error(`/gc call: ${res.status} ${await res.text()}`);
+    await res.text();
+  };
   // Create → result while a follower reads the task's live log to its end (docs/logs.md).
   const followed = async (i: number) => {
     const { id } = await user.json("POST", `/v1/task/${functionId}`, 201, { json: { i } });
@@ -52,5 +60,5 @@ export async function startEchoService(slots: string, url?: string, local: Worke
     const events = await (await follow).text();
     if (!events.includes("event: end")) throw new Error(`task ${id}: the follower got no end: ${events.slice(0, 200)}`);
   };
-  return { worker, admin, user, functionId, once, sync, followed, stop };
+  return { worker, admin, user, functionId, endpointId, once, sync, publicSync, followed, stop };
 }
