@@ -8,7 +8,7 @@ import { DOOR_REFRESH_MS, type DoorBook } from "../../worker/endpoint-door/book.
 /**
  * The public door answers from its endpoint's object (worker/endpoint-door/), not from D1. Every
  * change of what it holds must reach the very next call: these tests change one thing through the
- * API and call /gc at once, with no wait in between.
+ * API and call /gc at once, with no wait in between. (A pause and a resume: public-door.test.ts.)
  */
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
@@ -87,16 +87,6 @@ describe("PATCH /v1/endpoint/<id>, then /gc/<id>", () => {
     await patchEndpoint(token, ep, { ip: [], timeLimit: { from: hour(2), to: hour(3), timezone: "UTC" } });
     await expectError(gc(ep), 403, "outside_time_window");
     await patchEndpoint(token, ep, { timeLimit: null });
-    expect((await gc(ep)).status).toBe(201);
-  });
-});
-
-describe("POST /v1/function/<id>/togglePause, then /gc/<endpoint>", () => {
-  it("answers 503 from the next call on, and accepts from the next call after resume", async () => {
-    const { token, fn, ep } = await setup();
-    await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
-    await expectError(gc(ep), 503, "function_paused");
-    await callJson(`/v1/function/${fn}/togglePause`, 204, { token, method: "POST" });
     expect((await gc(ep)).status).toBe(201);
   });
 });
