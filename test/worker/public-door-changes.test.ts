@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, markBuild, newAccount, newEndpoint, sql, uploadBuild } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { counterFor } from "../../worker/counters/client.js";
-import { DOOR_REFRESH_MS, type DoorBook } from "../../worker/endpoint-door/book.js";
+import { DOOR_REFRESH_MS, DoorBook } from "../../worker/endpoint-door/book.js";
 
 /**
  * The public door answers from its endpoint's object (worker/endpoint-door/), not from D1. Every
@@ -134,6 +134,15 @@ describe("the endpoint's object", () => {
       await book.loading;
     });
     await expectError(gc(ep), 429, "daily_limit_reached");
+  });
+
+  it("keeps its facts in storage: a fresh instance, as after an eviction, answers without D1", async () => {
+    const { ep, fn } = await setup();
+    const noD1 = () => {
+      throw new Error("a fresh instance must not need D1 for an endpoint served before");
+    };
+    const answer = await runInDurableObject(counterFor(env, ep), (_o, state) => new DoorBook(state.storage.sql, noD1).answer(ep));
+    expect(answer).toMatchObject({ facts: { endpoint: { id: ep, functionId: fn }, paused: false } });
   });
 
   it("keeps nothing for an id that is no endpoint, so probes leave no storage behind", async () => {

@@ -29,7 +29,6 @@ import { publicReplay, taskCall } from "../openapi/parts.js";
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
 
-
 /** Counts a call against the endpoint's daily limit: its local day, or undefined when it has none; 429 once the limit is reached. */
 async function countCall(env: AppEnv["Bindings"], e: EndpointRow, now: number): Promise<string | undefined> {
   if (e.dailyLimit < 0) return undefined;
