@@ -123,6 +123,18 @@ describe("PATCH /v1/admin/accounts/<id> limits.syncWaits, then /gc/<endpoint>", 
   });
 });
 
+describe("another account's changes", () => {
+  it("cannot reach an endpoint's door: its edit, delete and pause answer 404 and the door answers as before", async () => {
+    const { fn, ep } = await setup();
+    const stranger = await newAccount("stranger");
+    await expectError(call(`/v1/endpoint/${ep}`, { token: stranger.token, method: "PATCH", json: { dailyLimit: 0 } }), 404, "not_found");
+    await expectError(call(`/v1/endpoint/${ep}`, { token: stranger.token, method: "DELETE" }), 404, "not_found");
+    await expectError(call(`/v1/function/${fn}/togglePause`, { token: stranger.token, method: "POST" }), 404, "not_found");
+    await expectError(call(`/v1/function/${fn}`, { token: stranger.token, method: "DELETE" }), 404, "not_found");
+    expect((await gc(ep)).status).toBe(201);
+  });
+});
+
 describe("the endpoint's object", () => {
   it("catches a change whose notice was lost with its background refresh", async () => {
     const { ep } = await setup();
