@@ -7,10 +7,12 @@ export type DoorAnswer = { facts: DoorFacts } | { missing: true } | { unavailabl
 
 /**
  * Facts older than this are answered all the same while one read of D1 runs behind them: a safety
- * net for a change whose notice never arrived (the writer's notice failed after its D1 write).
- * Every writer notifies (endpoint-door/notify.ts), so this is not what keeps the door right.
+ * net for a change whose notice never arrived (the writer's notice failed after its D1 write, and
+ * its API call answered that error). Every writer notifies (endpoint-door/notify.ts), so this is
+ * not what keeps the door right; it is long because each busy endpoint pays one D1 query per
+ * period, and a minute would make that the D1 load this design takes off the path.
  */
-export const DOOR_REFRESH_MS = 60_000;
+export const DOOR_REFRESH_MS = 5 * 60_000;
 
 interface Held {
   /** null: the endpoint existed and is gone (a tombstone; ids are never reused). */
