@@ -355,6 +355,10 @@ export class Dispatcher extends DurableObject<Bindings> {
   async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
     const recent = this.finished.get(taskId, Date.now());
     if (recent) return recent.accountId === accountId ? { row: recent } : null;
+    // Finished here, its outcome not yet in D1 (a lag, an outage): the shard's copy is the answer,
+    // as for a read without ?wait; waiting for D1 would hold the reader for the whole wait.
+    const held = this.heldRows.get(taskId);
+    if (held?.finishedAt != null) return held.accountId === accountId ? { row: held } : null;
     const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId) ?? this.retries.runs.get(taskId)?.accountId;
     if (owner !== accountId) return null;
     const row = await this.awaitTask(taskId, ms);
