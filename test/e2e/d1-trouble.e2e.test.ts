@@ -90,14 +90,19 @@ describe("GCFAAS_D1_DELAY_MS", () => {
 });
 
 describe("a D1 outage", () => {
-  it("keeps creating, running and answering tasks in the shard while D1 fails, and records every task once when D1 is back", async () => {
+  it("keeps creating, running and answering tasks in the shard and through a public endpoint it served while D1 fails, and records every task once when D1 is back", async () => {
     const fn = await deploy(user, "py", await zipItems([{ name: "handler.py", data: sleepsThenSays("slept") }]), "sleeper");
     expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
     const { id: endpoint } = await user.json("POST", `/v1/endpoint/${fn.functionId}`, 201, { json: {} });
+    const { id: neverCalled } = await user.json("POST", `/v1/endpoint/${fn.functionId}`, 201, { json: {} });
     await invoke(user, fn.functionId); // a warm container, and the shard knows the function and holds a lease
     const usedBefore = await invocations();
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await user.json("POST", `/v1/task/${fn.functionId}`, 201, {})).id);
+    // The endpoint served once: its object holds what the door needs.
+    const served = await fetch(`${worker.url}/gc/${endpoint}`, { method: "POST" });
+    expect(served.status).toBe(201);
+    ids.push(((await served.json()) as { id: string }).id);
     const logged = await logSize();
 
     expect((await worker.failD1(60_000)).failing).toBe(true);
@@ -109,8 +114,15 @@ describe("a D1 outage", () => {
     ids.push(during, sync.headers.get("x-task-id")!);
     // Read from the shard, which holds what D1 does not have yet.
     expect(await user.json("GET", `/v1/task/${during}`, 200)).toMatchObject({ id: during, functionId: fn.functionId });
-    // A public endpoint is looked up in D1: it answers 503 until D1 is back.
-    await expectUnavailable(await fetch(`${worker.url}/gc/${endpoint}`, { method: "POST" }));
+    // A public endpoint it served before answers from its object, asynchronously and synchronously.
+    const gcDuring = await fetch(`${worker.url}/gc/${endpoint}`, { method: "POST" });
+    expect(gcDuring.status).toBe(201);
+    ids.push(((await gcDuring.json()) as { id: string }).id);
+    const gcSync = await fetch(`${worker.url}/gc/${endpoint}`, { method: "POST", headers: { prefer: "wait=20" } });
+    expect({ status: gcSync.status, applied: gcSync.headers.get("preference-applied"), body: await gcSync.text() }).toEqual({ status: 200, applied: "wait", body: "slept" });
+    ids.push(gcSync.headers.get("x-task-id")!);
+    // One never called cannot be known without D1: it answers 503 until D1 is back.
+    await expectUnavailable(await fetch(`${worker.url}/gc/${neverCalled}`, { method: "POST" }));
     for (const id of ids) await agentFinished(id);
     for (const id of ids) expect(await result(user, id)).toEqual({ status: 200, contentType: "text/plain; charset=utf-8", body: "slept" });
     expect(await user.json("GET", `/v1/task/${during}/log`, 200)).toEqual({ id: during, finished: true, log: [] });
@@ -118,10 +130,11 @@ describe("a D1 outage", () => {
     await workerLogged("recording outcomes failed; retrying", logged);
     expect((await worker.healD1()).failed).toBeGreaterThan(0);
 
-    // Every task recorded once, and counted once: the warm-up and the five.
-    await until("the records catching up", async () => (await tasksOf(fn.functionId)).length === 6 && (await invocations()) === usedBefore + 5);
-    expect((await tasksOf(fn.functionId)).map((t) => t.status)).toEqual([200, 200, 200, 200, 200, 200]);
-    expect(await invocations()).toBe(usedBefore + 5);
+    // Every task recorded once, and counted once: the warm-up and the eight.
+    await until("the records catching up", async () => (await tasksOf(fn.functionId)).length === 9 && (await invocations()) === usedBefore + 8);
+    expect((await tasksOf(fn.functionId)).map((t) => t.status)).toEqual(Array(9).fill(200));
+    expect(await invocations()).toBe(usedBefore + 8);
+    expect((await fetch(`${worker.url}/gc/${neverCalled}`, { method: "POST" })).status).toBe(201);
   }, 600_000);
 
   it("counts a task once when D1 committed its outcome but the answer was lost, and still fires its trigger", async () => {

@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { shardStub } from "../../worker/dispatch/client.js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { call, callJson, clearQueue, consolePage, deployedFunction, holdRecords, newAccount, newEndpoint, replayed } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
@@ -221,7 +221,7 @@ describe("pending counts of a task D1 has, finished in its shard", () => {
   });
 });
 
-describe("a waiting result read (?wait) of a task finished in its shard", () => {
+describe("GET /v1/task/<id>/result?wait of a task that finished in its shard a while ago, D1 still without its outcome", () => {
   it("is answered with the finished task by the shard, however long ago it finished, while D1 lags", async () => {
     const s = await lagging();
     const shard = shardStub(env, 0);
@@ -231,5 +231,27 @@ describe("a waiting result read (?wait) of a task finished in its shard", () => 
     expect(answer).toEqual({ row: expect.objectContaining({ id: s.doneId, status: 200, resultBody: "hello", finishedAt: expect.any(Number) }) });
     expect(await replayed(call(`/v1/task/${s.doneId}/result?wait=1`, { token: s.token }))).toEqual({ status: 200, type: "text/plain", body: "hello" });
     await caughtUp(s);
+  });
+
+  it("is answered by the shard's copy at once, not after the wait", async () => {
+    const agent = await FakeAgent.connect("ryw-node");
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    await holdRecords(true);
+    const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} });
+    agent.done((await agent.next("task.assign")).taskId, "kept in the shard", 200, { durationMs: DURATION_MS });
+    await eventually(async () => (await callJson(`/v1/task/${id}`, 200, { token })).finished);
+    // Past the seconds the shard keeps rows it just finished for readers; D1 has no outcome still.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 60_000);
+      // The wait the route parks on: with no time to wait, only a row already known answers.
+      expect(await shardStub(env, 0).awaitOwnTask(id, accountId, 0)).toMatchObject({ row: { id, status: 200 } });
+      expect(await shardStub(env, 0).awaitOwnTask(id, "another-account", 0)).toBeNull();
+    } finally {
+      vi.useRealTimers();
+    }
+    const res = await call(`/v1/task/${id}/result?wait=30`, { token });
+    expect({ status: res.status, body: await res.text() }).toEqual({ status: 200, body: "kept in the shard" });
   });
 });

@@ -379,6 +379,8 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
    * shards) and D1 must answer.
    */
   async awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null> {
+    // Finished here, its outcome maybe not yet in D1 (a lag, an outage): the shard's copy is the
+    // answer, as for a read without ?wait; waiting for D1 would hold the reader for the whole wait.
     const recent = this.finished.get(taskId, Date.now()) ?? (await this.finishedHere(taskId));
     if (recent) return recent.accountId === accountId ? { row: recent } : null;
     const owner = this.queue.get(taskId)?.account_id ?? this.outcomes.accountOf(taskId) ?? this.retries.runs.get(taskId)?.accountId;

@@ -7,6 +7,7 @@ import { setLimits } from "../limits/account-limits.js";
 import { plansFrom } from "../billing/plans.js";
 import { allShards } from "../dispatch/client.js";
 import { admissionChanged } from "../shard-admission/notify.js";
+import { endpointIdsOf, endpointsChanged } from "../endpoint-door/notify.js";
 import { listNodes, setNodeFlags } from "../services/nodes.js";
 import { setGrant } from "../services/grants.js";
 import { describeRoute } from "../openapi/describe.js";
@@ -47,7 +48,11 @@ export const adminRoutes = new Hono<AppEnv>()
     }
     if (privileged !== undefined) await setGrant(c.var.db, c.env, "privileged", accountId, privileged);
     if (egress !== undefined) await setGrant(c.var.db, c.env, "egress", accountId, egress);
-    if (limits !== undefined) await setLimits(c.var.db, accountId, limits);
+    if (limits !== undefined) {
+      await setLimits(c.var.db, accountId, limits);
+      // The doors of the account's endpoints hold its limit of synchronous waits.
+      if ("syncWaits" in limits) await endpointsChanged(c.env, await endpointIdsOf(c.var.db, { accountId }));
+    }
     return c.body(null, 204);
   })
   .post("/accounts/:accountId/tokens", describeRoute({

@@ -10,6 +10,7 @@ import {
   endpointMetrics,
   listEndpoints,
 } from "../services/endpoints.js";
+import { endpointsChanged, endpointsGone } from "../endpoint-door/notify.js";
 import { describeRoute } from "../openapi/describe.js";
 import * as out from "../../shared/schemas/responses.js";
 import { created, json, listFilterBody, noContent } from "../openapi/parts.js";
@@ -58,9 +59,11 @@ export const endpointRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const input = await jsonBody(c, endpointEdit, bodyRules);
     await editEndpoint(c.var.db, c.var.caller.accountId, c.req.param("id"), input);
+    await endpointsChanged(c.env, [c.req.param("id")]);
     return c.body(null, 204);
   })
   .delete("/:id", describeRoute({ summary: "Delete a public endpoint", group: "endpoints", auth: "account", ok: noContent, errors: [401, 404] }), async (c) => {
     await deleteEndpoint(c.var.db, c.var.caller.accountId, c.req.param("id"));
+    await endpointsGone(c.env, [c.req.param("id")]);
     return c.body(null, 204);
   });

@@ -7,6 +7,7 @@ import { getOwnTags } from "../services/tags.js";
 import { cancelFunction, dispatcherFor, setPaused } from "../dispatch/client.js";
 import { clearStorage, readStorage } from "../storage/service.js";
 import { admissionChanged } from "../shard-admission/notify.js";
+import { endpointIdsOf, endpointsChanged, endpointsGone } from "../endpoint-door/notify.js";
 import { functionLogsQuery } from "../../shared/schemas/live-logs.js";
 import { tailFunctionLogs } from "../live-logs/follow.js";
 import {
@@ -73,6 +74,8 @@ export const functionRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const id = c.req.param("id");
     await setPaused(c.env, id, await togglePause(c.var.db, c.var.caller.accountId, id));
+    // Its endpoints answer 503 while it is paused: their doors hold the flag.
+    await endpointsChanged(c.env, await endpointIdsOf(c.var.db, { functionId: id }));
     await admissionChanged(c.env, { functionId: id });
     return c.body(null, 204);
   })
@@ -84,7 +87,8 @@ export const functionRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const { accountId } = c.var.caller;
     const id = c.req.param("id");
-    await deleteFunction(c.var.db, accountId, id);
+    // Its endpoints went with it: their doors answer 404 from the next call on.
+    await endpointsGone(c.env, await deleteFunction(c.var.db, accountId, id));
     await cancelFunction(c.env, id);
     // The account's other functions changed too: those that sent their dead letters here no longer do.
     await admissionChanged(c.env, { accountId });

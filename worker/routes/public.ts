@@ -1,22 +1,20 @@
 import { Hono, type Context } from "hono";
-import { eq } from "drizzle-orm";
 import type { AppEnv } from "../env.js";
 import { ApiError, notFound } from "../errors.js";
-import { endpoints, functions } from "../db/schema.js";
 import { query } from "../http/validate.js";
 import { optionalAccount } from "../middleware/auth.js";
 import { checkAccess, corsHeaders, zoneOf } from "../public/access.js";
 import { localDay, nextLocalMidnight } from "../../shared/time/local-time.js";
 import { callPage, PAGE_HEADERS, pendingPage, prefersHtml } from "../public/pages.js";
 import { counterFor } from "../counters/client.js";
-import { periodOf } from "../billing/plans.js";
+import { doorOf, openDoor } from "../endpoint-door/client.js";
+import type { EndpointRow } from "../endpoint-door/facts.js";
 import { newTaskId } from "../dispatch/client.js";
 import { preferredWait } from "../http/prefer.js";
 import { syncResponse } from "../services/sync-invoke.js";
 import { awaitCreated, createTask } from "../task-life/create.js";
 import { findTask } from "../task-life/find.js";
 import { inputFromRequest } from "../http/task-input.js";
-import { admissionColumns, noSuccessfulBuild } from "../tasks/admission.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { requestKey } from "../idempotency/request-key.js";
 import { issueOnce } from "../idempotency/issue-once.js";
@@ -25,30 +23,11 @@ import { publicResultWaits } from "../public/result-waits.js";
 import { resultQuery } from "../../shared/schemas/task.js";
 import { readTaskBody } from "../http/task-body.js";
 import { withSyncWait } from "../public/sync-waits.js";
-import { limitDefaults, ownLimitColumn } from "../limits/account-limits.js";
 import { describeRoute } from "../openapi/describe.js";
 import { publicReplay, taskCall } from "../openapi/parts.js";
 
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
-
-/** The endpoint, its function and the function's build, in one D1 round trip. */
-async function loadEndpoint(c: Context<AppEnv>, id: string) {
-  const [row] = await c.var.db
-    .select({
-      e: endpoints,
-      fn: functions,
-      buildId: admissionColumns(periodOf(Date.now())).buildId,
-      syncWaits: ownLimitColumn("syncWaits", endpoints.accountId),
-    })
-    .from(endpoints)
-    .innerJoin(functions, eq(functions.id, endpoints.functionId))
-    .where(eq(endpoints.id, id));
-  if (!row) throw notFound("endpoint");
-  return { ...row, syncWaits: row.syncWaits ?? limitDefaults(c.env).syncWaits };
-}
-
-type EndpointRow = typeof endpoints.$inferSelect;
 
 /** Counts a call against the endpoint's daily limit: its local day, or undefined when it has none; 429 once the limit is reached. */
 async function countCall(env: AppEnv["Bindings"], e: EndpointRow, now: number): Promise<string | undefined> {
@@ -73,9 +52,11 @@ function applyCors(c: Context<AppEnv>, headers: Record<string, string>) {
 }
 
 /**
- * The public door, /gc/<endpoint_id>: any method but OPTIONS is a call. Checks run in the
- * decisions' order; the body is validated and the build looked up before the daily counter,
- * so only calls that become tasks are counted (and a failed issue gives its count back).
+ * The public door, /gc/<endpoint_id>: any method but OPTIONS is a call. What it checks comes from
+ * the endpoint's object (endpoint-door/), not from D1: one RPC on the path, and an endpoint served
+ * before keeps answering while D1 fails. Checks run in the decisions' order; the body is validated
+ * before the daily counter, and the function's shard (which picks the build) refuses after it, so
+ * only calls that become tasks are counted (a refused or failed issue gives its count back).
  */
 export const publicRoutes = new Hono<AppEnv>()
   .get("/:taskId/result", describeRoute({
@@ -93,7 +74,7 @@ export const publicRoutes = new Hono<AppEnv>()
       if (!accountId) throw new ApiError("unauthorized", "this result was public for 5 minutes after the call; now it needs the owner's token");
       if (accountId !== t.accountId) throw notFound("public result");
     }
-    const [e] = await c.var.db.select({ origin: endpoints.origin }).from(endpoints).where(eq(endpoints.id, t.endpointId));
+    const e = (await doorOf(c.env, t.endpointId))?.endpoint;
     const done = await publicResultWaits.during(t.id, wait, (s) => awaitFinished(c.var.db, c.env, t, s));
     if (done.finishedAt == null) {
       const notReady = resultNotReady(done);
@@ -110,7 +91,7 @@ export const publicRoutes = new Hono<AppEnv>()
     ok: { status: 204, description: "CORS headers for an allowed origin." },
     errors: [404],
   }), async (c) => {
-    const { e } = await loadEndpoint(c, c.req.param("id"));
+    const { endpoint: e } = await openDoor(c.env, c.req.param("id"));
     const cors = corsHeaders(e, c.req.header("origin") ?? null);
     if (cors["Access-Control-Allow-Origin"]) {
       applyCors(c, cors);
@@ -127,14 +108,14 @@ export const publicRoutes = new Hono<AppEnv>()
     errors: [400, 402, 403, 404, 409, 413, 429, 503],
   }), async (c) => {
     const now = Date.now();
-    const { e, fn, buildId, syncWaits } = await loadEndpoint(c, c.req.param("id"));
+    const { endpoint: e, paused, syncWaits } = await openDoor(c.env, c.req.param("id"));
+    const functionId = e.functionId;
     const origin = c.req.header("origin") ?? null;
     const cors = corsHeaders(e, origin);
     applyCors(c, cors);
-    if (fn.paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
+    if (paused) throw new ApiError("function_paused", "the function behind this endpoint is paused");
     checkAccess(e, { ip: c.req.header("cf-connecting-ip") ?? null, origin }, now);
     const body = await readTaskBody(c.req.raw);
-    if (!buildId) throw noSuccessfulBuild();
     const input = inputFromRequest(c.req.raw, body);
     // A browser gets the call page at once; an API client may prefer to wait for the response.
     const html = prefersHtml(c);
@@ -143,13 +124,13 @@ export const publicRoutes = new Hono<AppEnv>()
     const key = await requestKey(c.req.raw, `gc:${e.id}`, input);
     let day: string | undefined;
     // Only a call that issues a task counts against the daily limit: a replay under a key does not.
-    const once = await issueOnce(c.env, fn.id, key, async () => {
+    const once = await issueOnce(c.env, functionId, key, async () => {
       day = await countCall(c.env, e, now);
       try {
-        // Quota and the pending cap are checked (by the shard that creates the task) after the daily
-        // counter, so that a refusal gives the count back. Under a key the wait comes after.
-        const o = { id: newTaskId(c.env, fn.id, now), accountId: e.accountId, input, endpointId: e.id };
-        return await during((s) => createTask(c.env, fn.id, o, key ? 0 : s, now));
+        // The build, quota and the pending cap are checked (by the shard that creates the task) after
+        // the daily counter, so that a refusal gives the count back. Under a key the wait comes after.
+        const o = { id: newTaskId(c.env, functionId, now), accountId: e.accountId, input, endpointId: e.id };
+        return await during((s) => createTask(c.env, functionId, o, key ? 0 : s, now));
       } catch (err) {
         await uncountCall(c.env, e, day);
         throw err;

@@ -131,16 +131,18 @@ export async function togglePause(db: Db, accountId: string, id: string): Promis
  * Deletes a function in one batch: pending tasks are cancelled (410) and kept, tag links of the
  * function and of its triggers and endpoints go, and the foreign keys cascade to triggers (as first
  * or next function), endpoints, schedules (whose timers find their row gone and stop), builds and
- * build logs. Returns nothing to roll back: a batch is atomic.
+ * build logs. Returns nothing to roll back: a batch is atomic. Answers the ids of the endpoints that
+ * went with it, read in the same batch (so none created meanwhile is missed), for their doors.
  */
-export async function deleteFunction(db: Db, accountId: string, id: string, now = Date.now()): Promise<void> {
+export async function deleteFunction(db: Db, accountId: string, id: string, now = Date.now()): Promise<string[]> {
   await getOwnFunction(db, accountId, id);
   const dependents = or(
     inArray(tagLinks.recordId, db.select({ id: triggers.id }).from(triggers).where(or(eq(triggers.functionId, id), eq(triggers.nextId, id)))),
     inArray(tagLinks.recordId, db.select({ id: endpoints.id }).from(endpoints).where(eq(endpoints.functionId, id))),
     eq(tagLinks.recordId, id),
   );
-  await db.batch([
+  const [gone] = await db.batch([
+    db.select({ id: endpoints.id }).from(endpoints).where(eq(endpoints.functionId, id)),
     db
       .update(tasks)
       .set({ status: TASK_STATUS.cancelled, progress: 100, finishedAt: now })
@@ -151,4 +153,5 @@ export async function deleteFunction(db: Db, accountId: string, id: string, now 
     db.update(functions).set({ deadLetterFunctionId: null }).where(and(eq(functions.accountId, accountId), eq(functions.deadLetterFunctionId, id))),
     db.delete(functions).where(and(eq(functions.id, id), eq(functions.accountId, accountId))),
   ]);
+  return gone.map((e) => e.id);
 }
