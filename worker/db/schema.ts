@@ -281,7 +281,8 @@ export const tasks = sqliteTable(
   (t) => [
     index("tasks_account").on(t.accountId, t.id),
     index("tasks_function").on(t.functionId, t.issuedAt),
-    index("tasks_endpoint").on(t.endpointId, t.issuedAt),
+    // Only an endpoint's metrics read it (endpoint_id = ?, which implies not null): most tasks have no endpoint and no entry.
+    index("tasks_endpoint").on(t.endpointId, t.issuedAt).where(sql`${t.endpointId} is not null`),
     // Admission counts an account's unfinished tasks on every issue; the sweep reads only what it purges.
     index("tasks_account_unfinished").on(t.accountId).where(sql`${t.finishedAt} is null`),
     index("tasks_unpurged").on(t.finishedAt).where(sql`${t.purgedAt} is null`),
