@@ -70,7 +70,7 @@ describe("usage pruning (hourly sweep)", () => {
     expect({ totals: await totals(accountId), reads: await billingReads(token) }).toEqual(before);
   });
 
-  it("counts an outcome committed again within the horizon once (a batch whose answer was lost, sent again)", async () => {
+  it("counts an outcome committed again within the horizon once (a batch whose answer was lost, sent again); past it, the documented limit, it would count again", async () => {
     const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
     const id = await newTask(token, fn);
@@ -90,6 +90,11 @@ describe("usage pruning (hourly sweep)", () => {
     await outcomesWritten(db, env.BUCKET, [outcome], at);
     expect(await totals(accountId)).toEqual(once);
     expect((await callJson("/v1/usage", 200, { token })).invocations).toBe(1);
+    // The limit the docs state: the row is what kept it once, so past the horizon it would count again.
+    await sweep(at + 8 * DAY_MS);
+    expect(await usageRows(accountId)).toEqual([]);
+    await outcomesWritten(db, env.BUCKET, [outcome], at);
+    expect((await totals(accountId))[0]).toMatchObject({ invocations: 2 });
   });
 
   it("deletes in pages of a bounded size, and stops at the first row newer than the horizon", async () => {

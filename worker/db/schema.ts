@@ -309,7 +309,11 @@ export const invoices = sqliteTable(
   (t) => [index("invoices_account").on(t.accountId, t.id), uniqueIndex("invoices_period").on(t.accountId, t.period)],
 );
 
-/** One row a metered task (finished, any outcome but cancelled): what billing and quotas read. */
+/**
+ * One row a metered task (finished, any outcome but cancelled), keyed by task: what makes metering
+ * exactly-once. Read by nothing but that check; usage_totals holds the sums. Deleted after
+ * USAGE_DEDUP_DAYS by the hourly sweep (services/usage-pruning.ts).
+ */
 export const usage = sqliteTable(
   "usage",
   {
