@@ -312,7 +312,9 @@ export const invoices = sqliteTable(
 /**
  * One row a metered task (finished, any outcome but cancelled), keyed by task: what makes metering
  * exactly-once. Read by nothing but that check; usage_totals holds the sums. Deleted after
- * USAGE_DEDUP_DAYS by the hourly sweep (services/usage-pruning.ts).
+ * USAGE_DEDUP_DAYS by the hourly sweep (services/usage-pruning.ts). No index but the key: nothing
+ * reads these rows by account or period, and an index would cost bytes on every row of the window
+ * (an account's deletion, which nothing does today, would scan the window's rows for its cascade).
  */
 export const usage = sqliteTable(
   "usage",
@@ -326,7 +328,6 @@ export const usage = sqliteTable(
     durationMs: integer("duration_ms").notNull(),
     memMiB: integer("mem_mib").notNull(),
   },
-  (t) => [index("usage_account_period").on(t.accountId, t.period)],
 );
 
 /**
