@@ -10,9 +10,9 @@
  * hourly sweep's usage pruning (worker/services/usage-pruning.ts) runs as it will once the newest
  * record is past its horizon (USAGE_DEDUP_DAYS), so the bytes are those of a record kept for the long
  * term; inputs, results and logs stay inline (the 30-day retention, longer than the fill's spread,
- * has not cleared them).
+ * has not cleared them). `--keep-usage` skips the pruning: a record still inside the window.
  *
- * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10]
+ * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10] [--keep-usage]
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -39,6 +39,8 @@ const { values } = parseArgs({
     small: { type: "string", default: "10000" },
     samples: { type: "string", default: "200" },
     accounts: { type: "string", default: "10" },
+    /** Skips the usage pruning: the bytes of a record still inside the dedup window. */
+    "keep-usage": { type: "boolean", default: false },
   },
 });
 const RECORDS = Number(values.records);
@@ -119,6 +121,7 @@ async function fill(file: string, tenants: Tenant[], count: number): Promise<num
 
 /** The usage rows pruned as the hourly sweep will once every record is past the dedup horizon. */
 async function pruned(file: string): Promise<number> {
+  if (values["keep-usage"]) return 0;
   const sqlite = new DatabaseSync(file);
   const keepMs = usageDedupMs({});
   try {
