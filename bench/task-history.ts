@@ -6,9 +6,13 @@
  * row insert (worker/task-life/record-rows.ts) and the dispatcher's outcome batch (dispatch/records.ts), 64
  * outcomes a batch as in production — run over node:sqlite on the stopped Worker's database file,
  * then the Worker is started again on it and read over HTTP. Each size's figures stand next to the
- * small size's, and next to a bare route (/healthz), measured in the same run.
+ * small size's, and next to a bare route (/healthz), measured in the same run. After each fill the
+ * hourly sweep's usage pruning (worker/services/usage-pruning.ts) runs as it will once the newest
+ * record is past its horizon (USAGE_DEDUP_DAYS), so the bytes are those of a record kept for the long
+ * term; inputs, results and logs stay inline (the 30-day retention, longer than the fill's spread,
+ * has not cleared them). `--keep-usage` skips the pruning: a record still inside the window.
  *
- * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10]
+ * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10] [--keep-usage]
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -25,6 +29,7 @@ import { outcomesWritten } from "../worker/dispatch/records.js";
 import type { Outcome } from "../worker/dispatch/outcomes.js";
 import type { FunctionRow } from "../worker/db/rows.js";
 import { newId } from "../worker/lib/ids.js";
+import { pruneUsage, usageDedupMs } from "../worker/services/usage-pruning.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
 import { ms, percentile, printTable, timed } from "./stats.js";
 
@@ -34,6 +39,8 @@ const { values } = parseArgs({
     small: { type: "string", default: "10000" },
     samples: { type: "string", default: "200" },
     accounts: { type: "string", default: "10" },
+    /** Skips the usage pruning: the bytes of a record still inside the dedup window. */
+    "keep-usage": { type: "boolean", default: false },
   },
 });
 const RECORDS = Number(values.records);
@@ -112,6 +119,18 @@ async function fill(file: string, tenants: Tenant[], count: number): Promise<num
   return performance.now() - t0;
 }
 
+/** The usage rows pruned as the hourly sweep will once every record is past the dedup horizon. */
+async function pruned(file: string): Promise<number> {
+  if (values["keep-usage"]) return 0;
+  const sqlite = new DatabaseSync(file);
+  const keepMs = usageDedupMs({});
+  try {
+    return await pruneUsage(openDb({ DB: d1OverSqlite(sqlite) }), keepMs, Date.now() + keepMs + 60_000, { maxPages: Number.MAX_SAFE_INTEGER });
+  } finally {
+    sqlite.close();
+  }
+}
+
 /** Bytes in the database of `tasks` and `usage`, each table with its indexes, by dbstat. */
 function bytesByTree(file: string): Map<string, number> {
   const sqlite = new DatabaseSync(file, { readOnly: true });
@@ -180,8 +199,10 @@ async function main() {
     const file = await d1File(stateDir);
 
     const smallMs = await fill(file, tenants, SMALL);
+    let usagePruned = await pruned(file);
     const small = await measure(stateDir, tenants[0]!, SMALL);
     const bigMs = await fill(file, tenants, RECORDS - SMALL);
+    usagePruned += await pruned(file);
     const big = await measure(stateDir, tenants[0]!, RECORDS);
 
     const perTask = (m: typeof small, name?: string) => {
@@ -202,7 +223,8 @@ async function main() {
         return [name, ms(s.p50), ms(s.p95), ms(b.p50), ms(b.p95), (b.p50 / s.p50).toFixed(2) + "×"];
       }),
     );
-    console.log(`\nFill rate through the write path: ${(SMALL / (smallMs / 1000)).toFixed(0)} and ${((RECORDS - SMALL) / (bigMs / 1000)).toFixed(0)} records/s; database file ${((await fs.stat(file)).size / 1e9).toFixed(2)} GB.`);
+    console.log(`\nUsage rows past the dedup horizon pruned: ${usagePruned.toLocaleString("en")} of ${RECORDS.toLocaleString("en")}.`);
+    console.log(`Fill rate through the write path: ${(SMALL / (smallMs / 1000)).toFixed(0)} and ${((RECORDS - SMALL) / (bigMs / 1000)).toFixed(0)} records/s; database file ${((await fs.stat(file)).size / 1e9).toFixed(2)} GB.`);
   } finally {
     await fs.rm(stateDir, { recursive: true, force: true });
   }

@@ -21,6 +21,8 @@ export interface StoreBindings {
   RECORD_FLUSH_MS?: string;
   /** Days a finished task's input, result and log are kept (default 30); see worker/tasks/retention-period.ts. */
   TASK_RETENTION_DAYS?: string;
+  /** Days a usage row is kept to count a re-committed outcome once (default 7); see worker/services/usage-pruning.ts. */
+  USAGE_DEDUP_DAYS?: string;
   /** Shared secret of the payment provider's signed webhook. */
   BILLING_WEBHOOK_SECRET?: string;
   /**

@@ -5,6 +5,7 @@ import { plansFrom } from "./billing/plans.js";
 import { renewPlans } from "./billing/renewal.js";
 import { sweepTasks } from "./services/retention.js";
 import { retentionMs } from "./tasks/retention-period.js";
+import { pruneUsage, usageDedupMs } from "./services/usage-pruning.js";
 import { sweepOrphans } from "./services/orphans.js";
 import { RENEWAL_CRON } from "./crons.js";
 import { withCostCounting } from "./diagnostics/cost-counters.js";
@@ -30,6 +31,7 @@ export default {
     if (controller.cron === RENEWAL_CRON) ctx.waitUntil(renewPlans(db, plansFrom(env.PLANS), now).then(logged("plans renewed", controller.cron)));
     else {
       ctx.waitUntil(sweepTasks(db, env.BUCKET, retentionMs(env), now).then(logged("finished tasks purged", controller.cron)));
+      ctx.waitUntil(pruneUsage(db, usageDedupMs(env), now).then(logged("usage rows past the dedup horizon deleted", controller.cron)));
       ctx.waitUntil(sweepOrphans(db, env, now).then(logged("tasks never queued failed", controller.cron)));
       ctx.waitUntil(sweepUnreachable(env).then(logged("waiting tasks no node could take failed", controller.cron)));
     }

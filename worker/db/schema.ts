@@ -281,7 +281,8 @@ export const tasks = sqliteTable(
   (t) => [
     index("tasks_account").on(t.accountId, t.id),
     index("tasks_function").on(t.functionId, t.issuedAt),
-    index("tasks_endpoint").on(t.endpointId, t.issuedAt),
+    // Only an endpoint's metrics read it (endpoint_id = ?, which implies not null): most tasks have no endpoint and no entry.
+    index("tasks_endpoint").on(t.endpointId, t.issuedAt).where(sql`${t.endpointId} is not null`),
     // Admission counts an account's unfinished tasks on every issue; the sweep reads only what it purges.
     index("tasks_account_unfinished").on(t.accountId).where(sql`${t.finishedAt} is null`),
     index("tasks_unpurged").on(t.finishedAt).where(sql`${t.purgedAt} is null`),
@@ -308,7 +309,13 @@ export const invoices = sqliteTable(
   (t) => [index("invoices_account").on(t.accountId, t.id), uniqueIndex("invoices_period").on(t.accountId, t.period)],
 );
 
-/** One row a metered task (finished, any outcome but cancelled): what billing and quotas read. */
+/**
+ * One row a metered task (finished, any outcome but cancelled), keyed by task: what makes metering
+ * exactly-once. Read by nothing but that check; usage_totals holds the sums. Deleted after
+ * USAGE_DEDUP_DAYS by the hourly sweep (services/usage-pruning.ts). No index but the key: nothing
+ * reads these rows by account or period, and an index would cost bytes on every row of the window
+ * (an account's deletion, which nothing does today, would scan the window's rows for its cascade).
+ */
 export const usage = sqliteTable(
   "usage",
   {
@@ -321,7 +328,6 @@ export const usage = sqliteTable(
     durationMs: integer("duration_ms").notNull(),
     memMiB: integer("mem_mib").notNull(),
   },
-  (t) => [index("usage_account_period").on(t.accountId, t.period)],
 );
 
 /**

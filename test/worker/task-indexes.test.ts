@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { flushedDb } from "./helpers.js";
+
+/** The plan SQLite chooses for `query` on the Worker's D1 (one line a step). */
+const planOf = async (query: string, ...binds: unknown[]) =>
+  (await (await flushedDb()).prepare(`explain query plan ${query}`).bind(...binds).all<{ detail: string }>()).results.map((r) => r.detail);
+
+describe("indexes of tasks (each one a read needs, entries only for the rows it reads)", () => {
+  it("keeps an endpoint's index for tasks with an endpoint alone, and its counts still read through it", async () => {
+    const indexes = await (await flushedDb()).prepare("select name, sql from sqlite_schema where type = 'index' and tbl_name = 'tasks' and sql is not null order by name").all<{ name: string; sql: string }>();
+    expect(indexes.results.map((r) => r.name)).toEqual(["tasks_account", "tasks_account_unfinished", "tasks_chain", "tasks_endpoint", "tasks_function", "tasks_unpurged"]);
+    expect(indexes.results.find((r) => r.name === "tasks_endpoint")!.sql).toMatch(/where "tasks"\."endpoint_id" is not null$/i);
+    // The endpoint's metrics (tasks/counts.ts): issued since a time, and every task it had.
+    expect(await planOf("select count(*) from tasks where (tasks.endpoint_id = ? and tasks.issued_at >= ?)", "e", 1)).toEqual([
+      "SEARCH tasks USING COVERING INDEX tasks_endpoint (endpoint_id=? AND issued_at>?)",
+    ]);
+    expect(await planOf("select count(*) from tasks where tasks.endpoint_id = ?", "e")).toEqual(["SEARCH tasks USING COVERING INDEX tasks_endpoint (endpoint_id=?)"]);
+  });
+
+  it("reads a function's counts, an account's list and a chain's size through their own indexes", async () => {
+    expect(await planOf("select count(*) from tasks where (tasks.function_id = ? and tasks.issued_at >= ?)", "f", 1)).toEqual([
+      "SEARCH tasks USING COVERING INDEX tasks_function (function_id=? AND issued_at>?)",
+    ]);
+    expect(await planOf("select id, issued_at, progress, status from tasks where tasks.account_id = ? order by tasks.id desc limit ?", "a", 20)).toEqual([
+      "SEARCH tasks USING INDEX tasks_account (account_id=?)",
+    ]);
+    expect(await planOf("select count(*) from tasks where tasks.chain_id = ?", "c")).toEqual(["SEARCH tasks USING COVERING INDEX tasks_chain (chain_id=?)"]);
+  });
+});
