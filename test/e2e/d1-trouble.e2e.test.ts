@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
 import { zipItems } from "../support/zip.js";
-import { LocalWorker, ROOT, localStack, type AgentProcess, type Api } from "./harness.js";
+import { LocalWorker, ROOT, api, localStack, type AgentProcess, type Api } from "./harness.js";
 import { deploy, invoke, result } from "./deploy.js";
 
 /**
@@ -114,6 +114,7 @@ describe("a D1 outage", () => {
     ids.push(during, sync.headers.get("x-task-id")!);
     // Read from the shard, which holds what D1 does not have yet.
     expect(await user.json("GET", `/v1/task/${during}`, 200)).toMatchObject({ id: during, functionId: fn.functionId });
+    expect((await tasksOf(fn.functionId)).map((t) => t.id)).toContain(during);
     // A public endpoint it served before answers from its object, asynchronously and synchronously.
     const gcDuring = await fetch(`${worker.url}/gc/${endpoint}`, { method: "POST" });
     expect(gcDuring.status).toBe(201);
@@ -159,5 +160,36 @@ describe("a D1 outage", () => {
     await until("the triggered task finishing", async () => (await tasksOf(next.functionId)).every((t) => t.status !== 0) && (await tasksOf(next.functionId)).length === 2);
     expect((await tasksOf(next.functionId)).map((t) => t.status)).toEqual([200, 200]);
     expect(await invocations()).toBe(usedBefore + 2);
+  }, 600_000);
+});
+
+describe("admission in the shard", () => {
+  it("holds an account to its cap of unfinished tasks, shows them to their owner before D1 has them, and gives the slots back when they end", async () => {
+    const admin = api(worker.url, worker.adminToken);
+    const owner = api(worker.url, (await admin.json("POST", "/v1/admin/accounts", 201, { json: { name: "capped" } })).token);
+    const fn = await deploy(owner, "py", await zipItems([{ name: "handler.py", data: says("queued") }]), "capped");
+    expect(fn.build.status, fn.build.log.join("\n")).toBe("SUCCESS");
+    // Paused, its tasks stay unfinished: the account's whole cap (MAX_PENDING_TASKS, 1000) fills.
+    expect((await owner("POST", `/v1/function/${fn.functionId}/togglePause`)).status).toBe(204);
+    const CAP = 1000;
+    let asked = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (asked < CAP) {
+          asked++;
+          await owner.json("POST", `/v1/task/${fn.functionId}`, 201, {});
+        }
+      }),
+    );
+    const refused = await owner("POST", `/v1/task/${fn.functionId}`, {});
+    const body = (await refused.json()) as { error?: { code?: string } };
+    expect({ status: refused.status, code: body.error?.code, retryAfter: Number(refused.headers.get("retry-after")) > 0 }).toEqual({ status: 429, code: "too_many_pending_tasks", retryAfter: true });
+    expect((await owner.json("GET", "/v1/usage", 200)).pending).toBe(CAP);
+    // Another account is not held back by this one's cap.
+    expect((await user("POST", `/v1/task/${(await deploy(user, "py", await zipItems([{ name: "handler.py", data: says("free") }]), "free")).functionId}`, {})).status).toBe(201);
+    // Deleting the function cancels its tasks: the account's slots come back at once.
+    expect((await owner("DELETE", `/v1/function/${fn.functionId}`)).status).toBe(204);
+    const next = await deploy(owner, "py", await zipItems([{ name: "handler.py", data: says("again") }]), "again");
+    expect((await invoke(owner, next.functionId)).res).toEqual({ status: 200, contentType: "text/plain; charset=utf-8", body: "again" });
   }, 600_000);
 });
