@@ -2,6 +2,12 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { call, callJson, clearQueue, consolePage, deployedFunction, holdRecords, newAccount, newEndpoint, replayed } from "./helpers.js";
+import { shardCounts } from "../../worker/task-life/held-reads.js";
+import { usageOf } from "../../worker/billing/usage.js";
+import { plansFrom } from "../../worker/billing/plans.js";
+import { taskCounts } from "../../worker/tasks/counts.js";
+import { openDb } from "../../worker/db/client.js";
+import type { Bindings } from "../../worker/env.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
 /**
@@ -15,6 +21,24 @@ beforeEach(clearQueue);
 afterEach(async () => {
   await FakeAgent.closeAll();
   await holdRecords(false);
+});
+
+describe("pending counts of a task whose row reaches D1 between the shard's answer and D1's", () => {
+  it("counts it once", async () => {
+    const s = await lagging();
+    const scope = { accountId: s.accountId };
+    // The read asks the shard first (both pending tasks are its own, D1 has neither)…
+    const held = await shardCounts(env as unknown as Bindings, scope, Date.now());
+    expect(held.pending).toBe(2);
+    // …then the batch with their rows lands, before the read asks D1.
+    await holdRecords(false);
+    expect((await inD1(s.pendingId, s.gcPendingId)).map((r) => r.finishedAt)).toEqual([null, null]);
+    const db = openDb(env as unknown as Bindings);
+    const usage = await usageOf(db, plansFrom(env.PLANS), s.accountId, Date.now(), { meters: [], pending: held.pending, pendingElsewhere: [...held.finishedHere, ...held.pendingHere] });
+    expect(usage.pending).toBe(2);
+    const counts = await taskCounts(db, scope, Date.now(), { pendingElsewhere: [...held.finishedHere, ...held.pendingHere] });
+    expect(counts.pending + held.pending).toBe(2);
+  });
 });
 
 const DURATION_MS = 40;

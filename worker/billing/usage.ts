@@ -11,11 +11,11 @@ export interface UnrecordedUsage {
   meters: HeldMeter[];
   /** Unfinished tasks D1 does not have yet. */
   pending: number;
-  /** Tasks D1 has unfinished that finished in their shard. */
-  finishedHere: string[];
+  /** Tasks whose pending state their shard accounts for (finished there, or counted in `pending`): D1's count leaves them out. */
+  pendingElsewhere: string[];
 }
 
-export const NOTHING_UNRECORDED: UnrecordedUsage = { meters: [], pending: 0, finishedHere: [] };
+export const NOTHING_UNRECORDED: UnrecordedUsage = { meters: [], pending: 0, pendingElsewhere: [] };
 
 /**
  * The current period's usage: D1's sums and, so that a caller sees its own tasks at once, what the
@@ -25,13 +25,13 @@ export const NOTHING_UNRECORDED: UnrecordedUsage = { meters: [], pending: 0, fin
  */
 export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Date.now(), unrecorded: UnrecordedUsage = NOTHING_UNRECORDED) {
   const period = periodOf(now);
-  const finishedHere = unrecorded.finishedHere.length
-    ? sql` and p.id not in (select value from json_each(${JSON.stringify(unrecorded.finishedHere)}))`
+  const elsewhere = unrecorded.pendingElsewhere.length
+    ? sql` and p.id not in (select value from json_each(${JSON.stringify(unrecorded.pendingElsewhere)}))`
     : sql``;
   // Raw statements, so that both go in one batch (one snapshot) when there are outcomes to check.
   const totals = sql`select ${accounts.plan} as plan,
       coalesce(${usageTotals.invocations}, 0) as invocations, coalesce(${usageTotals.durationMs}, 0) as durationMs, coalesce(${usageTotals.mibMs}, 0) as mibMs,
-      (select count(*) from tasks p where p.account_id = ${accounts.id} and p.finished_at is null${finishedHere}) as pending
+      (select count(*) from tasks p where p.account_id = ${accounts.id} and p.finished_at is null${elsewhere}) as pending
     from ${accounts} left join ${usageTotals} on ${usageTotals.accountId} = ${accounts.id} and ${usageTotals.period} = ${period}
     where ${accounts.id} = ${accountId}`;
   const ids = JSON.stringify(unrecorded.meters.map((m) => m.taskId));

@@ -19,16 +19,21 @@ export interface HeldCounts {
   pending: number;
   /** Rows D1 has, unfinished there, that finished here: D1's pending count leaves them out. */
   finishedHere: string[];
+  /**
+   * The rows counted in `pending`: D1's pending count leaves them out too, so that a batch landing
+   * between the two reads does not count them twice (each is at most an account's cap of ids).
+   */
+  pendingHere: string[];
 }
 
-export const NO_HELD_COUNTS: HeldCounts = { today: 0, week: 0, total: 0, pending: 0, finishedHere: [] };
+export const NO_HELD_COUNTS: HeldCounts = { today: 0, week: 0, total: 0, pending: 0, finishedHere: [], pendingHere: [] };
 
 const inScope = (row: TaskRow, s: TaskScope) =>
   row.accountId === s.accountId && (!s.functionId || row.functionId === s.functionId) && (!s.endpointId || row.endpointId === s.endpointId);
 
 /** `accepted`: whether the shard's outcome log holds the task's outcome (its finished view may not be made yet). */
 export function heldCounts(held: HeldTasks, accepted: (taskId: string) => boolean, scope: TaskScope, now: number): HeldCounts {
-  const out: HeldCounts = { today: 0, week: 0, total: 0, pending: 0, finishedHere: [] };
+  const out: HeldCounts = { today: 0, week: 0, total: 0, pending: 0, finishedHere: [], pendingHere: [] };
   const today = startOfUtcDay(now);
   const week = now - 7 * DAY_MS;
   for (const { row, view, inD1 } of held.entries()) {
@@ -41,7 +46,10 @@ export function heldCounts(held: HeldTasks, accepted: (taskId: string) => boolea
     out.total++;
     if (row.issuedAt >= today) out.today++;
     if (row.issuedAt >= week) out.week++;
-    if (!finished) out.pending++;
+    if (!finished) {
+      out.pending++;
+      out.pendingHere.push(row.id);
+    }
   }
   return out;
 }

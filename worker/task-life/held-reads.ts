@@ -12,8 +12,9 @@ import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.j
  * may be in any. A shard out of reach adds nothing (D1 alone answers, as before).
  *
  * The shards are asked first and D1 after: a batch that reaches D1 in between is then counted
- * twice for a moment (D1 has it, the shard had not marked it yet), never missed. Pending is exact
- * either way: the shard names the tasks it finished that D1 still has unfinished.
+ * twice for a moment in today's, the week's and the total counts (D1 has it, the shard had not
+ * marked it yet), never missed. Pending is exact either way: the shard names the tasks it counts
+ * as pending and those it finished that D1 still has unfinished, and D1's count leaves both out.
  */
 const shardsOf = (env: Bindings, scope: { functionId?: string | undefined }) => (scope.functionId ? [dispatcherFor(env, scope.functionId)] : allShards(env));
 
@@ -25,13 +26,14 @@ export async function shardCounts(env: Bindings, scope: TaskScope, now: number):
     total: a.total + b.total,
     pending: a.pending + b.pending,
     finishedHere: [...a.finishedHere, ...b.finishedHere],
+    pendingHere: [...a.pendingHere, ...b.pendingHere],
   }), NO_HELD_COUNTS);
 }
 
 /** The task counters of the metrics routes (tasks/counts.ts), with the shards' own new and finished tasks. */
 export async function currentTaskCounts(env: Bindings, db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean } = {}): Promise<TaskCounts> {
   const held = await shardCounts(env, scope, now);
-  const d1 = await taskCounts(db, scope, now, { ...o, finishedElsewhere: held.finishedHere });
+  const d1 = await taskCounts(db, scope, now, { ...o, pendingElsewhere: [...held.finishedHere, ...held.pendingHere] });
   return { today: d1.today + held.today, week: d1.week + held.week, total: d1.total + held.total, pending: d1.pending + held.pending };
 }
 
@@ -42,7 +44,7 @@ export async function currentUsage(env: Bindings, db: Db, plans: Plan[], account
     shardCounts(env, { accountId }, now),
     Promise.all(allShards(env).map((s) => s.heldMeters(accountId, period).catch(() => [] as HeldMeter[]))),
   ]);
-  const unrecorded: UnrecordedUsage = { meters: meters.flat(), pending: counts.pending, finishedHere: counts.finishedHere };
+  const unrecorded: UnrecordedUsage = { meters: meters.flat(), pending: counts.pending, pendingElsewhere: [...counts.finishedHere, ...counts.pendingHere] };
   return usageOf(db, plans, accountId, now, unrecorded);
 }
 

@@ -37,9 +37,9 @@ export const issuedSince = (time: number): SQL => and(gte(tasks.id, idFloor(time
  * unfinished tasks through the partial index of the account's unfinished tasks (at most its pending
  * cap); the total from an index alone. A scan of a function with millions of tasks read them all
  * before. `week: false` skips the 7-day count (an account's is the costliest range to read).
- * `finishedElsewhere`: tasks D1 has unfinished that finished in their shard (task-life/held-reads.ts).
+ * `pendingElsewhere`: tasks whose pending state their shard accounts for, left out of D1's pending count (task-life/held-reads.ts).
  */
-export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean; finishedElsewhere?: string[] } = {}): Promise<TaskCounts> {
+export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean; pendingElsewhere?: string[] } = {}): Promise<TaskCounts> {
   const of = scope.functionId ? eq(tasks.functionId, scope.functionId) : scope.endpointId ? eq(tasks.endpointId, scope.endpointId) : eq(tasks.accountId, scope.accountId);
   // A function's or an endpoint's issue times are in its index; an account's are read through its ids' time.
   const since = (time: number): SQL => (scope.functionId || scope.endpointId ? gte(tasks.issuedAt, time) : issuedSince(time));
@@ -47,7 +47,7 @@ export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: 
   type Count = ReturnType<typeof count>;
   const counts = [
     count(since(startOfUtcDay(now))),
-    count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt), notIn(o.finishedElsewhere))),
+    count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt), notIn(o.pendingElsewhere))),
     count(),
     ...(o.week === false ? [] : [count(since(now - 7 * DAY_MS))]),
   ];
