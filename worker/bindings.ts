@@ -21,6 +21,8 @@ export interface StoreBindings {
   RECORD_FLUSH_MS?: string;
   /** Days a finished task's input, result and log are kept (default 30); see worker/tasks/retention-period.ts. */
   TASK_RETENTION_DAYS?: string;
+  /** Days a finished task's record stays in D1 before the archive takes it (default and least 8); see worker/task-history/window.ts. */
+  TASK_ARCHIVE_AFTER_DAYS?: string;
   /** Days a usage row is kept to count a re-committed outcome once (default 7); see worker/services/usage-pruning.ts. */
   USAGE_DEDUP_DAYS?: string;
   /** Shared secret of the payment provider's signed webhook. */

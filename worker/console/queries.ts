@@ -4,6 +4,7 @@ import { accounts, builds, tasks } from "../db/schema.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { issuedSince } from "../tasks/counts.js";
 import { shardIssued } from "../task-life/held-reads.js";
+import { archivedDays } from "../task-history/counts.js";
 import type { Bindings } from "../env.js";
 
 /**
@@ -26,7 +27,8 @@ export async function lastBuildStatus(db: Db, accountId: string, functionIds: st
 
 /**
  * Tasks issued per UTC day for the last `days` days (oldest first), per function or for the
- * account: D1's, and the shards' that D1 does not have yet (asked first: task-life/held-reads.ts).
+ * account: D1's, the shards' that D1 does not have yet (asked first: task-life/held-reads.ts), and
+ * the archive's per-day counts of what left D1 (task-history/counts.ts).
  */
 export async function dailyTasks(env: Bindings, db: Db, accountId: string, days: number, now = Date.now()): Promise<{ byFunction: Map<string, number[]>; total: { day: string; count: number }[] }> {
   const first = startOfUtcDay(now) - (days - 1) * DAY_MS;
@@ -40,9 +42,11 @@ export async function dailyTasks(env: Bindings, db: Db, accountId: string, days:
     .from(tasks)
     .where(and(eq(tasks.accountId, accountId), issuedSince(first)))
     .groupBy(tasks.functionId, sql`2`);
+  // After D1's rows: a day moved to the archive in between is counted twice for a moment, never missed.
+  const archived = await archivedDays(db, accountId, first);
   const byFunction = new Map<string, number[]>();
   const total = Array.from({ length: days }, (_, i) => ({ day: new Date(first + i * DAY_MS).toISOString().slice(0, 10), count: 0 }));
-  for (const r of [...fromD1, ...held]) {
+  for (const r of [...fromD1, ...held, ...archived]) {
     const i = Math.floor(r.day);
     if (i < 0 || i >= days) continue;
     const series = byFunction.get(r.functionId) ?? new Array<number>(days).fill(0);

@@ -427,3 +427,48 @@ export const slotLeases = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.accountId, t.shard] })],
 );
+
+/**
+ * The task archive's index (worker/task-history/): one row a chunk of finished task records that
+ * left `tasks` for R2 (`history/<account>/<first id>-<last id>.ndjson.gz`). A chunk holds one
+ * account's records, up to 2,000, in id order; a record's D1 cost is its share of this row (well
+ * under a byte). Reads find a record's chunk by its id and account, a list's chunks by their ids.
+ */
+export const taskArchive = sqliteTable(
+  "task_archive",
+  {
+    key: text("key").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    firstId: text("first_id").notNull(),
+    lastId: text("last_id").notNull(),
+    records: integer("records").notNull(),
+    /** The chunk's size in R2 (gzip), for the operator's arithmetic. */
+    bytes: integer("bytes").notNull(),
+    /** The distinct functions of its records, sorted: a function's list skips chunks without it. */
+    functions: text("functions", { mode: "json" }).$type<string[]>().notNull(),
+    /** The earliest finish among its records retention has not purged yet; null once all are. */
+    purgeDue: integer("purge_due"),
+    archivedAt: integer("archived_at").notNull(),
+  },
+  (t) => [
+    // With first_id in it, a record's chunk (first_id <= id <= last_id) is found from the index alone.
+    index("task_archive_account").on(t.accountId, t.lastId, t.firstId),
+    index("task_archive_purge").on(t.purgeDue).where(sql`${t.purgeDue} is not null`),
+  ],
+);
+
+/**
+ * Archived tasks per function and UTC day of issue, kept by the archiver in the batch that moves
+ * them: the counts that outlive their rows (a function's completed tasks, the console's daily chart).
+ */
+export const taskArchiveCounts = sqliteTable(
+  "task_archive_counts",
+  {
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull(),
+    /** Start of the UTC day of issue, Unix milliseconds. */
+    day: integer("day").notNull(),
+    tasks: integer("tasks").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.functionId, t.day] })],
+);

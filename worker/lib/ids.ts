@@ -77,3 +77,11 @@ export async function secretEquals(a: string, b: string): Promise<boolean> {
 export function idFloor(time: number): string {
   return base32(Math.max(0, Math.floor(time)), TIME_CHARS);
 }
+
+/** The creation time an id carries (ms), or undefined for text that is not one of our ids. */
+export function idTime(id: string): number | undefined {
+  if (!/^[0-9a-hjkmnp-tv-z]{30}$/.test(id)) return undefined;
+  let t = 0;
+  for (const ch of id.slice(0, TIME_CHARS)) t = t * 32 + ALPHABET.indexOf(ch);
+  return t;
+}

@@ -26,3 +26,10 @@ export async function deletePrefix(bucket: R2Bucket, prefix: string): Promise<vo
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
 }
+
+/**
+ * A chunk of an account's archived task records (worker/task-history/): under the account, as
+ * tasks outlive their functions; named by its first and last id, so a chunk written again for the
+ * same records (a move retried after a failure) lands on the same key.
+ */
+export const historyChunkKey = (accountId: string, firstId: string, lastId: string) => `history/${accountId}/${firstId}-${lastId}.ndjson.gz`;

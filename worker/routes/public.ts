@@ -14,6 +14,10 @@ import { preferredWait } from "../http/prefer.js";
 import { syncResponse } from "../services/sync-invoke.js";
 import { awaitCreated, createTask } from "../task-life/create.js";
 import { findTask } from "../task-life/find.js";
+import { archivedTask } from "../task-history/reads.js";
+import { MIN_ARCHIVE_AFTER_DAYS } from "../task-history/window.js";
+import { idTime } from "../lib/ids.js";
+import { DAY_MS } from "../lib/time.js";
 import { inputFromRequest } from "../http/task-input.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { requestKey } from "../idempotency/request-key.js";
@@ -28,6 +32,7 @@ import { publicReplay, taskCall } from "../openapi/parts.js";
 
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
+const needsOwner = () => new ApiError("unauthorized", "this result was public for 5 minutes after the call; now it needs the owner's token");
 
 /** Counts a call against the endpoint's daily limit: its local day, or undefined when it has none; 429 once the limit is reached. */
 async function countCall(env: AppEnv["Bindings"], e: EndpointRow, now: number): Promise<string | undefined> {
@@ -67,11 +72,18 @@ export const publicRoutes = new Hono<AppEnv>()
     errors: [400, 401, 404, 410, 502],
   }), async (c) => {
     const { wait } = query(c, resultQuery);
-    const t = await findTask(c.env, c.var.db, c.req.param("taskId"));
+    const id = c.req.param("taskId");
+    // An archived task (task-history/) is past its anonymous 5 minutes: only its owner reads it.
+    const found = await findTask(c.env, c.var.db, id);
+    const owner = found ? undefined : await optionalAccount(c);
+    const t = found ?? (owner ? await archivedTask(c.var.db, c.env.BUCKET, owner, id) : undefined);
+    // Without a token an archived task cannot be looked up; an id old enough to be archived answers
+    // as any result past its 5 minutes does, whether or not it exists (so it tells nothing).
+    if (!t && !owner && (idTime(id) ?? Date.now()) < Date.now() - MIN_ARCHIVE_AFTER_DAYS * DAY_MS) throw needsOwner();
     if (!t?.endpointId) throw notFound("public result");
     if (Date.now() - t.issuedAt > PUBLIC_RESULT_MS) {
       const accountId = await optionalAccount(c);
-      if (!accountId) throw new ApiError("unauthorized", "this result was public for 5 minutes after the call; now it needs the owner's token");
+      if (!accountId) throw needsOwner();
       if (accountId !== t.accountId) throw notFound("public result");
     }
     const e = (await doorOf(c.env, t.endpointId))?.endpoint;

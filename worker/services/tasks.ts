@@ -6,10 +6,14 @@ import { unixSeconds } from "../lib/time.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
 import { findTask, heldTasks, mergedPage } from "../task-life/find.js";
+import { archivedPage, archivedTask, hasArchivedTasks } from "../task-history/reads.js";
 
-/** One of the account's tasks, its newest copy (task-life/find.ts); 404 for another account's. */
+/**
+ * One of the account's tasks, its newest copy (task-life/find.ts), else its archived record
+ * (task-history/, looked up after D1, so a record moving meanwhile is found); 404 for another account's.
+ */
 export async function getOwnTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow> {
-  const row = await findTask(env, db, id);
+  const row = (await findTask(env, db, id)) ?? (await archivedTask(db, env.BUCKET, accountId, id));
   if (!row || row.accountId !== accountId) throw notFound("task");
   return row;
 }
@@ -51,16 +55,23 @@ async function assertTaskFunction(env: Bindings, db: Db, accountId: string, func
   const [fn] = await db.select({ id: functions.id }).from(functions).where(and(eq(functions.id, functionId), eq(functions.accountId, accountId))).limit(1);
   if (fn) return;
   const [task] = await db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.accountId, accountId), eq(tasks.functionId, functionId))).limit(1);
-  // Its tasks may all be in its shard still (cancelled by the deletion, not yet in D1).
-  if (!task && !(await heldTasks(env, { accountId, functionId, limit: 1 })).length) throw notFound("function");
+  if (task) return;
+  // Its tasks may all be in its shard still (cancelled by the deletion, not yet in D1), or archived.
+  if (!(await heldTasks(env, { accountId, functionId, limit: 1 })).length && !(await hasArchivedTasks(db, accountId, functionId))) throw notFound("function");
 }
 
 export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
   if (q.functionId) await assertTaskFunction(env, db, accountId, q.functionId);
-  // The shards first, D1 after: a task the shards let go of in between is in D1 by then, so never missing.
+  // The shards first, D1 after, the archive last: a task that moves on in between is where the next
+  // look finds it, so never missing (and never twice: the page is merged by id).
   const held = await heldTasks(env, { accountId, ...q });
   const fromD1 = await listedTasks(db, accountId, q);
-  return mergedPage(fromD1, held, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
+  const live = mergedPage(fromD1, held, q.limit);
+  // A full page of live tasks needs only archived ones newer than its oldest (an archived task can be
+  // newer than a live one: a task held by a pause stays in D1 after newer ones left).
+  const above = live.length === q.limit ? live.at(-1)!.id : undefined;
+  const archived = await archivedPage(db, env.BUCKET, { accountId, functionId: q.functionId, before: q.before, above, limit: q.limit });
+  return mergedPage(archived, live, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }
 
 function listedTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {

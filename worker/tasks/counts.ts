@@ -3,6 +3,7 @@ import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
+import { archivedTotal } from "../task-history/counts.js";
 
 /** Whose tasks are counted: an account's, or one of its functions' or endpoints'. */
 export type TaskScope = { accountId: string; functionId?: string; endpointId?: string };
@@ -45,12 +46,14 @@ export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: 
   const since = (time: number): SQL => (scope.functionId || scope.endpointId ? gte(tasks.issuedAt, time) : issuedSince(time));
   const count = (where?: SQL) => db.select({ n: sql<number>`count(*)` }).from(tasks).where(and(of, where));
   type Count = ReturnType<typeof count>;
-  const counts = [
-    count(since(startOfUtcDay(now))),
-    count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt), notIn(o.pendingElsewhere))),
-    count(),
-    ...(o.week === false ? [] : [count(since(now - 7 * DAY_MS))]),
-  ];
-  const [today = 0, pending = 0, total = 0, week = 0] = (await db.batch(counts as [Count, ...Count[]])).map((rows) => rows[0]?.n ?? 0);
-  return { today, week, pending, total };
+  // Archived tasks leave the total's rows (task-history/): a function's or an account's total adds
+  // their counts. Never today's or the week's, which the archive's window keeps in D1
+  // (task-history/window.ts); an endpoint's total, which no route shows, counts D1's rows only.
+  const archived = scope.endpointId ? undefined : (archivedTotal(db, scope) as unknown as Count);
+  const weekly = o.week === false ? undefined : count(since(now - 7 * DAY_MS));
+  const counts = [count(since(startOfUtcDay(now))), count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt), notIn(o.pendingElsewhere))), count(), weekly, archived];
+  const asked = counts.filter((c): c is Count => c !== undefined);
+  const answers = await db.batch(asked as [Count, ...Count[]]);
+  const [today, pending, total, week, archivedTasks] = counts.map((c) => (c ? (answers[asked.indexOf(c)]![0]?.n ?? 0) : 0)) as [number, number, number, number, number];
+  return { today, week, pending, total: total + archivedTasks };
 }

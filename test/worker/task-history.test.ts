@@ -1,0 +1,303 @@
+import { env } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SWEEP_CRON } from "../../worker/crons.js";
+import { openDb } from "../../worker/db/client.js";
+import type { Bindings } from "../../worker/env.js";
+import { INLINE_RESULT_BYTES } from "../../worker/dispatch/records.js";
+import { newId } from "../../worker/lib/ids.js";
+import { historyChunkKey, taskLogKey, taskResultKey } from "../../worker/lib/storage-keys.js";
+import { DAY_MS } from "../../worker/lib/time.js";
+import { dailyTasks } from "../../worker/console/queries.js";
+import { archiveTasks } from "../../worker/task-history/archiver.js";
+import { archiveAfterMs } from "../../worker/task-history/window.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, sql } from "./helpers.js";
+import { FakeAgent } from "./fake-agent.js";
+
+/**
+ * Issue 27: finished task records older than the archive's window (TASK_ARCHIVE_AFTER_DAYS, 8 in
+ * wrangler.toml) leave D1 for chunks in R2, and every read route answers them as it answered them
+ * live: same status, same shape, same order.
+ */
+
+beforeEach(clearQueue);
+afterEach(() => FakeAgent.closeAll());
+
+const bindings = env as unknown as Bindings;
+const db = () => openDb(bindings);
+/** The hourly sweep, run as if it fired `days` from now: with 9, everything finished by now is past the window. */
+const sweepIn = (days: number) => runCron(SWEEP_CRON, Date.now() + days * DAY_MS);
+/** The archive's move alone, as the sweep runs it `days` from now (the sweep's other parts would fail a waiting task no node takes). */
+const archiveIn = (days: number) => archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now() + days * DAY_MS);
+const inD1 = async (id: string) => (await env.DB.prepare("select id from tasks where id = ?").bind(id).first()) !== null;
+const chunksOf = async (accountId: string) =>
+  (await env.DB.prepare("select * from task_archive where account_id = ? order by last_id").bind(accountId).all<Record<string, unknown>>()).results;
+
+/** What every read route answers for these tasks, as a caller sees it. */
+async function reads(token: string, ids: string[], fn: string) {
+  const out: Record<string, unknown> = {};
+  for (const id of ids) {
+    const result = await call(`/v1/task/${id}/result`, { token });
+    out[id] = {
+      task: await callJson(`/v1/task/${id}`, 200, { token }),
+      result: { status: result.status, type: result.headers.get("content-type"), body: await result.text() },
+      log: await callJson(`/v1/task/${id}/log`, 200, { token }),
+    };
+  }
+  out.list = await callJson("/v1/task/list", 200, { token });
+  out.functionList = await callJson(`/v1/task/list?functionId=${fn}`, 200, { token });
+  out.pages = await allPages(token, 2);
+  out.metrics = (await callJson(`/v1/function/${fn}`, 200, { token })).metrics;
+  out.platform = (({ completedTasks, pendingTasks }) => ({ completedTasks, pendingTasks }))(await callJson("/v1/metrics", 200, { token }));
+  return out;
+}
+
+/** Every page of the account's task list, `limit` at a time, following `before`. */
+async function allPages(token: string, limit: number, functionId?: string) {
+  const pages: { id: string }[][] = [];
+  let before: string | undefined;
+  for (;;) {
+    const qs = new URLSearchParams({ limit: String(limit), ...(before ? { before } : {}), ...(functionId ? { functionId } : {}) });
+    const page = await callJson<{ id: string }[]>(`/v1/task/list?${qs}`, 200, { token });
+    if (!page.length) return pages;
+    pages.push(page);
+    before = page.at(-1)!.id;
+  }
+}
+
+describe("the archive's move (the hourly sweep)", () => {
+  it("moves tasks issued and finished before the window to R2 and out of D1", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const done = await newTask(token, fn);
+    await finishTask(done, { body: "ok", log: ["ran"] });
+
+    await sweepIn(7); // inside the window: nothing moves
+    expect(await inD1(done)).toBe(true);
+    expect(await chunksOf(accountId)).toEqual([]);
+
+    await sweepIn(9);
+    expect(await inD1(done)).toBe(false);
+    const [chunk] = await chunksOf(accountId);
+    expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done), first_id: done, last_id: done, records: 1, functions: JSON.stringify([fn]) });
+    expect(await env.BUCKET.head(chunk!.key as string)).not.toBeNull();
+
+    await sweepIn(10); // again: nothing left to move, nothing counted twice
+    expect(await chunksOf(accountId)).toHaveLength(1);
+    expect(await env.DB.prepare("select sum(tasks) n from task_archive_counts where account_id = ?").bind(accountId).first("n")).toBe(1);
+  });
+
+  it("leaves unfinished tasks, and tasks finished inside the window, however old their issue", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const waiting = await newTask(token, fn);
+    const late = await newTask(token, fn);
+    await finishTask(late, { finishedAt: Date.now() + 5 * DAY_MS }); // held by a pause for days, say
+    await flushedDb();
+    expect(await archiveIn(9)).toBe(0);
+    expect([await inD1(waiting), await inD1(late)]).toEqual([true, true]);
+    expect(await archiveIn(14)).toBe(1);
+    expect([await inD1(waiting), await inD1(late)]).toEqual([true, false]);
+    expect(await chunksOf(accountId)).toHaveLength(1);
+  });
+
+  it("keeps each account's records in chunks of its own", async () => {
+    const a = await newAccount("a");
+    const b = await newAccount("b");
+    const fa = await deployedFunction(a.token);
+    const fb = await deployedFunction(b.token);
+    const ids = [await newTask(a.token, fa), await newTask(b.token, fb), await newTask(a.token, fa)];
+    for (const id of ids) await finishTask(id);
+    await archiveIn(9);
+    expect((await chunksOf(a.accountId)).map((c) => [c.first_id, c.last_id, c.records])).toEqual([[ids[0], ids[2], 2]]);
+    expect((await chunksOf(b.accountId)).map((c) => [c.first_id, c.last_id, c.records])).toEqual([[ids[1], ids[1], 1]]);
+  });
+
+  it("never takes fewer days than the week's counts need", () => {
+    expect(archiveAfterMs({})).toBe(8 * DAY_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "3" })).toBe(8 * DAY_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "30" })).toBe(30 * DAY_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "soon" })).toBe(8 * DAY_MS);
+  });
+});
+
+describe("reads of archived tasks", () => {
+  it("answer every task route, the lists, the metrics and the console's counts as they did live", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const other = await deployedFunction(token);
+    const ids: string[] = [];
+    for (const [i, f] of [fn, other, fn, fn, other].entries()) {
+      const id = await newTask(token, f, { n: i });
+      await finishTask(id, { status: i === 3 ? 500 : 200, body: `{"n":${i}}`, contentType: "application/json", log: [`line ${i}`] });
+      ids.push(id);
+    }
+    // Issued 10 days ago, as every archived task was: today's and the week's counts never held them.
+    await sql(`update tasks set issued_at = issued_at - ${10 * DAY_MS} where id in (select value from json_each(?))`, JSON.stringify(ids));
+    const live = await newTask(token, fn); // unfinished: stays in D1, and is newer than all
+    await flushedDb();
+    const before = await reads(token, [...ids, live], fn);
+    const daysBefore = await dailyTasks(bindings, db(), accountId, 30);
+
+    await archiveIn(9);
+    expect(await Promise.all(ids.map(inD1))).toEqual(ids.map(() => false));
+    expect(await reads(token, [...ids, live], fn)).toEqual(before);
+    expect(await dailyTasks(bindings, db(), accountId, 30)).toEqual(daysBefore);
+    expect((await allPages(token, 2, other)).flat().map((t) => t.id)).toEqual([ids[4], ids[1]]);
+  });
+
+  it("answer a large result and log from R2 as they did live", async () => {
+    const agent = await FakeAgent.connect("archived-large");
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} });
+    await agent.next("task.assign");
+    const body = "y".repeat(INLINE_RESULT_BYTES + 1);
+    const log = Array.from({ length: 100 }, (_, i) => `line ${i} ${"x".repeat(80)}`);
+    agent.done(id, body, 200, { log });
+    expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe(body);
+    await flushedDb();
+    await archiveIn(9);
+    expect(await inD1(id)).toBe(false);
+    expect(await (await call(`/v1/task/${id}/result`, { token })).text()).toBe(body);
+    expect((await callJson(`/v1/task/${id}/log`, 200, { token })).log).toEqual(log);
+  });
+
+  it("are another account's 404, as live ones are", async () => {
+    const owner = await newAccount("owner");
+    const stranger = await newAccount("stranger");
+    const fn = await deployedFunction(owner.token);
+    const id = await newTask(owner.token, fn);
+    await finishTask(id);
+    await archiveIn(9);
+    for (const path of [`/v1/task/${id}`, `/v1/task/${id}/result`, `/v1/task/${id}/log`]) await expectError(call(path, { token: stranger.token }), 404, "not_found");
+    expect(await callJson("/v1/task/list", 200, { token: stranger.token })).toEqual([]);
+    await expectError(call(`/v1/task/list?functionId=${fn}`, { token: stranger.token }), 404, "not_found");
+  });
+
+  it("list a deleted function's archived tasks under its id", async () => {
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await finishTask(id);
+    await archiveIn(9);
+    expect((await call(`/v1/function/${fn}`, { method: "DELETE", token })).status).toBe(204);
+    expect((await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).map((t: { id: string }) => t.id)).toEqual([id]);
+  });
+
+  it("answer a public call's result to its owner's token only, as after its 5 minutes", async () => {
+    const owner = await newAccount("owner");
+    const stranger = await newAccount("stranger");
+    const fn = await deployedFunction(owner.token);
+    const ep = await newEndpoint(owner.token, fn);
+    // A call of 10 days ago, its record still in D1 (the layout before the archive).
+    const [old] = oldRows(owner.accountId, [fn], 1, { endpointId: ep, daysAgo: 10 });
+    await insertOld([old!]);
+    const answers = async () => {
+      const res = await call(`/gc/${old!.id}/result`, { token: owner.token });
+      return {
+        owner: { status: res.status, body: await res.text() },
+        anonymous: (await call(`/gc/${old!.id}/result`)).status,
+        stranger: (await call(`/gc/${old!.id}/result`, { token: stranger.token })).status,
+      };
+    };
+    const live = await answers();
+    expect(live).toEqual({ owner: { status: 500, body: "old result" }, anonymous: 401, stranger: 404 }); // the first old row answered 500
+    expect(await archiveIn(0)).toBe(1);
+    expect(await answers()).toEqual(live);
+  });
+});
+
+describe("retention of archived tasks", () => {
+  it("deletes their inputs, results and logs after the retention period; the records stay", async () => {
+    const agent = await FakeAgent.connect("archived-retention");
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} });
+    await agent.next("task.assign");
+    agent.done(id, "z".repeat(INLINE_RESULT_BYTES + 1), 200, { log: Array.from({ length: 100 }, () => "x".repeat(90)) });
+    expect((await call(`/v1/task/${id}/result?wait=5`, { token })).status).toBe(200);
+    const small = await newTask(token, fn);
+    await finishTask(small, { body: "small", log: ["one"] });
+    await sweepIn(9);
+    expect(await env.BUCKET.head(taskResultKey(accountId, id))).not.toBeNull();
+
+    await sweepIn(31);
+    for (const t of [id, small]) {
+      await expectError(call(`/v1/task/${t}/result`, { token }), 410, "expired");
+      await expectError(call(`/v1/task/${t}/log`, { token }), 410, "expired");
+      expect(await callJson(`/v1/task/${t}`, 200, { token })).toMatchObject({ id: t, status: 200, progress: 100, responseHeaders: null });
+    }
+    for (const key of [taskResultKey(accountId, id), taskLogKey(accountId, id)]) expect(await env.BUCKET.head(key), key).toBeNull();
+    expect((await chunksOf(accountId)).map((c) => c.purge_due)).toEqual([null]);
+  });
+});
+
+describe("moving an existing deployment's history", () => {
+  it("loses no record and answers every read the same while the move goes on", async () => {
+    const a = await newAccount("a");
+    const b = await newAccount("b");
+    const fa = [await deployedFunction(a.token), await deployedFunction(a.token)];
+    const fb = await deployedFunction(b.token);
+    // The old layout: every record in `tasks`, 40 to 9 days old, a few of them never finished.
+    const rows = [...oldRows(a.accountId, fa, 260), ...oldRows(b.accountId, [fb], 90)];
+    await insertOld(rows);
+    const sample = rows.filter((_, i) => i % 37 === 0).map((r) => r.id);
+    const snapshot = async () => ({
+      a: await allPages(a.token, 50),
+      a0: await allPages(a.token, 30, fa[0]),
+      b: await allPages(b.token, 40),
+      metrics: [(await callJson(`/v1/function/${fa[0]}`, 200, { token: a.token })).metrics, (await callJson(`/v1/function/${fb}`, 200, { token: b.token })).metrics],
+      gets: await Promise.all(sample.map((id) => callJson(`/v1/task/${id}`, 200, { token: rows.find((r) => r.id === id)!.accountId === a.accountId ? a.token : b.token }))),
+    });
+    const before = await snapshot();
+    expect(before.a.flat()).toHaveLength(260);
+
+    // The move in small steps (60 records a page, one page a run), every read compared in between.
+    let steps = 0;
+    while ((await archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now(), { pageSize: 60, maxPages: 1 })) > 0) {
+      expect(await snapshot()).toEqual(before);
+      steps++;
+    }
+    expect(steps).toBeGreaterThan(4);
+    const left = (await env.DB.prepare("select count(*) n from tasks where account_id in (?, ?)").bind(a.accountId, b.accountId).first("n")) as number;
+    expect(left).toBe(rows.filter((r) => r.finished_at === null).length);
+    const archived = await env.DB.prepare("select sum(records) n from task_archive where account_id in (?, ?)").bind(a.accountId, b.accountId).first("n");
+    expect(archived).toBe(rows.length - left);
+  });
+});
+
+interface OldRow {
+  id: string;
+  account_id: string;
+  function_id: string;
+  endpoint_id: string | null;
+  issued_at: number;
+  finished_at: number | null;
+  status: number;
+}
+
+/** `n` task rows of the layout before the archive, spread from 40 to 9 days ago, every 23rd unfinished. */
+function oldRows(accountId: string, fns: string[], n: number, o: { endpointId?: string; daysAgo?: number } = {}): (OldRow & { accountId: string })[] {
+  const start = Date.now() - (o.daysAgo ?? 40) * DAY_MS;
+  const step = Math.floor((31 * DAY_MS) / n);
+  return Array.from({ length: n }, (_, i) => {
+    const issued = start + i * step;
+    const finished = i % 23 === 5 ? null : issued + 1500;
+    return {
+      id: newId(issued), account_id: accountId, accountId, function_id: fns[i % fns.length]!, endpoint_id: o.endpointId ?? null,
+      issued_at: issued, finished_at: finished, status: finished ? (i % 7 ? 200 : 500) : 0,
+    };
+  });
+}
+
+async function insertOld(rows: OldRow[]) {
+  await flushedDb();
+  const stmt = `insert into tasks (id, account_id, function_id, endpoint_id, lang, issued_at, assigned_at, finished_at, progress, status, node, timeout, cpu_count, mem_size, privileged,
+      input, result_status, result_headers, result_body, log)
+    select json_extract(value, '$.id'), json_extract(value, '$.account_id'), json_extract(value, '$.function_id'), json_extract(value, '$.endpoint_id'), 'py', json_extract(value, '$.issued_at'),
+      json_extract(value, '$.finished_at') - 500, json_extract(value, '$.finished_at'), case when json_extract(value, '$.finished_at') is null then 0 else 100 end,
+      json_extract(value, '$.status'), 'node-old', 30, 1, 256, 0, '{"method":"POST","query":{},"headers":{},"body":"{}"}',
+      nullif(json_extract(value, '$.status'), 0), '{"content-type":"text/plain"}', 'old result', '["old line"]'
+    from json_each(?)`;
+  for (let i = 0; i < rows.length; i += 100) await env.DB.prepare(stmt).bind(JSON.stringify(rows.slice(i, i + 100))).run();
+}
