@@ -12,7 +12,12 @@
  * term; inputs, results and logs stay inline (the 30-day retention, longer than the fill's spread,
  * has not cleared them). `--keep-usage` skips the pruning: a record still inside the window.
  *
- * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10] [--keep-usage]
+ * Then the archive (worker/task-history/): the hourly sweep, fired on the local Worker as if 9 days
+ * after the newest record, moves every record to R2 chunks, and the same reads are measured again
+ * on archived records, with the bytes a record then costs in D1 (its share of the chunk index and
+ * the per-day counts) and in R2 (its share of the gzip chunks). `--no-archive` skips that phase.
+ *
+ * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10] [--keep-usage] [--no-archive]
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -32,6 +37,7 @@ import { newId } from "../worker/lib/ids.js";
 import { pruneUsage, usageDedupMs } from "../worker/services/usage-pruning.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
 import { ms, percentile, printTable, timed } from "./stats.js";
+import { SWEEP_CRON } from "../worker/crons.js";
 
 const { values } = parseArgs({
   options: {
@@ -41,6 +47,8 @@ const { values } = parseArgs({
     accounts: { type: "string", default: "10" },
     /** Skips the usage pruning: the bytes of a record still inside the dedup window. */
     "keep-usage": { type: "boolean", default: false },
+    /** Skips the archive's phase: the figures of records kept in D1 only. */
+    "no-archive": { type: "boolean", default: false },
   },
 });
 const RECORDS = Number(values.records);
@@ -77,7 +85,7 @@ async function d1File(stateDir: string): Promise<string> {
 }
 
 /** Appends `count` finished tasks, spread over the tenants' functions, through the Worker's write path. */
-async function fill(file: string, tenants: Tenant[], count: number): Promise<number> {
+async function fill(file: string, tenants: Tenant[], count: number, window: { from: number; to: number }): Promise<number> {
   const sqlite = new DatabaseSync(file);
   // The bench's own connection: the fill's durability is not what is measured.
   sqlite.exec("pragma synchronous = off");
@@ -85,13 +93,12 @@ async function fill(file: string, tenants: Tenant[], count: number): Promise<num
   const fns = new Map<string, FunctionRow>((await db.select().from(functions)).map((f) => [f.id, f]));
   const targets = tenants.flatMap((t) => t.functionIds.map((id) => ({ accountId: t.accountId, fn: fns.get(id)! })));
   const t0 = performance.now();
-  const now = Date.now();
   const CHUNK = 64 * 16;
   for (let done = 0; done < count; ) {
     const n = Math.min(CHUNK, count - done);
     const issued: { id: string; accountId: string; functionId: string; at: number }[] = [];
     // Issue times rise through the fill, as real ones do, so ids stay in time order.
-    const at = (i: number) => now - SPREAD_MS + Math.floor(((done + i) / count) * (SPREAD_MS - 60_000));
+    const at = (i: number) => window.from + Math.floor(((done + i) / count) * (window.to - window.from));
     const rows: TaskRow[] = [];
     for (let i = 0; i < n; i++) {
       const target = targets[(done + i) % targets.length]!;
@@ -131,11 +138,11 @@ async function pruned(file: string): Promise<number> {
   }
 }
 
-/** Bytes in the database of `tasks` and `usage`, each table with its indexes, by dbstat. */
+/** Bytes in the database of `tasks` and `usage` (and the archive's index and counts), each table with its indexes, by dbstat. */
 function bytesByTree(file: string): Map<string, number> {
   const sqlite = new DatabaseSync(file, { readOnly: true });
   const rows = sqlite
-    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage') group by s.name order by bytes desc")
+    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts') group by s.name order by bytes desc")
     .all() as { name: string; bytes: number }[];
   sqlite.close();
   return new Map(rows.map((r) => [r.name, r.bytes]));
@@ -169,22 +176,56 @@ async function ok(user: Api, method: string, p: string, headers?: Record<string,
   if (res.status !== 200) throw new Error(`${method} ${p}: ${res.status} ${text.slice(0, 200)}`);
 }
 
+/** The archive's chunks in R2 (their gzip bytes, from the index) and the records they hold. */
+function archived(file: string): { bytes: number; records: number; chunks: number } {
+  const sqlite = new DatabaseSync(file, { readOnly: true });
+  const r = sqlite.prepare("select coalesce(sum(bytes), 0) as bytes, coalesce(sum(records), 0) as records, count(*) as chunks from task_archive").get() as { bytes: number; records: number; chunks: number };
+  sqlite.close();
+  return r;
+}
+
+/**
+ * The hourly sweep fired as if 9 days after `newest` (past the archive's window of 8), again until
+ * it moves nothing more (a run moves at most 100,000 records).
+ */
+async function archiveAll(stateDir: string, newest: number): Promise<{ runs: number; ms: number }> {
+  const file = await d1File(stateDir);
+  const worker = await LocalWorker.create({ stateDir, testScheduled: true });
+  const t0 = performance.now();
+  let runs = 0;
+  try {
+    for (let before = -1; ; runs++) {
+      const now = archived(file).records;
+      if (now === before) break;
+      before = now;
+      await worker.triggerCron(SWEEP_CRON, newest + 9 * 86_400_000);
+      process.stdout.write(`  ${archived(file).records.toLocaleString("en")} records archived\r`);
+    }
+  } finally {
+    await worker.stop();
+  }
+  process.stdout.write("\n");
+  return { runs, ms: performance.now() - t0 };
+}
+
 async function measure(stateDir: string, tenant: Tenant, total: number) {
   const file = await d1File(stateDir);
   const trees = bytesByTree(file);
+  const r2 = archived(file);
   const worker = await LocalWorker.create({ stateDir });
   try {
     const ids = (await api(worker.url, tenant.token).json<{ id: string }[]>("GET", `/v1/task/list?functionId=${tenant.functionIds[1]}&limit=1000`, 200)).map((t) => t.id);
-    return { total, trees, reads: await readLatencies(worker, tenant, ids) };
+    return { total, trees, r2, reads: await readLatencies(worker, tenant, ids) };
   } finally {
     await worker.stop();
   }
 }
 
-async function main() {
+/** A fresh local Worker's state with the tenants' accounts and functions, stopped: ready to fill. */
+async function freshState(): Promise<{ stateDir: string; tenants: Tenant[] }> {
   const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-history-"));
+  const worker = await LocalWorker.create({ stateDir });
   try {
-    const worker = await LocalWorker.create({ stateDir });
     const admin = api(worker.url, worker.adminToken);
     const tenants: Tenant[] = [];
     for (let a = 0; a < ACCOUNTS; a++) {
@@ -195,38 +236,81 @@ async function main() {
         functionIds.push((await user.json<{ id: string }>("POST", "/v1/function", 201, { json: { name: `fn${f}`, lang: "PY", type: "DOCKER" } })).id);
       tenants.push({ token: acct.token, accountId: acct.accountId, functionIds });
     }
+    return { stateDir, tenants };
+  } finally {
     await worker.stop();
-    const file = await d1File(stateDir);
+  }
+}
 
-    const smallMs = await fill(file, tenants, SMALL);
+async function main() {
+  const { stateDir, tenants } = await freshState();
+  const dirs = [stateDir];
+  try {
+    const file = await d1File(stateDir);
+    // Issue times rise through the fills: the small history first, the rest after it, all inside the spread.
+    const start = Date.now() - SPREAD_MS;
+    const smallEnd = start + Math.floor(SPREAD_MS * (SMALL / RECORDS));
+    const end = Date.now() - 60_000;
+    const archive = !values["no-archive"];
+
+    const smallMs = await fill(file, tenants, SMALL, { from: start, to: smallEnd });
     let usagePruned = await pruned(file);
     const small = await measure(stateDir, tenants[0]!, SMALL);
-    const bigMs = await fill(file, tenants, RECORDS - SMALL);
+    const bigMs = await fill(file, tenants, RECORDS - SMALL, { from: smallEnd, to: end });
     usagePruned += await pruned(file);
     const big = await measure(stateDir, tenants[0]!, RECORDS);
+    let smallArchived: typeof small | undefined;
+    let bigArchived: typeof small | undefined;
+    let moved: { runs: number; ms: number } | undefined;
+    if (archive) {
+      moved = await archiveAll(stateDir, end);
+      bigArchived = await measure(stateDir, tenants[0]!, RECORDS);
+      // The small size archived: a history of its own, filled and moved the same way.
+      const other = await freshState();
+      dirs.push(other.stateDir);
+      const otherFile = await d1File(other.stateDir);
+      await fill(otherFile, other.tenants, SMALL, { from: start, to: smallEnd });
+      await pruned(otherFile);
+      await archiveAll(other.stateDir, smallEnd);
+      smallArchived = await measure(other.stateDir, other.tenants[0]!, SMALL);
+    }
 
-    const perTask = (m: typeof small, name?: string) => {
+    type Measured = typeof small;
+    const perTask = (m: Measured, name?: string) => {
       const bytes = name ? (m.trees.get(name) ?? 0) : [...m.trees.values()].reduce((a, b) => a + b, 0);
-      return (bytes / m.total).toFixed(0);
+      return (bytes / m.total).toFixed(name ? 1 : 0);
     };
-    printTable(
-      `Bytes per task record in D1 (dbstat: pages of each table and index, over the records), ${SMALL.toLocaleString("en")} and ${RECORDS.toLocaleString("en")} records`,
-      ["tree", `at ${SMALL.toLocaleString("en")}`, `at ${RECORDS.toLocaleString("en")}`],
-      [...[...big.trees.keys()].map((name) => [name, perTask(small, name), perTask(big, name)]), ["all of tasks and usage", perTask(small), perTask(big)]],
-    );
-    printTable(
-      `Reads of one account's records (one of ${ACCOUNTS} accounts, ${SAMPLES} sequential calls each), local Worker`,
-      ["read", `p50 at ${SMALL.toLocaleString("en")}`, `p95`, `p50 at ${RECORDS.toLocaleString("en")}`, "p95", "p50 ratio"],
-      [...big.reads.keys()].map((name) => {
-        const s = small.reads.get(name)!;
-        const b = big.reads.get(name)!;
-        return [name, ms(s.p50), ms(s.p95), ms(b.p50), ms(b.p95), (b.p50 / s.p50).toFixed(2) + "×"];
-      }),
-    );
+    const byteTable = (title: string, a: Measured, b: Measured) =>
+      printTable(
+        title,
+        ["tree", `at ${SMALL.toLocaleString("en")}`, `at ${RECORDS.toLocaleString("en")}`],
+        [
+          ...[...new Set([...a.trees.keys(), ...b.trees.keys()])].map((name) => [name, perTask(a, name), perTask(b, name)]),
+          ["all of D1", perTask(a), perTask(b)],
+          ...(a.r2.records || b.r2.records ? [["R2: archived chunks (gzip NDJSON)", (a.r2.bytes / Math.max(1, a.r2.records)).toFixed(0), (b.r2.bytes / Math.max(1, b.r2.records)).toFixed(0)]] : []),
+        ],
+      );
+    const readTable = (title: string, a: Measured, b: Measured) =>
+      printTable(
+        title,
+        ["read", `p50 at ${SMALL.toLocaleString("en")}`, `p95`, `p50 at ${RECORDS.toLocaleString("en")}`, "p95", "p50 ratio"],
+        [...b.reads.keys()].map((name) => {
+          const s = a.reads.get(name)!;
+          const l = b.reads.get(name)!;
+          return [name, ms(s.p50), ms(s.p95), ms(l.p50), ms(l.p95), (l.p50 / s.p50).toFixed(2) + "×"];
+        }),
+      );
+    byteTable(`Bytes per task record in D1 (dbstat: pages of each table and index, over the records), ${SMALL.toLocaleString("en")} and ${RECORDS.toLocaleString("en")} records, all in D1`, small, big);
+    readTable(`Reads of one account's records (one of ${ACCOUNTS} accounts, ${SAMPLES} sequential calls each), local Worker, records in D1`, small, big);
+    if (smallArchived && bigArchived && moved) {
+      byteTable("Bytes per task record once archived: D1 keeps the chunk index and per-day counts, R2 the chunks", smallArchived, bigArchived);
+      readTable("The same reads, every record archived (the first page of a list, the task gets and the console read chunks from R2)", smallArchived, bigArchived);
+      console.log(`\nArchive: ${bigArchived.r2.records.toLocaleString("en")} records in ${bigArchived.r2.chunks.toLocaleString("en")} chunks, moved by ${moved.runs} sweep runs in ${(moved.ms / 1000).toFixed(1)} s (${(RECORDS / (moved.ms / 1000)).toFixed(0)} records/s).`);
+    }
     console.log(`\nUsage rows past the dedup horizon pruned: ${usagePruned.toLocaleString("en")} of ${RECORDS.toLocaleString("en")}.`);
     console.log(`Fill rate through the write path: ${(SMALL / (smallMs / 1000)).toFixed(0)} and ${((RECORDS - SMALL) / (bigMs / 1000)).toFixed(0)} records/s; database file ${((await fs.stat(file)).size / 1e9).toFixed(2)} GB.`);
   } finally {
-    await fs.rm(stateDir, { recursive: true, force: true });
+    for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
   }
 }
 

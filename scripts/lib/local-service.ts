@@ -120,10 +120,10 @@ export class LocalWorker {
     this.startKeepalive();
   }
 
-  /** Runs the Worker's scheduled handler for `cron` now (only with `testScheduled`); resolves once it finished. */
-  async triggerCron(cron: string): Promise<void> {
+  /** Runs the Worker's scheduled handler for `cron` now, or as if at `at` (only with `testScheduled`); resolves once it finished. */
+  async triggerCron(cron: string, at?: number): Promise<void> {
     if (!this.testScheduled) throw new Error("this LocalWorker was created without testScheduled");
-    const res = await fetch(`${this.url}/__test/scheduled?cron=${encodeURIComponent(cron)}`, { method: "POST" });
+    const res = await fetch(`${this.url}/__test/scheduled?cron=${encodeURIComponent(cron)}${at === undefined ? "" : `&time=${at}`}`, { method: "POST" });
     if (!res.ok) throw new Error(`firing the cron ${cron}: ${res.status} ${await res.text()}`);
     await res.body?.cancel();
   }

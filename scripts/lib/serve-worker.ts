@@ -111,7 +111,7 @@ const door = await startFrontDoor({
 });
 
 /**
- * Tests fire the Worker's Cron Triggers with `POST /__test/scheduled?cron=…` (LocalWorker.triggerCron),
+ * Tests fire the Worker's Cron Triggers with `POST /__test/scheduled?cron=…[&time=ms]` (LocalWorker.triggerCron),
  * as `wrangler dev --test-scheduled` would; only when GCFAAS_TEST_SCHEDULED=1. Miniflare's own
  * /cdn-cgi/handler/scheduled reaches the static-assets router in front of the Worker, which has no
  * scheduled handler, so the Worker is called directly.
@@ -120,8 +120,10 @@ function cronControl(req: IncomingMessage, res: ServerResponse): boolean {
   const url = new URL(req.url ?? "/", "http://local");
   if (url.pathname !== "/__test/scheduled" || req.method !== "POST") return false;
   const cron = url.searchParams.get("cron") ?? "";
+  // `time` (Unix ms) fires it as if at another moment: a benchmark runs the archive's move on records it just wrote.
+  const time = Number(url.searchParams.get("time") ?? Date.now());
   mf.getWorker("gc-faas")
-    .then((w) => w.scheduled({ cron, scheduledTime: new Date() }))
+    .then((w) => w.scheduled({ cron, scheduledTime: new Date(Number.isFinite(time) ? time : Date.now()) }))
     .then(
       (r) => res.writeHead(r.outcome === "ok" ? 200 : 500, { "content-type": "application/json" }).end(JSON.stringify(r)),
       (err: Error) => res.writeHead(500).end(err.message),

@@ -5,17 +5,23 @@ import { notFound } from "../errors.js";
 import { unixSeconds } from "../lib/time.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
-import { findTask, heldTasks, mergedPage } from "../task-life/find.js";
-import { archivedPage, archivedTask, hasArchivedTasks } from "../task-history/reads.js";
+import { heldCopy, heldTasks, mergedPage } from "../task-life/find.js";
+import { archivedIn, archivedPage, chunksHolding, hasArchivedTasks, pageChunks } from "../task-history/reads.js";
 
 /**
  * One of the account's tasks, its newest copy (task-life/find.ts), else its archived record
  * (task-history/, looked up after D1, so a record moving meanwhile is found); 404 for another account's.
  */
 export async function getOwnTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow> {
-  const row = (await findTask(env, db, id)) ?? (await archivedTask(db, env.BUCKET, accountId, id));
+  const row = (await heldCopy(env, id)) ?? (await recordedTask(env, db, accountId, id));
   if (!row || row.accountId !== accountId) throw notFound("task");
   return row;
+}
+
+/** D1's row, else the archive's record: both asked in one batch, whose one view of D1 holds a moving record in exactly one place. */
+async function recordedTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow | undefined> {
+  const [[row], chunks] = await db.batch([db.select().from(tasks).where(eq(tasks.id, id)), chunksHolding(db, accountId, id)]);
+  return row ?? (await archivedIn(env.BUCKET, chunks, accountId, id));
 }
 
 export const describeTask = (t: TaskRow) => ({
@@ -62,15 +68,16 @@ async function assertTaskFunction(env: Bindings, db: Db, accountId: string, func
 
 export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
   if (q.functionId) await assertTaskFunction(env, db, accountId, q.functionId);
-  // The shards first, D1 after, the archive last: a task that moves on in between is where the next
-  // look finds it, so never missing (and never twice: the page is merged by id).
+  // The shards first, then D1 and the archive's index in one batch: a task that moves on in between
+  // is where the next look finds it, so never missing (and never twice: the page is merged by id).
   const held = await heldTasks(env, { accountId, ...q });
-  const fromD1 = await listedTasks(db, accountId, q);
+  const scope = { accountId, functionId: q.functionId, before: q.before };
+  const [fromD1, chunks] = await db.batch([listedTasks(db, accountId, q), pageChunks(db, scope)]);
   const live = mergedPage(fromD1, held, q.limit);
   // A full page of live tasks needs only archived ones newer than its oldest (an archived task can be
   // newer than a live one: a task held by a pause stays in D1 after newer ones left).
   const above = live.length === q.limit ? live.at(-1)!.id : undefined;
-  const archived = await archivedPage(db, env.BUCKET, { accountId, functionId: q.functionId, before: q.before, above, limit: q.limit });
+  const archived = await archivedPage(db, env.BUCKET, { ...scope, above, limit: q.limit }, chunks);
   return mergedPage(archived, live, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }
 

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, gte, lt, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, lt, lte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive } from "../db/schema.js";
@@ -35,14 +35,21 @@ async function records(bucket: R2Bucket, c: ChunkRow): Promise<TaskRow[]> {
   return rows;
 }
 
-/** One of the account's archived tasks, or undefined: the chunks whose id range holds it (one, but for a straggler's). */
-export async function archivedTask(db: Db, bucket: R2Bucket, accountId: string, id: string): Promise<TaskRow | undefined> {
-  const chunks = await db
+/**
+ * The account's chunks whose id range holds `id` (one, but for a straggler's), from the covering
+ * index alone. A query to batch with D1's own read of the id: one round trip finds the record in
+ * either place, and the batch's single view of D1 sees a moving record in exactly one of them.
+ */
+export const chunksHolding = (db: Db, accountId: string, id: string) =>
+  db
     .select(chunkFields)
     .from(taskArchive)
     .where(and(eq(taskArchive.accountId, accountId), gte(taskArchive.lastId, id), lte(taskArchive.firstId, id)))
     .orderBy(asc(taskArchive.lastId))
     .limit(8);
+
+/** The record of `id` in these chunks (chunksHolding's answer), if the account's. */
+export async function archivedIn(bucket: R2Bucket, chunks: ChunkRow[], accountId: string, id: string): Promise<TaskRow | undefined> {
   for (const c of chunks) {
     const row = (await records(bucket, c)).find((r) => r.id === id);
     if (row?.accountId === accountId) return row;
@@ -50,51 +57,64 @@ export async function archivedTask(db: Db, bucket: R2Bucket, accountId: string, 
   return undefined;
 }
 
+/** One of the account's archived tasks, or undefined (for a caller that already looked in D1). */
+export async function archivedTask(db: Db, bucket: R2Bucket, accountId: string, id: string): Promise<TaskRow | undefined> {
+  return archivedIn(bucket, await chunksHolding(db, accountId, id), accountId, id);
+}
+
 export interface ArchivedQuery {
   accountId: string;
   functionId?: string | undefined;
   /** Ids below this only (the list's `before`). */
   before?: string | undefined;
-  /** Ids above this only: what a page of newer records already decided needs nothing older. */
+  /** Ids above this only: a full page of live records needs nothing older than its oldest. */
   above?: string | undefined;
   limit: number;
 }
 
 const hasFunction = (functionId: string): SQL => sql`exists (select 1 from json_each(${taskArchive.functions}) where value = ${functionId})`;
 
+const CHUNKS_A_QUERY = 16;
+
 /**
- * The newest `limit` archived tasks of the query, newest first. Chunks are visited by their last id,
- * newest first; once the page is full, a chunk whose last id is below the page's oldest cannot add
- * to it, and the walk stops there: a page costs the chunks it draws from, whatever the history's size.
+ * The newest chunks of a page's query, newest last id first, `CHUNKS_A_QUERY` of them: a query to
+ * batch with D1's own page (as chunksHolding), which archivedPage continues from when it needs more.
  */
-export async function archivedPage(db: Db, bucket: R2Bucket, q: ArchivedQuery): Promise<TaskRow[]> {
-  const BATCH = 16;
+export const pageChunks = (db: Db, q: Omit<ArchivedQuery, "above" | "limit">, below?: string) =>
+  db
+    .select(chunkFields)
+    .from(taskArchive)
+    .where(
+      and(
+        eq(taskArchive.accountId, q.accountId),
+        q.before ? lt(taskArchive.firstId, q.before) : undefined,
+        below ? lt(taskArchive.lastId, below) : undefined,
+        q.functionId ? hasFunction(q.functionId) : undefined,
+      ),
+    )
+    .orderBy(desc(taskArchive.lastId))
+    .limit(CHUNKS_A_QUERY);
+
+/**
+ * The newest `limit` archived tasks of the query, newest first, from `first` (pageChunks' answer)
+ * on. Chunks are visited by their last id, newest first; once the page is full, a chunk whose last
+ * id is below the page's oldest cannot add to it, and the walk stops there (likewise below `above`):
+ * a page costs the chunks it draws from, whatever the history's size.
+ */
+export async function archivedPage(db: Db, bucket: R2Bucket, q: ArchivedQuery, first: ChunkRow[]): Promise<TaskRow[]> {
   let page: TaskRow[] = [];
-  let cursor: string | undefined;
+  let chunks = first;
   for (;;) {
-    const chunks = await db
-      .select(chunkFields)
-      .from(taskArchive)
-      .where(
-        and(
-          eq(taskArchive.accountId, q.accountId),
-          q.before ? lt(taskArchive.firstId, q.before) : undefined,
-          q.above ? gt(taskArchive.lastId, q.above) : undefined,
-          cursor ? lt(taskArchive.lastId, cursor) : undefined,
-          q.functionId ? hasFunction(q.functionId) : undefined,
-        ),
-      )
-      .orderBy(desc(taskArchive.lastId))
-      .limit(BATCH);
     for (const c of chunks) {
+      if (q.above && c.lastId <= q.above) return page.slice(0, q.limit);
       if (page.length >= q.limit && c.lastId < page[q.limit - 1]!.id) return page.slice(0, q.limit);
       const fits = (await records(bucket, c)).filter(
         (r) => r.accountId === q.accountId && (!q.functionId || r.functionId === q.functionId) && (!q.before || r.id < q.before) && (!q.above || r.id > q.above),
       );
       page = [...page, ...fits].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     }
-    if (chunks.length < BATCH) return page.slice(0, q.limit);
-    cursor = chunks.at(-1)!.lastId;
+    if (chunks.length < CHUNKS_A_QUERY) return page.slice(0, q.limit);
+    chunks = await pageChunks(db, q, chunks.at(-1)!.lastId);
   }
 }
 

@@ -11,13 +11,17 @@ import { allShards, dispatcherFor, shardOfTask, shardStub } from "../dispatch/cl
  * reach leaves D1 to answer.
  */
 export async function findTask(env: Bindings, db: Db, id: string): Promise<TaskRow | undefined> {
-  const held = await shardStub(env, shardOfTask(env, id))
-    .heldTask(id)
-    .catch(() => null);
+  const held = await heldCopy(env, id);
   if (held) return held;
   const [row] = await db.select().from(tasks).where(eq(tasks.id, id));
   return row;
 }
+
+/** The shard's copy of a task (the id names its shard), or null; a shard out of reach has none. */
+export const heldCopy = (env: Bindings, id: string): Promise<TaskRow | null> =>
+  shardStub(env, shardOfTask(env, id))
+    .heldTask(id)
+    .catch(() => null);
 
 export interface HeldQuery {
   accountId: string;
