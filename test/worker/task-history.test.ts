@@ -10,7 +10,7 @@ import { DAY_MS } from "../../worker/lib/time.js";
 import { dailyTasks } from "../../worker/console/queries.js";
 import { archiveTasks } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
-import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, sql } from "./helpers.js";
+import { call, callJson, clearQueue, consolePage, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 /**
@@ -41,8 +41,12 @@ async function reads(token: string, ids: string[], fn: string) {
       task: await callJson(`/v1/task/${id}`, 200, { token }),
       result: { status: result.status, type: result.headers.get("content-type"), body: await result.text() },
       log: await callJson(`/v1/task/${id}/log`, 200, { token }),
+      console: await consolePage(`/console/tasks/${id}`, token),
     };
   }
+  out.consoleRuns = await consolePage("/console/tasks", token);
+  out.consoleUsage = await consolePage("/console/usage", token);
+  out.usage = await callJson("/v1/usage", 200, { token });
   out.list = await callJson("/v1/task/list", 200, { token });
   out.functionList = await callJson(`/v1/task/list?functionId=${fn}`, 200, { token });
   out.pages = await allPages(token, 2);
@@ -121,7 +125,7 @@ describe("the archive's move (the hourly sweep)", () => {
 });
 
 describe("reads of archived tasks", () => {
-  it("answer every task route, the lists, the metrics and the console's counts as they did live", async () => {
+  it("answer every task route, the lists, the metrics, usage and the console's pages as they did live", async () => {
     const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
     const other = await deployedFunction(token);

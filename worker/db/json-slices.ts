@@ -1,4 +1,8 @@
-import { MAX_STATEMENT_JSON_BYTES } from "../task-life/record-rows.js";
+/**
+ * D1's limits a statement keeps to (issue 26): 100 bound parameters (a json_each statement binds one)
+ * and 100 KB a statement, of which this much is left to the JSON of the rows.
+ */
+export const MAX_STATEMENT_JSON_BYTES = 90_000;
 
 /**
  * Items as JSON arrays of at most `maxBytes` each: the one parameter of a `json_each` statement,

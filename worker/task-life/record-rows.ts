@@ -1,12 +1,9 @@
 import { getTableColumns, sql, type SQL } from "drizzle-orm";
 import { tasks } from "../db/schema.js";
 import type { TaskRow } from "../db/rows.js";
+import { MAX_STATEMENT_JSON_BYTES } from "../db/json-slices.js";
 
-/**
- * D1's limits a statement keeps to (issue 26): 100 bound parameters (these statements bind one) and
- * 100 KB a statement, of which this much is left to the JSON of the rows.
- */
-export const MAX_STATEMENT_JSON_BYTES = 90_000;
+export { MAX_STATEMENT_JSON_BYTES };
 
 const fields = Object.entries(getTableColumns(tasks));
 const names = sql.raw(fields.map(([, c]) => `"${c.name}"`).join(", "));
