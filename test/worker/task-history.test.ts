@@ -208,6 +208,8 @@ describe("reads of archived tasks", () => {
     expect(live).toEqual({ owner: { status: 500, body: "old result" }, anonymous: 401, stranger: 404 }); // the first old row answered 500
     expect(await archiveIn(0)).toBe(1);
     expect(await answers()).toEqual(live);
+    // Text no call could have been given (an "id" from before the service) is not found, token or not.
+    await expectError(call(`/gc/${"0".repeat(30)}/result`), 404, "not_found");
   });
 });
 

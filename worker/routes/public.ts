@@ -32,6 +32,12 @@ import { publicReplay, taskCall } from "../openapi/parts.js";
 
 /** Results of public calls are readable without a token for this long after the call. */
 export const PUBLIC_RESULT_MS = 5 * 60_000;
+/** No id was drawn before this (2025-01-01): an older "id" is made up, and answers 404 like any. */
+const FIRST_ID_MS = Date.UTC(2025, 0, 1);
+const archivable = (id: string) => {
+  const t = idTime(id);
+  return t !== undefined && t >= FIRST_ID_MS && t < Date.now() - MIN_ARCHIVE_AFTER_DAYS * DAY_MS;
+};
 const needsOwner = () => new ApiError("unauthorized", "this result was public for 5 minutes after the call; now it needs the owner's token");
 
 /** Counts a call against the endpoint's daily limit: its local day, or undefined when it has none; 429 once the limit is reached. */
@@ -78,8 +84,9 @@ export const publicRoutes = new Hono<AppEnv>()
     const owner = found ? undefined : await optionalAccount(c);
     const t = found ?? (owner ? await archivedTask(c.var.db, c.env.BUCKET, owner, id) : undefined);
     // Without a token an archived task cannot be looked up; an id old enough to be archived answers
-    // as any result past its 5 minutes does, whether or not it exists (so it tells nothing).
-    if (!t && !owner && (idTime(id) ?? Date.now()) < Date.now() - MIN_ARCHIVE_AFTER_DAYS * DAY_MS) throw needsOwner();
+    // as any result past its 5 minutes does, whether or not it exists (so it tells nothing). Text
+    // that is not an id this service could have drawn (from before it existed) is simply not found.
+    if (!t && !owner && archivable(id)) throw needsOwner();
     if (!t?.endpointId) throw notFound("public result");
     if (Date.now() - t.issuedAt > PUBLIC_RESULT_MS) {
       const accountId = await optionalAccount(c);
