@@ -5,6 +5,7 @@ CREATE TABLE `task_archive` (
 	`last_id` text NOT NULL,
 	`records` integer NOT NULL,
 	`bytes` integer NOT NULL,
+	`segments` text NOT NULL,
 	`functions` text NOT NULL,
 	`purge_due` integer,
 	`archived_at` integer NOT NULL,

@@ -10,6 +10,8 @@ import { DAY_MS } from "../../worker/lib/time.js";
 import { dailyTasks } from "../../worker/console/queries.js";
 import { archiveTasks } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
+import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
+import type { TaskRow } from "../../worker/db/rows.js";
 import { call, callJson, clearQueue, consolePage, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
@@ -210,6 +212,26 @@ describe("reads of archived tasks", () => {
     expect(await answers()).toEqual(live);
     // Text no call could have been given (an "id" from before the service) is not found, token or not.
     await expectError(call(`/gc/${"0".repeat(30)}/result`), 404, "not_found");
+  });
+});
+
+describe("a chunk's segments", () => {
+  it("reads any record from its own segment alone, and the whole chunk in order", async () => {
+    const rows = Array.from({ length: 2 * SEGMENT_RECORDS + 7 }, (_, i) => ({ id: newId(Date.now() - 1000 + i), accountId: "a", functionId: "f", issuedAt: i, finishedAt: i + 1, n: i }) as unknown as TaskRow);
+    const { segments } = await putChunk(env.BUCKET, "history/test/segments.ndjson.gz", rows);
+    expect(segments.map(([first]) => first)).toEqual([rows[0]!.id, rows[SEGMENT_RECORDS]!.id, rows[2 * SEGMENT_RECORDS]!.id]);
+    expect((await readChunk(env.BUCKET, "history/test/segments.ndjson.gz", segments)).map((r) => r.id)).toEqual(rows.map((r) => r.id));
+    for (const i of [0, SEGMENT_RECORDS - 1, SEGMENT_RECORDS, 2 * SEGMENT_RECORDS + 6]) {
+      const segment = await readSegmentOf(env.BUCKET, "history/test/segments.ndjson.gz", segments, rows[i]!.id);
+      expect(segment.length).toBeLessThanOrEqual(SEGMENT_RECORDS);
+      expect(segment.find((r) => r.id === rows[i]!.id)).toEqual(rows[i]);
+    }
+  });
+
+  it("answers a damaged chunk with an error, never a wrong record", async () => {
+    await env.BUCKET.put("history/test/damaged.ndjson.gz", "not gzip at all");
+    await expect(readChunk(env.BUCKET, "history/test/damaged.ndjson.gz", [["a", 0]])).rejects.toThrow(DamagedChunk);
+    await expect(readChunk(env.BUCKET, "history/test/missing.ndjson.gz", [["a", 0]])).rejects.toThrow(DamagedChunk);
   });
 });
 

@@ -444,6 +444,8 @@ export const taskArchive = sqliteTable(
     records: integer("records").notNull(),
     /** The chunk's size in R2 (gzip), for the operator's arithmetic. */
     bytes: integer("bytes").notNull(),
+    /** Where each gzip segment of the object begins, [first id, byte offset] (task-history/chunk.ts): a get reads one. */
+    segments: text("segments", { mode: "json" }).$type<[string, number][]>().notNull(),
     /** The distinct functions of its records, sorted: a function's list skips chunks without it. */
     functions: text("functions", { mode: "json" }).$type<string[]>().notNull(),
     /** The earliest finish among its records retention has not purged yet; null once all are. */

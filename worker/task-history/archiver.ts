@@ -5,7 +5,7 @@ import { taskArchive, taskArchiveCounts, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { startOfUtcDay } from "../lib/time.js";
-import { putChunk, readChunk } from "./chunk.js";
+import { putChunk, readChunk, type Segments } from "./chunk.js";
 import { jsonSlices } from "../db/json-slices.js";
 
 export interface ArchiveRun {
@@ -23,6 +23,7 @@ interface Written {
   accountId: string;
   rows: TaskRow[];
   bytes: number;
+  segments: Segments;
 }
 
 /**
@@ -84,10 +85,10 @@ export function chunksOf(page: TaskRow[]): TaskRow[][] {
 
 async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
   const key = historyChunkKey(rows[0]!.accountId, rows[0]!.id, rows.at(-1)!.id);
-  const bytes = await putChunk(bucket, key, rows);
-  const back = await readChunk(bucket, key);
+  const { bytes, segments } = await putChunk(bucket, key, rows);
+  const back = await readChunk(bucket, key, segments);
   if (back.length !== rows.length || back.some((r, i) => r.id !== rows[i]!.id)) throw new Error(`the archived chunk ${key} did not read back as written`);
-  return { key, accountId: rows[0]!.accountId, rows, bytes };
+  return { key, accountId: rows[0]!.accountId, rows, bytes, segments };
 }
 
 /** Index rows, counts and the deletion as one batch, each statement one JSON parameter whatever the page's size. */
@@ -99,6 +100,7 @@ async function commitMove(db: Db, written: Written[], now: number): Promise<void
     lastId: w.rows.at(-1)!.id,
     records: w.rows.length,
     bytes: w.bytes,
+    segments: JSON.stringify(w.segments),
     functions: JSON.stringify([...new Set(w.rows.map((r) => r.functionId))].sort()),
     purgeDue: earliestUnpurged(w.rows),
   }));
@@ -113,9 +115,9 @@ async function commitMove(db: Db, written: Written[], now: number): Promise<void
   const ids = written.flatMap((w) => w.rows.map((r) => r.id));
   const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
   await sqlBatch(db, [
-    ...jsonSlices(index).map((json) => sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, functions, purge_due, archived_at)
+    ...jsonSlices(index).map((json) => sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, functions, purge_due, archived_at)
         select ${field("key")}, ${field("accountId")}, ${field("firstId")}, ${field("lastId")}, ${field("records")}, ${field("bytes")},
-               ${field("functions")}, ${field("purgeDue")}, ${now}
+               ${field("segments")}, ${field("functions")}, ${field("purgeDue")}, ${now}
         from json_each(${json}) where true
         on conflict (key) do nothing`),
     ...jsonSlices([...counts.values()]).map((json) => sql`insert into ${taskArchiveCounts} (account_id, function_id, day, tasks)

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gte, lt, lte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive } from "../db/schema.js";
-import { readChunk } from "./chunk.js";
+import { readChunk, readSegmentOf } from "./chunk.js";
 
 /**
  * Reads of archived task records (archiver.ts moved them): the chunks the index names, read from
@@ -11,29 +11,39 @@ import { readChunk } from "./chunk.js";
  * An archived record answers in the shape a live one does; only its latency tells where it was.
  */
 
-type ChunkRow = Pick<typeof taskArchive.$inferSelect, "key" | "firstId" | "lastId" | "purgeDue">;
-const chunkFields = { key: taskArchive.key, firstId: taskArchive.firstId, lastId: taskArchive.lastId, purgeDue: taskArchive.purgeDue };
+type ChunkRow = Pick<typeof taskArchive.$inferSelect, "key" | "firstId" | "lastId" | "purgeDue" | "segments">;
+const chunkFields = { key: taskArchive.key, firstId: taskArchive.firstId, lastId: taskArchive.lastId, purgeDue: taskArchive.purgeDue, segments: taskArchive.segments };
 
 /**
- * Decoded chunks this isolate read last: paging through a list reads the same chunk again, and a
- * chunk is immutable but for retention's rewrite, which changes its `purgeDue` (part of the name here).
+ * Decoded chunks (and single segments) this isolate read last: paging through a list reads the same
+ * chunk again. A chunk is immutable but for retention's rewrite, which changes its `purgeDue`, part
+ * of the name here, so a rewritten chunk is never served stale.
  */
 const recent = new Map<string, TaskRow[]>();
-const RECENT_CHUNKS = 8;
+const RECENT = 16;
 
-async function records(bucket: R2Bucket, c: ChunkRow): Promise<TaskRow[]> {
-  const name = `${c.key}|${c.purgeDue ?? ""}`;
+async function remembered(name: string, read: () => Promise<TaskRow[]>): Promise<TaskRow[]> {
   const hit = recent.get(name);
   if (hit) {
     recent.delete(name);
     recent.set(name, hit);
     return hit;
   }
-  const rows = await readChunk(bucket, c.key);
+  const rows = await read();
   recent.set(name, rows);
-  if (recent.size > RECENT_CHUNKS) recent.delete(recent.keys().next().value!);
+  if (recent.size > RECENT) recent.delete(recent.keys().next().value!);
   return rows;
 }
+
+const records = (bucket: R2Bucket, c: ChunkRow) => remembered(`${c.key}|${c.purgeDue ?? ""}`, () => readChunk(bucket, c.key, c.segments));
+
+/** The one segment of a chunk that would hold `id`: a get reads tens of KiB, not the whole chunk. */
+const segmentOf = (bucket: R2Bucket, c: ChunkRow, id: string) => {
+  const whole = recent.get(`${c.key}|${c.purgeDue ?? ""}`);
+  if (whole) return Promise.resolve(whole);
+  const at = c.segments.filter(([first]) => first <= id).at(-1)?.[1] ?? -1;
+  return remembered(`${c.key}|${c.purgeDue ?? ""}|${at}`, () => readSegmentOf(bucket, c.key, c.segments, id));
+};
 
 /**
  * The account's chunks whose id range holds `id` (one, but for a straggler's), from the covering
@@ -51,7 +61,7 @@ export const chunksHolding = (db: Db, accountId: string, id: string) =>
 /** The record of `id` in these chunks (chunksHolding's answer), if the account's. */
 export async function archivedIn(bucket: R2Bucket, chunks: ChunkRow[], accountId: string, id: string): Promise<TaskRow | undefined> {
   for (const c of chunks) {
-    const row = (await records(bucket, c)).find((r) => r.id === id);
+    const row = (await segmentOf(bucket, c, id)).find((r) => r.id === id);
     if (row?.accountId === accountId) return row;
   }
   return undefined;

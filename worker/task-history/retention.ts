@@ -23,21 +23,21 @@ const KEYS_A_CALL = 999;
 export async function purgeArchive(db: Db, bucket: R2Bucket, keepMs: number, now: number): Promise<number> {
   const cutoff = now - keepMs;
   const due = await db
-    .select({ key: taskArchive.key })
+    .select({ key: taskArchive.key, segments: taskArchive.segments })
     .from(taskArchive)
     .where(and(isNotNull(taskArchive.purgeDue), lt(taskArchive.purgeDue, cutoff)))
     .orderBy(asc(taskArchive.purgeDue))
     .limit(MAX_CHUNKS);
   let purged = 0;
-  for (const { key } of due) {
-    const rows = await readChunk(bucket, key);
+  for (const { key, segments } of due) {
+    const rows = await readChunk(bucket, key, segments);
     const expired = rows.filter((r) => r.purgedAt == null && r.finishedAt != null && r.finishedAt < cutoff);
     const keys = expired.flatMap((t) => [taskInputKey(t.accountId, t.id), taskResultKey(t.accountId, t.id), taskLogKey(t.accountId, t.id)]);
     for (let i = 0; i < keys.length; i += KEYS_A_CALL) await bucket.delete(keys.slice(i, i + KEYS_A_CALL));
     const ids = new Set(expired.map((r) => r.id));
     const kept = rows.map((r): TaskRow => (ids.has(r.id) ? { ...r, input: null, inputKey: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, purgedAt: now } : r));
-    const bytes = await putChunk(bucket, key, kept);
-    await db.update(taskArchive).set({ purgeDue: earliestUnpurged(kept), bytes }).where(eq(taskArchive.key, key));
+    const written = await putChunk(bucket, key, kept);
+    await db.update(taskArchive).set({ purgeDue: earliestUnpurged(kept), bytes: written.bytes, segments: written.segments }).where(eq(taskArchive.key, key));
     purged += expired.length;
   }
   return purged;
