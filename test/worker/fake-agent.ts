@@ -1,6 +1,7 @@
 import { SELF, env } from "cloudflare:test";
 import { ADMIN, callJson } from "./helpers.js";
 import { shardStub } from "../../worker/dispatch/client.js";
+import type { FleetEntry } from "../../worker/dispatch/fleet.js";
 import { PROTOCOL_VERSION, type AgentMessage, type DispatcherMessage } from "../../shared/protocol/messages.js";
 
 type Msg<T extends DispatcherMessage["type"]> = Extract<DispatcherMessage, { type: T }>;
@@ -150,7 +151,14 @@ export class FakeAgent {
     this.ws.close(1000, "bye");
     const shard = shardStub(env, this.shard);
     const stillOpen = () => [...FakeAgent.open].filter((a) => a.nodeId === this.nodeId && a.shard === this.shard).length;
-    await eventually(async () => (await shard.fleet()).filter((e) => e.nodeId === this.nodeId).length <= stillOpen(), 10_000);
+    let listed: FleetEntry[] = [];
+    try {
+      // Shorter than the 10 s hook timeout, so a close the shard never takes fails here, saying what
+      // the shard still lists and how the socket stands, not as a bare hook timeout.
+      await eventually(async () => (listed = (await shard.fleet()).filter((e) => e.nodeId === this.nodeId)).length <= stillOpen(), 8_000);
+    } catch (e) {
+      throw new Error(`${this.nodeId}: shard ${this.shard} still lists ${JSON.stringify(listed)} (${stillOpen()} other sockets of the node open); readyState ${this.ws.readyState}, closed by the dispatcher: ${JSON.stringify(this.closedWith ?? false)}`, { cause: e });
+    }
   }
 }
 
