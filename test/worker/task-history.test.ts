@@ -12,6 +12,7 @@ import { archiveTasks } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
 import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import type { TaskRow } from "../../worker/db/rows.js";
+import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
 import { call, callJson, clearQueue, consolePage, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
@@ -116,6 +117,14 @@ describe("the archive's move (the hourly sweep)", () => {
     await archiveIn(9);
     expect((await chunksOf(a.accountId)).map((c) => [c.first_id, c.last_id, c.records])).toEqual([[ids[0], ids[2], 2]]);
     expect((await chunksOf(b.accountId)).map((c) => [c.first_id, c.last_id, c.records])).toEqual([[ids[1], ids[1], 1]]);
+  });
+
+  it("keeps each statement's one JSON parameter within D1's 100 KB, however many records a page holds", () => {
+    const ids = Array.from({ length: 5000 }, () => newId());
+    const slices = jsonSlices(ids);
+    expect(slices.length).toBeGreaterThan(1);
+    for (const json of slices) expect(new TextEncoder().encode(json).byteLength).toBeLessThanOrEqual(MAX_STATEMENT_JSON_BYTES);
+    expect(slices.flatMap((json) => JSON.parse(json) as string[])).toEqual(ids);
   });
 
   it("never takes fewer days than the week's counts need", () => {
