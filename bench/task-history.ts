@@ -12,7 +12,7 @@
  * term; inputs, results and logs stay inline (the 30-day retention, longer than the fill's spread,
  * has not cleared them). `--keep-usage` skips the pruning: a record still inside the window.
  *
- * Then the archive (worker/task-history/): the hourly sweep, fired on the local Worker as if 9 days
+ * Then the archive (worker/task-history/): the hourly sweep, fired on the local Worker as if 16 days
  * after the newest record, moves every record to R2 chunks, and the same reads are measured again
  * on archived records, with the bytes a record then costs in D1 (its share of the chunk index and
  * the per-day counts) and in R2 (its share of the gzip chunks). `--no-archive` skips that phase.
@@ -56,8 +56,12 @@ const SMALL = Number(values.small);
 const SAMPLES = Number(values.samples);
 const ACCOUNTS = Number(values.accounts);
 const FUNCTIONS_PER_ACCOUNT = 2;
-/** Tasks are spread over this much of the past, inside the current billing month where the day allows. */
-const SPREAD_MS = Math.min(20, new Date().getUTCDate() - 1) * 86_400_000 + 3_600_000;
+/**
+ * Tasks are spread over this much of the past, inside the current billing month where the day allows,
+ * and short enough that the sweep fired 16 days after the newest (archiveAll) finds none past the
+ * 30-day retention: the archived records keep their inputs, results and logs, as the live ones did.
+ */
+const SPREAD_MS = Math.min(13, new Date().getUTCDate() - 1) * 86_400_000 + 3_600_000;
 
 /** What an API call's task carries: curl's headers and a small JSON body, as most tasks do. */
 const INPUT = {
@@ -185,8 +189,9 @@ function archived(file: string): { bytes: number; records: number; chunks: numbe
 }
 
 /**
- * The hourly sweep fired as if 9 days after `newest` (past the archive's window of 8), again until
- * it moves nothing more (a run moves at most 100,000 records).
+ * The hourly sweep fired as if 16 days after `newest` (past the archive's window of 8 and the 7 days
+ * a remainder short of a full chunk waits), again until it moves nothing more (a run moves at most
+ * about 200 chunks of 1,000 records).
  */
 async function archiveAll(stateDir: string, newest: number): Promise<{ runs: number; ms: number }> {
   const file = await d1File(stateDir);
@@ -198,7 +203,7 @@ async function archiveAll(stateDir: string, newest: number): Promise<{ runs: num
       const now = archived(file).records;
       if (now === before) break;
       before = now;
-      await worker.triggerCron(SWEEP_CRON, newest + 9 * 86_400_000);
+      await worker.triggerCron(SWEEP_CRON, newest + 16 * 86_400_000);
       process.stdout.write(`  ${archived(file).records.toLocaleString("en")} records archived\r`);
     }
   } finally {

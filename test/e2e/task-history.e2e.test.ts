@@ -10,7 +10,7 @@ import { deploy, invoke } from "./deploy.js";
 
 /**
  * Issue 27 on the whole stack: tasks run by a real agent in Docker, their records moved to the R2
- * archive by the hourly sweep (fired on the local Worker as if 9 days later, past the 8-day window),
+ * archive by the hourly sweep (fired on the local Worker as if 16 days later: past the 8-day window, and the 7 days a quiet account's records wait for a full chunk),
  * and every read a client makes answers as it did while the records were in D1.
  */
 let worker: LocalWorker;
@@ -80,7 +80,7 @@ describe("the hourly sweep's archive on the whole stack", () => {
     const before = await reads(fn, ids);
     expect(before.completed).toBe(3);
 
-    await worker.triggerCron(SWEEP_CRON, Date.now() + 9 * DAY_MS);
+    await worker.triggerCron(SWEEP_CRON, Date.now() + 16 * DAY_MS); // past the window (8 days) and the hold for a full chunk (7)
     expect(await reads(fn, ids)).toEqual(before);
     // Moved, not copied: D1 holds none of the rows any more, the archive's index holds all three.
     expect(d1(`select count(*) as n from tasks where id in (${ids.map(() => "?").join(",")})`, ...ids)).toBe(0);

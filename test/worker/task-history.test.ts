@@ -8,7 +8,7 @@ import { newId } from "../../worker/lib/ids.js";
 import { historyChunkKey, taskLogKey, taskResultKey } from "../../worker/lib/storage-keys.js";
 import { DAY_MS } from "../../worker/lib/time.js";
 import { dailyTasks } from "../../worker/console/queries.js";
-import { archiveTasks } from "../../worker/task-history/archiver.js";
+import { archiveTasks, type ArchiveRun } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
 import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import type { TaskRow } from "../../worker/db/rows.js";
@@ -30,7 +30,9 @@ const db = () => openDb(bindings);
 /** The hourly sweep, run as if it fired `days` from now: with 9, everything finished by now is past the window. */
 const sweepIn = (days: number) => runCron(SWEEP_CRON, Date.now() + days * DAY_MS);
 /** The archive's move alone, as the sweep runs it `days` from now (the sweep's other parts would fail a waiting task no node takes). */
-const archiveIn = (days: number) => archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now() + days * DAY_MS);
+const archiveIn = (days: number, run: ArchiveRun = {}) => archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now() + days * DAY_MS, run);
+/** Days after which a task of now has passed the window (8 days) and the hold for a full chunk (7): it moves, however few its account has. */
+const PAST = 16;
 const inD1 = async (id: string) => (await env.DB.prepare("select id from tasks where id = ?").bind(id).first()) !== null;
 const chunksOf = async (accountId: string) =>
   (await env.DB.prepare("select * from task_archive where account_id = ? order by last_id").bind(accountId).all<Record<string, unknown>>()).results;
@@ -80,15 +82,17 @@ describe("the archive's move (the hourly sweep)", () => {
 
     await sweepIn(7); // inside the window: nothing moves
     expect(await inD1(done)).toBe(true);
+    await sweepIn(9); // past it, but a lone record waits for a full chunk, or the hold
+    expect(await inD1(done)).toBe(true);
     expect(await chunksOf(accountId)).toEqual([]);
 
-    await sweepIn(9);
+    await sweepIn(PAST);
     expect(await inD1(done)).toBe(false);
     const [chunk] = await chunksOf(accountId);
     expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done), first_id: done, last_id: done, records: 1, functions: JSON.stringify([fn]) });
     expect(await env.BUCKET.head(chunk!.key as string)).not.toBeNull();
 
-    await sweepIn(10); // again: nothing left to move, nothing counted twice
+    await sweepIn(PAST + 1); // again: nothing left to move, nothing counted twice
     expect(await chunksOf(accountId)).toHaveLength(1);
     expect(await env.DB.prepare("select sum(tasks) n from task_archive_counts where account_id = ?").bind(accountId).first("n")).toBe(1);
   });
@@ -100,11 +104,27 @@ describe("the archive's move (the hourly sweep)", () => {
     const late = await newTask(token, fn);
     await finishTask(late, { finishedAt: Date.now() + 5 * DAY_MS }); // held by a pause for days, say
     await flushedDb();
-    expect(await archiveIn(9)).toBe(0);
+    // No hold here: every account moves whatever is past the window.
+    expect(await archiveIn(9, { holdMs: 0 })).toBe(0);
     expect([await inD1(waiting), await inD1(late)]).toEqual([true, true]);
-    expect(await archiveIn(14)).toBe(1);
+    expect(await archiveIn(14, { holdMs: 0 })).toBe(1);
     expect([await inD1(waiting), await inD1(late)]).toEqual([true, false]);
     expect(await chunksOf(accountId)).toHaveLength(1);
+  });
+
+  it("moves a busy account's full chunks at once, and a quiet account's records only after the hold", async () => {
+    const busy = await newAccount("busy");
+    const quiet = await newAccount("quiet");
+    const fb = await deployedFunction(busy.token);
+    const fq = await deployedFunction(quiet.token);
+    const ids = [await newTask(busy.token, fb), await newTask(busy.token, fb), await newTask(busy.token, fb), await newTask(busy.token, fb)];
+    const lone = await newTask(quiet.token, fq);
+    for (const id of [...ids, lone]) await finishTask(id);
+    expect(await archiveIn(9, { chunkSize: 3 })).toBe(3); // one full chunk of the busy account's oldest
+    expect(await Promise.all([...ids, lone].map(inD1))).toEqual([false, false, false, true, true]);
+    expect(await archiveIn(PAST, { chunkSize: 3 })).toBe(2); // past the hold: whatever is left
+    expect((await chunksOf(busy.accountId)).map((c) => c.records)).toEqual([3, 1]);
+    expect((await chunksOf(quiet.accountId)).map((c) => c.records)).toEqual([1]);
   });
 
   it("keeps each account's records in chunks of its own", async () => {
@@ -114,7 +134,7 @@ describe("the archive's move (the hourly sweep)", () => {
     const fb = await deployedFunction(b.token);
     const ids = [await newTask(a.token, fa), await newTask(b.token, fb), await newTask(a.token, fa)];
     for (const id of ids) await finishTask(id);
-    await archiveIn(9);
+    await archiveIn(PAST);
     expect((await chunksOf(a.accountId)).map((c) => [c.first_id, c.last_id, c.records])).toEqual([[ids[0], ids[2], 2]]);
     expect((await chunksOf(b.accountId)).map((c) => [c.first_id, c.last_id, c.records])).toEqual([[ids[1], ids[1], 1]]);
   });
@@ -153,7 +173,7 @@ describe("reads of archived tasks", () => {
     const before = await reads(token, [...ids, live], fn);
     const daysBefore = await dailyTasks(bindings, db(), accountId, 30);
 
-    await archiveIn(9);
+    await archiveIn(PAST);
     expect(await Promise.all(ids.map(inD1))).toEqual(ids.map(() => false));
     expect(await reads(token, [...ids, live], fn)).toEqual(before);
     expect(await dailyTasks(bindings, db(), accountId, 30)).toEqual(daysBefore);
@@ -171,7 +191,7 @@ describe("reads of archived tasks", () => {
     agent.done(id, body, 200, { log });
     expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe(body);
     await flushedDb();
-    await archiveIn(9);
+    await archiveIn(PAST);
     expect(await inD1(id)).toBe(false);
     expect(await (await call(`/v1/task/${id}/result`, { token })).text()).toBe(body);
     expect((await callJson(`/v1/task/${id}/log`, 200, { token })).log).toEqual(log);
@@ -183,7 +203,7 @@ describe("reads of archived tasks", () => {
     const fn = await deployedFunction(owner.token);
     const id = await newTask(owner.token, fn);
     await finishTask(id);
-    await archiveIn(9);
+    await archiveIn(PAST);
     for (const path of [`/v1/task/${id}`, `/v1/task/${id}/result`, `/v1/task/${id}/log`]) await expectError(call(path, { token: stranger.token }), 404, "not_found");
     expect(await callJson("/v1/task/list", 200, { token: stranger.token })).toEqual([]);
     await expectError(call(`/v1/task/list?functionId=${fn}`, { token: stranger.token }), 404, "not_found");
@@ -194,7 +214,7 @@ describe("reads of archived tasks", () => {
     const fn = await deployedFunction(token);
     const id = await newTask(token, fn);
     await finishTask(id);
-    await archiveIn(9);
+    await archiveIn(PAST);
     expect((await call(`/v1/function/${fn}`, { method: "DELETE", token })).status).toBe(204);
     expect((await callJson(`/v1/task/list?functionId=${fn}`, 200, { token })).map((t: { id: string }) => t.id)).toEqual([id]);
   });
@@ -217,7 +237,7 @@ describe("reads of archived tasks", () => {
     };
     const live = await answers();
     expect(live).toEqual({ owner: { status: 500, body: "old result" }, anonymous: 401, stranger: 404 }); // the first old row answered 500
-    expect(await archiveIn(0)).toBe(1);
+    expect(await archiveIn(6)).toBe(1); // 10 days old: past the window and the hold
     expect(await answers()).toEqual(live);
     // Text no call could have been given (an "id" from before the service) is not found, token or not.
     await expectError(call(`/gc/${"0".repeat(30)}/result`), 404, "not_found");
@@ -255,7 +275,7 @@ describe("retention of archived tasks", () => {
     expect((await call(`/v1/task/${id}/result?wait=5`, { token })).status).toBe(200);
     const small = await newTask(token, fn);
     await finishTask(small, { body: "small", log: ["one"] });
-    await sweepIn(9);
+    await sweepIn(PAST);
     expect(await env.BUCKET.head(taskResultKey(accountId, id))).not.toBeNull();
 
     await sweepIn(31);
@@ -289,13 +309,16 @@ describe("moving an existing deployment's history", () => {
     const before = await snapshot();
     expect(before.a.flat()).toHaveLength(260);
 
-    // The move in small steps (60 records a page, one page a run), every read compared in between.
+    // The move in small steps (chunks of 60 records, one a run), every read compared in between.
     let steps = 0;
-    while ((await archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now(), { pageSize: 60, maxPages: 1 })) > 0) {
+    while ((await archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now(), { chunkSize: 60, maxQueries: 3 })) > 0) {
       expect(await snapshot()).toEqual(before);
       steps++;
     }
     expect(steps).toBeGreaterThan(4);
+    // What is left past the window but not past the hold (short of a full chunk) moves once it is.
+    expect(await archiveIn(PAST)).toBeGreaterThan(0);
+    expect(await snapshot()).toEqual(before);
     const left = (await env.DB.prepare("select count(*) n from tasks where account_id in (?, ?)").bind(a.accountId, b.accountId).first("n")) as number;
     expect(left).toBe(rows.filter((r) => r.finished_at === null).length);
     const archived = await env.DB.prepare("select sum(records) n from task_archive where account_id in (?, ?)").bind(a.accountId, b.accountId).first("n");

@@ -1,22 +1,23 @@
-import { and, asc, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveCounts, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
-import { startOfUtcDay } from "../lib/time.js";
+import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { putChunk, readChunk, type Segments } from "./chunk.js";
 import { jsonSlices } from "../db/json-slices.js";
 
 export interface ArchiveRun {
-  /** Records read from D1 a page (and at most a chunk's size): 1,000 rows of up to ~12 KB each stay well inside a Worker's memory. */
-  pageSize?: number;
-  /** Pages a run: each costs one read and one batch of D1, so a run stays far below D1's 1,000 queries an invocation. */
-  maxPages?: number;
+  /** Records a chunk, at most: one account's, read in one page (1,000 rows of up to ~12 KB each stay well inside a Worker's memory). */
+  chunkSize?: number;
+  /** D1 queries a run may make (each look, read and move counts): far below D1's 1,000 an invocation, which the sweep's other parts share. */
+  maxQueries?: number;
+  /** How long past the window an account's records may wait for a full chunk before they move however few. */
+  holdMs?: number;
 }
 
-/** A chunk never spans a gap between two of its ids' issue times longer than this: a straggler (a task long held by a pause) gets a chunk of its own instead of widening a neighbour's. */
-const GAP_MS = 3_600_000;
+export const DEFAULT_HOLD_MS = 7 * DAY_MS;
 
 interface Written {
   key: string;
@@ -26,61 +27,100 @@ interface Written {
   segments: Segments;
 }
 
+/** What a run may still ask of D1. */
+class Budget {
+  constructor(private left: number) {}
+  take(): boolean {
+    return this.left-- > 0;
+  }
+}
+
 /**
- * The hourly move of task history out of D1 (issue 27): every task issued and finished more than
- * `afterMs` before `now` leaves `tasks` for a gzip NDJSON chunk of its account in R2, indexed by one
- * row of `task_archive` (worker/task-history/reads.ts answers from there). A page is moved only once
- * its chunks are written and read back whole; the index rows, the per-day counts and the deletion
- * of the rows are then one D1 batch, so a reader that looks in D1 first and in the index after
- * finds every record in one of them, never in neither. Run again after a failure, a page lands on
- * the same keys (named by their ids) and nothing is counted twice (the batch that counts is the
- * batch that deletes). Also the migration of a deployment that kept every record in D1: the first
- * runs move its history page by page, oldest first. Returns how many records moved.
+ * The hourly move of task history out of D1 (issue 27): tasks issued and finished more than
+ * `afterMs` before `now` leave `tasks` for gzip NDJSON chunks of their account in R2, each indexed
+ * by one row of `task_archive` (worker/task-history/reads.ts answers from there).
+ *
+ * Chunks are an account's, and full: a chunk per record would cost D1 an index row per record,
+ * which is what the move saves. An account moves a chunk once it has a full one (`chunkSize`
+ * records past the window), or all it has once its oldest has waited `holdMs` past the window: a
+ * busy account's records move every hour in chunks of 1,000, a quiet one's about once a week in one
+ * chunk. Two looks find them, each through the primary key: the newest records past the window
+ * (the busy accounts are most of them), and those past the hold (oldest first: every account found
+ * there moves whatever it has, so nothing stays longer).
+ *
+ * A chunk is moved only once it is written and read back whole; its index row, the per-day counts
+ * and the deletion of its rows are then one D1 batch, so a reader that asks D1's rows and the index
+ * together finds every record in exactly one of them. Run again after a failure, a chunk lands on
+ * the same key (named by its ids) and nothing is counted twice (the batch that counts is the batch
+ * that deletes). Also the migration of a deployment that kept every record in D1: the first runs
+ * move its history, oldest first. Returns how many records moved.
  */
 export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, now: number, run: ArchiveRun = {}): Promise<number> {
-  const pageSize = run.pageSize ?? 1000;
-  const maxPages = run.maxPages ?? 100;
+  const size = run.chunkSize ?? 1000;
+  const budget = new Budget(run.maxQueries ?? 400);
   const cutoff = now - afterMs;
+  const held = idFloor(cutoff - (run.holdMs ?? DEFAULT_HOLD_MS));
+  const looked = new Set<string>();
   let moved = 0;
-  let after = "";
-  for (let pages = 0; pages < maxPages; pages++) {
-    // Finished and issued before the cutoff, in id order (the primary key); an unfinished old task
-    // stays and is stepped over, not read again by the next page.
-    const page = await db
-      .select()
-      .from(tasks)
-      .where(and(gt(tasks.id, after), lt(tasks.id, idFloor(cutoff)), lt(tasks.finishedAt, cutoff)))
-      .orderBy(asc(tasks.id))
-      .limit(pageSize);
-    if (!page.length) break;
-    after = page.at(-1)!.id;
-    const written = await Promise.all(chunksOf(page).map((rows) => writeChunk(bucket, rows)));
-    try {
-      await commitMove(db, written, now);
-    } catch (e) {
-      // Chunks no index row names are never read; left behind they would hold records past their retention.
-      const orphans = await unindexed(db, written).catch(() => []);
-      if (orphans.length) await bucket.delete(orphans).catch(() => undefined);
-      throw e;
+  const visit = async (page: { accountId: string }[], whatever: boolean) => {
+    for (const { accountId } of page) {
+      if (looked.has(accountId)) continue;
+      looked.add(accountId);
+      moved += await moveAccount(db, bucket, { accountId, cutoff, size, now, whatever }, budget);
     }
-    moved += page.length;
-    if (page.length < pageSize) break;
+  };
+  // Past the hold, oldest first; keyed past each page, so an unfinished old task is stepped over.
+  for (let after = ""; budget.take(); ) {
+    const page = await db
+      .select({ id: tasks.id, accountId: tasks.accountId })
+      .from(tasks)
+      .where(and(gt(tasks.id, after), lt(tasks.id, held), lt(tasks.finishedAt, cutoff)))
+      .orderBy(asc(tasks.id))
+      .limit(size);
+    await visit(page, true);
+    if (page.length < size) break;
+    after = page.at(-1)!.id;
+  }
+  // Past the window, newest first: the accounts with a full chunk.
+  for (let before = idFloor(cutoff); budget.take(); ) {
+    const page = await db
+      .select({ id: tasks.id, accountId: tasks.accountId })
+      .from(tasks)
+      .where(and(lt(tasks.id, before), lt(tasks.finishedAt, cutoff)))
+      .orderBy(desc(tasks.id))
+      .limit(size);
+    await visit(page, false);
+    if (page.length < size) break;
+    before = page.at(-1)!.id;
   }
   return moved;
 }
 
-/** A page's rows by account, in id order, cut where the issue times leave a gap. */
-export function chunksOf(page: TaskRow[]): TaskRow[][] {
-  const byAccount = new Map<string, TaskRow[][]>();
-  for (const row of page) {
-    const runs = byAccount.get(row.accountId) ?? [];
-    const last = runs.at(-1);
-    const prev = last?.at(-1);
-    if (last && prev && row.issuedAt - prev.issuedAt <= GAP_MS) last.push(row);
-    else runs.push([row]);
-    byAccount.set(row.accountId, runs);
+/** Moves the account's records past the window, a full chunk at a time (and the last, partial one when `whatever`). */
+async function moveAccount(db: Db, bucket: R2Bucket, o: { accountId: string; cutoff: number; size: number; now: number; whatever: boolean }, budget: Budget): Promise<number> {
+  let moved = 0;
+  for (let after = ""; budget.take(); ) {
+    const rows = await db
+      .select()
+      .from(tasks)
+      .where(and(eq(tasks.accountId, o.accountId), gt(tasks.id, after), lt(tasks.id, idFloor(o.cutoff)), lt(tasks.finishedAt, o.cutoff)))
+      .orderBy(asc(tasks.id))
+      .limit(o.size);
+    if (!rows.length || (rows.length < o.size && !o.whatever) || !budget.take()) return moved;
+    after = rows.at(-1)!.id;
+    const written = await writeChunk(bucket, rows);
+    try {
+      await commitMove(db, [written], o.now);
+    } catch (e) {
+      // A chunk no index row names is never read; left behind it would hold records past their retention.
+      const orphans = await unindexed(db, [written]).catch(() => []);
+      if (orphans.length) await bucket.delete(orphans).catch(() => undefined);
+      throw e;
+    }
+    moved += rows.length;
+    if (rows.length < o.size) return moved;
   }
-  return [...byAccount.values()].flat();
+  return moved;
 }
 
 async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
