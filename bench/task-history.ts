@@ -144,7 +144,7 @@ async function pruned(file: string): Promise<number> {
 
 /** Bytes in the database of `tasks` and `usage` (and the archive's index and counts), each table with its indexes, by dbstat. */
 function bytesByTree(file: string): Map<string, number> {
-  const sqlite = new DatabaseSync(file, { readOnly: true });
+  const sqlite = new DatabaseSync(file, { readOnly: true, timeout: 60_000 });
   const rows = sqlite
     .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts') group by s.name order by bytes desc")
     .all() as { name: string; bytes: number }[];
@@ -182,7 +182,7 @@ async function ok(user: Api, method: string, p: string, headers?: Record<string,
 
 /** The archive's chunks in R2 (their gzip bytes, from the index) and the records they hold. */
 function archived(file: string): { bytes: number; records: number; chunks: number } {
-  const sqlite = new DatabaseSync(file, { readOnly: true });
+  const sqlite = new DatabaseSync(file, { readOnly: true, timeout: 60_000 });
   const r = sqlite.prepare("select coalesce(sum(bytes), 0) as bytes, coalesce(sum(records), 0) as records, count(*) as chunks from task_archive").get() as { bytes: number; records: number; chunks: number };
   sqlite.close();
   return r;
