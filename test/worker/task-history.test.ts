@@ -289,6 +289,28 @@ describe("retention of archived tasks", () => {
   });
 });
 
+describe("retention of archived tasks, record by record", () => {
+  it("purges each record of a chunk when its own finish is past the period, not before", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const early = await newTask(token, fn);
+    const late = await newTask(token, fn);
+    await finishTask(early, { body: "early", log: ["e"] });
+    await finishTask(late, { body: "late", log: ["l"], finishedAt: Date.now() + 10 * DAY_MS });
+    await sweepIn(PAST + 10);
+    expect((await chunksOf(accountId)).map((c) => c.records)).toEqual([2]);
+
+    await sweepIn(31); // 30 days after the early finish, 20 after the late one
+    await expectError(call(`/v1/task/${early}/result`, { token }), 410, "expired");
+    expect(await (await call(`/v1/task/${late}/result`, { token })).text()).toBe("late");
+    expect((await callJson(`/v1/task/${late}/log`, 200, { token })).log).toEqual(["l"]);
+
+    await sweepIn(41);
+    await expectError(call(`/v1/task/${late}/result`, { token }), 410, "expired");
+    expect((await chunksOf(accountId)).map((c) => c.purge_due)).toEqual([null]);
+  });
+});
+
 describe("moving an existing deployment's history", () => {
   it("loses no record and answers every read the same while the move goes on", async () => {
     const a = await newAccount("a");
