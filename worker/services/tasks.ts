@@ -10,7 +10,7 @@ import { archivedIn, archivedPage, chunksHolding, hasArchivedTasks, pageChunks }
 
 /**
  * One of the account's tasks, its newest copy (task-life/find.ts), else its archived record
- * (task-history/, looked up after D1, so a record moving meanwhile is found); 404 for another account's.
+ * (task-history/, looked up in D1's batch, so a record moving meanwhile is found); 404 for another account's.
  */
 export async function getOwnTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow> {
   const row = (await heldCopy(env, id)) ?? (await recordedTask(env, db, accountId, id));

@@ -6,8 +6,9 @@ import { readChunk, readSegmentOf } from "./chunk.js";
 
 /**
  * Reads of archived task records (archiver.ts moved them): the chunks the index names, read from
- * R2. Every reader asks D1's `tasks` first and the archive after, so a record moved in between is
- * found in the second place it looks (the move writes the index and deletes the rows in one batch).
+ * R2. A reader asks D1's `tasks` and the index in one batch (or D1 first and the index after), so a
+ * record moved meanwhile is found in one place or the other: the move writes the index and deletes
+ * the rows in one batch.
  * An archived record answers in the shape a live one does; only its latency tells where it was.
  */
 
