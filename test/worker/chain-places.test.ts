@@ -2,6 +2,12 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { MAX_CHAIN_TASKS } from "../../worker/chains/limits.js";
+import { openDb } from "../../worker/db/client.js";
+import type { Bindings } from "../../worker/env.js";
+import { newId } from "../../worker/lib/ids.js";
+import { DAY_MS } from "../../worker/lib/time.js";
+import { archiveTasks } from "../../worker/task-history/archiver.js";
+import { archiveAfterMs } from "../../worker/task-history/window.js";
 import { newAccount, sql } from "./helpers.js";
 
 // A chain's places are kept at the shard its root's id names (worker/chains/places.ts); these tests
@@ -42,6 +48,25 @@ describe("reserveChainPlaces", () => {
     // Read once: more rows in D1 later (these very tasks, flushed) do not count them twice.
     await sql("update tasks set chain_id = ? where chain_id is null and account_id = ?", chain, accountId);
     expect(await shard().reserveChainPlaces(chain, ids(chain, 4), false)).toEqual(ids(chain, 4));
+  });
+
+  it("counts the tasks of a chain it does not know that the archive has taken from D1", async () => {
+    const { accountId } = await newAccount();
+    const chain = newChain();
+    // Twenty days old: past the archive's window (8 days) and its hold for a full chunk (7).
+    const old = Date.now() - 20 * DAY_MS;
+    const rows = Array.from({ length: MAX_CHAIN_TASKS - 4 }, (_, i) => newId(old + i));
+    await sql(
+      `insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged, chain_id, finished_at)
+       select value, ?, 'fn-x', 'py', ?, 30, 1, 256, 0, ?, ? from json_each(?)`,
+      accountId, old, chain, old + 1000, JSON.stringify(rows),
+    );
+    // One more of the account's tasks, outside the chain: it moves too and is not counted.
+    await sql(`insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged, finished_at) values (?, ?, 'fn-x', 'py', ?, 30, 1, 256, 0, ?)`, newId(old), accountId, old, old + 1000);
+    const bindings = env as unknown as Bindings;
+    expect(await archiveTasks(openDb(bindings), env.BUCKET, archiveAfterMs(bindings), Date.now())).toBe(MAX_CHAIN_TASKS - 3);
+    expect((await sql("select count(*) as n from tasks where account_id = ?", accountId)).results).toEqual([{ n: 0 }]);
+    expect(await shard().reserveChainPlaces(chain, ids(chain, 10), false)).toEqual(ids(chain, 4));
   });
 
   it("never gives concurrent firings of one chain more places than it has, together", async () => {

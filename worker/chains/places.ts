@@ -1,6 +1,5 @@
-import { count, eq } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { tasks } from "../db/schema.js";
+import { chainTasks } from "../task-history/counts.js";
 import { MAX_CHAIN_TASKS } from "./limits.js";
 
 /** A chain untouched this long is forgotten here; should it go on, D1 (which has all its rows by then) counts it again. */
@@ -16,7 +15,7 @@ const SWEEP_EVERY_MS = 3600_000;
  * A place is kept by task id, so a firing run again (after an eviction, a failed write) is given
  * the places it had and takes no new one. A chain whose root fires is new: it starts at zero. A
  * deeper chain this shard does not know (begun before places were kept here, or forgotten) starts
- * from D1's count of its rows, read once.
+ * from D1's count of its tasks, live and archived, read once.
  */
 export class ChainPlaces {
   private readonly seeding = new Map<string, Promise<void>>();
@@ -68,7 +67,7 @@ export class ChainPlaces {
     let seeding = this.seeding.get(chainId);
     if (!seeding) {
       seeding = (async () => {
-        const seeded = fresh ? 0 : ((await this.db.select({ n: count() }).from(tasks).where(eq(tasks.chainId, chainId)))[0]?.n ?? 0);
+        const seeded = fresh ? 0 : await chainTasks(this.db, chainId);
         this.sql.exec("insert or ignore into chain_seed (chain_id, seeded, at) values (?, ?, ?)", chainId, seeded, now);
       })().finally(() => this.seeding.delete(chainId));
       this.seeding.set(chainId, seeding);

@@ -474,3 +474,14 @@ export const taskArchiveCounts = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.accountId, t.functionId, t.day] })],
 );
+
+/**
+ * Archived tasks per chain (the tasks with this `chain_id`, as D1 counts them): a chain its root's
+ * shard has forgotten is counted again from D1's rows and these (worker/chains/places.ts), so its
+ * tasks that left D1 still count towards MAX_CHAIN_TASKS.
+ */
+export const taskArchiveChains = sqliteTable("task_archive_chains", {
+  chainId: text("chain_id").primaryKey(),
+  accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+  tasks: integer("tasks").notNull(),
+});

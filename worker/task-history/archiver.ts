@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive, taskArchiveCounts, tasks } from "../db/schema.js";
+import { taskArchive, taskArchiveChains, taskArchiveCounts, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
@@ -110,11 +110,10 @@ async function moveAccount(db: Db, bucket: R2Bucket, o: { accountId: string; cut
     after = rows.at(-1)!.id;
     const written = await writeChunk(bucket, rows);
     try {
-      await commitMove(db, [written], o.now);
+      await commitMove(db, written, o.now);
     } catch (e) {
       // A chunk no index row names is never read; left behind it would hold records past their retention.
-      const orphans = await unindexed(db, [written]).catch(() => []);
-      if (orphans.length) await bucket.delete(orphans).catch(() => undefined);
+      if (!(await indexed(db, written.key).catch(() => true))) await bucket.delete(written.key).catch(() => undefined);
       throw e;
     }
     moved += rows.length;
@@ -131,56 +130,56 @@ async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
   return { key, accountId: rows[0]!.accountId, rows, bytes, segments };
 }
 
-/** Index rows, counts and the deletion as one batch, each statement one JSON parameter whatever the page's size. */
-async function commitMove(db: Db, written: Written[], now: number): Promise<void> {
-  const index = written.map((w) => ({
-    key: w.key,
-    accountId: w.accountId,
-    firstId: w.rows[0]!.id,
-    lastId: w.rows.at(-1)!.id,
-    records: w.rows.length,
-    bytes: w.bytes,
-    segments: JSON.stringify(w.segments),
-    functions: JSON.stringify([...new Set(w.rows.map((r) => r.functionId))].sort()),
-    purgeDue: earliestUnpurged(w.rows),
-  }));
-  const counts = new Map<string, { accountId: string; functionId: string; day: number; tasks: number }>();
-  for (const r of written.flatMap((w) => w.rows)) {
-    const day = startOfUtcDay(r.issuedAt);
-    const k = `${r.accountId} ${r.functionId} ${day}`;
-    const c = counts.get(k) ?? { accountId: r.accountId, functionId: r.functionId, day, tasks: 0 };
-    c.tasks++;
-    counts.set(k, c);
-  }
-  const ids = written.flatMap((w) => w.rows.map((r) => r.id));
+/**
+ * The chunk's index row, the counts (per function and day, per chain) and the deletion of its rows
+ * as one batch, each statement one JSON parameter (a chunk's ids are more than D1's 100 bound
+ * parameters).
+ */
+async function commitMove(db: Db, w: Written, now: number): Promise<void> {
+  const perDay = tally(w.rows, (r) => ({ accountId: r.accountId, functionId: r.functionId, day: startOfUtcDay(r.issuedAt) }));
+  const perChain = tally(
+    w.rows.filter((r) => r.chainId !== null),
+    (r) => ({ chainId: r.chainId!, accountId: r.accountId }),
+  );
   const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
   await sqlBatch(db, [
-    ...jsonSlices(index).map((json) => sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, functions, purge_due, archived_at)
-        select ${field("key")}, ${field("accountId")}, ${field("firstId")}, ${field("lastId")}, ${field("records")}, ${field("bytes")},
-               ${field("segments")}, ${field("functions")}, ${field("purgeDue")}, ${now}
-        from json_each(${json}) where true
-        on conflict (key) do nothing`),
-    ...jsonSlices([...counts.values()]).map((json) => sql`insert into ${taskArchiveCounts} (account_id, function_id, day, tasks)
+    sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, functions, purge_due, archived_at)
+        values (${w.key}, ${w.accountId}, ${w.rows[0]!.id}, ${w.rows.at(-1)!.id}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)},
+                ${JSON.stringify([...new Set(w.rows.map((r) => r.functionId))].sort())}, ${earliestUnpurged(w.rows)}, ${now})
+        on conflict (key) do nothing`,
+    ...jsonSlices(perDay).map((json) => sql`insert into ${taskArchiveCounts} (account_id, function_id, day, tasks)
         select ${field("accountId")}, ${field("functionId")}, ${field("day")}, ${field("tasks")}
         from json_each(${json}) where true
         on conflict (account_id, function_id, day) do update set tasks = tasks + excluded.tasks`),
-    ...jsonSlices(ids).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
+    ...jsonSlices(perChain).map((json) => sql`insert into ${taskArchiveChains} (chain_id, account_id, tasks)
+        select ${field("chainId")}, ${field("accountId")}, ${field("tasks")}
+        from json_each(${json}) where true
+        on conflict (chain_id) do update set tasks = tasks + excluded.tasks`),
+    ...jsonSlices(w.rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
   ]);
 }
 
-/**
- * After a failed move, the chunks whose index rows did not land: only those may go. A batch whose
- * answer was lost may have committed, and then its chunks hold the only copy of their records; when
- * even that cannot be read, nothing is deleted (an unindexed chunk is never read, only kept).
- */
-async function unindexed(db: Db, written: Written[]): Promise<string[]> {
-  const keys = written.map((w) => w.key);
-  const landed = new Set<string>();
-  for (const json of jsonSlices(keys)) {
-    const rows = await db.select({ key: taskArchive.key }).from(taskArchive).where(sql`${taskArchive.key} in (select value from json_each(${json}))`);
-    for (const r of rows) landed.add(r.key);
+/** The rows counted by what `keyOf` says of them: one entry per distinct key, with its `tasks`. */
+function tally<K extends Record<string, string | number>>(rows: TaskRow[], keyOf: (r: TaskRow) => K): (K & { tasks: number })[] {
+  const counts = new Map<string, K & { tasks: number }>();
+  for (const r of rows) {
+    const k = keyOf(r);
+    const name = Object.values(k).join(" ");
+    const c = counts.get(name) ?? { ...k, tasks: 0 };
+    c.tasks++;
+    counts.set(name, c);
   }
-  return keys.filter((k) => !landed.has(k));
+  return [...counts.values()];
+}
+
+/**
+ * After a failed move, whether the chunk's index row landed: only a chunk without one may go. A
+ * batch whose answer was lost may have committed, and then the chunk holds the only copy of its
+ * records; when even that cannot be read, nothing is deleted (an unindexed chunk is never read, only
+ * kept).
+ */
+async function indexed(db: Db, key: string): Promise<boolean> {
+  return (await db.select({ key: taskArchive.key }).from(taskArchive).where(eq(taskArchive.key, key))).length > 0;
 }
 
 /** When retention next has work in these records: the earliest finish of those not purged yet. */

@@ -1,6 +1,6 @@
 import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { taskArchiveCounts } from "../db/schema.js";
+import { taskArchiveChains, taskArchiveCounts, tasks } from "../db/schema.js";
 import { DAY_MS } from "../lib/time.js";
 
 /**
@@ -22,4 +22,13 @@ export async function archivedDays(db: Db, accountId: string, first: number): Pr
     .from(taskArchiveCounts)
     .where(and(eq(taskArchiveCounts.accountId, accountId), gte(taskArchiveCounts.day, first)));
   return rows.map((r) => ({ ...r, day: (r.day - first) / DAY_MS }));
+}
+
+/** The chain's tasks (those with its `chain_id`), in D1 and archived, read in one statement so that a move in between counts none twice. */
+export async function chainTasks(db: Db, chainId: string): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*) + coalesce((select ${taskArchiveChains.tasks} from ${taskArchiveChains} where ${taskArchiveChains.chainId} = ${chainId}), 0)` })
+    .from(tasks)
+    .where(eq(tasks.chainId, chainId));
+  return row?.n ?? 0;
 }
