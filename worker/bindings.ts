@@ -25,6 +25,8 @@ export interface StoreBindings {
   TASK_ARCHIVE_AFTER_DAYS?: string;
   /** Days a usage row is kept to count a re-committed outcome once (default 7); see worker/services/usage-pruning.ts. */
   USAGE_DEDUP_DAYS?: string;
+  /** D1 queries the hourly sweep may make in its invocation (default 900; D1 answers 1,000 on Workers Paid, 50 on Free); see worker/sweep/hourly.ts. */
+  SWEEP_D1_QUERIES?: string;
   /** Shared secret of the payment provider's signed webhook. */
   BILLING_WEBHOOK_SECRET?: string;
   /**

@@ -3,18 +3,11 @@ import type { Bindings } from "./env.js";
 import { openDb } from "./db/client.js";
 import { plansFrom } from "./billing/plans.js";
 import { renewPlans } from "./billing/renewal.js";
-import { sweepTasks } from "./services/retention.js";
-import { retentionMs } from "./tasks/retention-period.js";
-import { pruneUsage, usageDedupMs } from "./services/usage-pruning.js";
-import { sweepOrphans } from "./services/orphans.js";
-import { archiveTasks } from "./task-history/archiver.js";
-import { purgeArchive } from "./task-history/retention.js";
-import { archiveAfterMs } from "./task-history/window.js";
 import { RENEWAL_CRON } from "./crons.js";
+import { hourlySweep } from "./sweep/hourly.js";
 import { withCostCounting } from "./diagnostics/cost-counters.js";
 import { withD1Control } from "./diagnostics/d1-control.js";
 import { Dispatcher } from "./dispatch/durable-object.js";
-import { sweepUnreachable } from "./dispatch/client.js";
 
 export { Dispatcher };
 export { EndpointCounter } from "./counters/durable-object.js";
@@ -32,20 +25,6 @@ export default {
     const db = openDb(env);
     const now = controller.scheduledTime;
     if (controller.cron === RENEWAL_CRON) ctx.waitUntil(renewPlans(db, plansFrom(env.PLANS), now).then(logged("plans renewed", controller.cron)));
-    else {
-      // One after another: the archive takes rows as retention left them, and retention of the
-      // archive sees what the archive just took.
-      ctx.waitUntil(
-        sweepTasks(db, env.BUCKET, retentionMs(env), now)
-          .then(logged("finished tasks purged", controller.cron))
-          .then(() => archiveTasks(db, env.BUCKET, archiveAfterMs(env), now))
-          .then(logged("task records archived", controller.cron))
-          .then(() => purgeArchive(db, env.BUCKET, retentionMs(env), now))
-          .then(logged("archived tasks purged", controller.cron)),
-      );
-      ctx.waitUntil(pruneUsage(db, usageDedupMs(env), now).then(logged("usage rows past the dedup horizon deleted", controller.cron)));
-      ctx.waitUntil(sweepOrphans(db, env, now).then(logged("tasks never queued failed", controller.cron)));
-      ctx.waitUntil(sweepUnreachable(env).then(logged("waiting tasks no node could take failed", controller.cron)));
-    }
+    else ctx.waitUntil(hourlySweep(db, env, now, (msg, n) => logged(msg, controller.cron)(n)));
   },
 } satisfies ExportedHandler<Bindings>;

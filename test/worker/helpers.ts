@@ -293,8 +293,8 @@ export const ERROR_SHAPE = {
   error: expect.objectContaining({ code: expect.stringMatching(/^[a-z][a-z_]*$/), message: expect.any(String) }),
 };
 
-/** Runs a Cron Trigger of wrangler.toml as if it fired at `scheduledTime` (with `vars` over wrangler.toml's), and waits for its work. */
-export async function runCron(cron: string, scheduledTime: number, vars: Record<string, string> = {}) {
+/** Runs a Cron Trigger of wrangler.toml as if it fired at `scheduledTime` (with `vars`, or bindings, over wrangler.toml's), and waits for its work. */
+export async function runCron(cron: string, scheduledTime: number, vars: Record<string, string | D1Database> = {}) {
   const ctx = createExecutionContext();
   await worker.scheduled!(createScheduledController({ scheduledTime, cron }) as ScheduledController, { ...env, ...vars }, ctx);
   await waitOnExecutionContext(ctx);

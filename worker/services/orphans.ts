@@ -1,5 +1,6 @@
 import { and, asc, gt, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
+import { QueryBudget } from "../db/query-budget.js";
 import { tasks } from "../db/schema.js";
 import type { Bindings } from "../env.js";
 import { allShards } from "../dispatch/client.js";
@@ -24,10 +25,12 @@ const MAX_PAGES = 20;
 export const ORPHAN_LOG_LINE = "[dispatcher] the task was recorded but never queued (the service restarted while it was being created); it did not run";
 
 /** Fails the orphaned tasks issued before `now - ORPHAN_AFTER_MS`; returns how many. */
-export async function sweepOrphans(db: Db, env: Bindings, now: number): Promise<number> {
+export async function sweepOrphans(db: Db, env: Bindings, now: number, sweep = new QueryBudget(Infinity)): Promise<number> {
+  const budget = sweep.part(2 * MAX_PAGES);
   let failed = 0;
   let after = "";
-  for (let pages = 0; pages < MAX_PAGES; pages++) {
+  // A page's read and its update are taken together, so a page read is never left unanswered.
+  while (budget.take(2)) {
     // Through the partial index of unfinished tasks: only those are read.
     const page = await db
       .select({ id: tasks.id })

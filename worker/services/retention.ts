@@ -2,11 +2,13 @@ import { and, asc, isNull, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../lib/storage-keys.js";
+import { QueryBudget } from "../db/query-budget.js";
 
-/** Tasks a page: three R2 keys each stay within one R2 delete call (1,000 keys). */
-const PAGE = 300;
-/** Pages a run: a first run over a long history stops here and the next hourly run goes on. */
-const MAX_PAGES = 1000;
+/** Tasks a page: two D1 queries (a read, then the update) and three R2 delete calls (1,000 keys each, three keys a task). */
+const PAGE = 999;
+const KEYS_A_CALL = 999;
+/** D1 queries a run, at most: a first run over a long history stops here (or where the sweep's budget ends) and the next hourly run goes on. */
+const MAX_QUERIES = 400;
 
 /**
  * The retention sweep (an hourly Cron Trigger): every task that finished more than `keepMs`
@@ -17,10 +19,12 @@ const MAX_PAGES = 1000;
  * can have is deleted whatever its row says, so an object put for a task whose outcome never
  * named it (a result uploaded before a timeout) goes too. Returns how many tasks were purged.
  */
-export async function sweepTasks(db: Db, bucket: R2Bucket, keepMs: number, now: number): Promise<number> {
+export async function sweepTasks(db: Db, bucket: R2Bucket, keepMs: number, now: number, sweep = new QueryBudget(Infinity)): Promise<number> {
   const cutoff = now - keepMs;
+  const budget = sweep.part(MAX_QUERIES);
   let purged = 0;
-  for (let pages = 0; pages < MAX_PAGES; pages++) {
+  // Both of a page's queries are taken before its R2 objects go: a page is never left half done for want of one.
+  while (budget.take(2)) {
     const page = await db
       .select({ id: tasks.id, accountId: tasks.accountId })
       .from(tasks)
@@ -28,7 +32,8 @@ export async function sweepTasks(db: Db, bucket: R2Bucket, keepMs: number, now: 
       .orderBy(asc(tasks.finishedAt))
       .limit(PAGE);
     if (!page.length) break;
-    await bucket.delete(page.flatMap((t) => [taskInputKey(t.accountId, t.id), taskResultKey(t.accountId, t.id), taskLogKey(t.accountId, t.id)]));
+    const keys = page.flatMap((t) => [taskInputKey(t.accountId, t.id), taskResultKey(t.accountId, t.id), taskLogKey(t.accountId, t.id)]);
+    for (let i = 0; i < keys.length; i += KEYS_A_CALL) await bucket.delete(keys.slice(i, i + KEYS_A_CALL));
     // The ids as one JSON parameter: a page is more than D1's 100 bound parameters.
     await db
       .update(tasks)

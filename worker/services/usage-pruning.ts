@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { StoreBindings } from "../bindings.js";
 import { sqlBatch, type Db } from "../db/client.js";
 import { DAY_MS } from "../lib/time.js";
+import { QueryBudget } from "../db/query-budget.js";
 
 /**
  * Days a usage row is kept (USAGE_DEDUP_DAYS overrides). A usage row is not what anyone reads:
@@ -44,11 +45,12 @@ export const usagePruned = (cutoff: number, page: number) => sql`with head as (s
  * the hourly sweep). usage_totals, and so quotas, `GET /v1/usage` and the console, do not change: its
  * trigger fires on insert only. Idempotent. Returns how many rows were deleted.
  */
-export async function pruneUsage(db: Db, keepMs: number, now: number, o: { page?: number; maxPages?: number } = {}): Promise<number> {
+export async function pruneUsage(db: Db, keepMs: number, now: number, o: { page?: number; maxPages?: number; budget?: QueryBudget } = {}): Promise<number> {
   const page = o.page ?? USAGE_PRUNE_PAGE;
   const cutoff = now - keepMs;
+  const budget = (o.budget ?? new QueryBudget(Infinity)).part(o.maxPages ?? USAGE_PRUNE_MAX_PAGES);
   let deleted = 0;
-  for (let pages = 0; pages < (o.maxPages ?? USAGE_PRUNE_MAX_PAGES); pages++) {
+  while (budget.take()) {
     const [rows = []] = await sqlBatch(db, [usagePruned(cutoff, page)]);
     deleted += rows.length;
     if (rows.length < page) break;

@@ -7,12 +7,15 @@ import { historyChunkKey } from "../lib/storage-keys.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { putChunk, readChunk, type Segments } from "./chunk.js";
 import { jsonSlices } from "../db/json-slices.js";
+import { QueryBudget } from "../db/query-budget.js";
 
 export interface ArchiveRun {
   /** Records a chunk, at most: one account's, read in one page (1,000 rows of up to ~12 KB each stay well inside a Worker's memory). */
   chunkSize?: number;
-  /** D1 queries a run may make (each look, read and move counts): far below D1's 1,000 an invocation, which the sweep's other parts share. */
+  /** D1 queries a run may make (each look, read and move counts), at most. */
   maxQueries?: number;
+  /** The invocation's budget the run draws from (the hourly sweep's, shared by its parts). */
+  budget?: QueryBudget;
   /** How long past the window an account's records may wait for a full chunk before they move however few. */
   holdMs?: number;
 }
@@ -25,14 +28,6 @@ interface Written {
   rows: TaskRow[];
   bytes: number;
   segments: Segments;
-}
-
-/** What a run may still ask of D1. */
-class Budget {
-  constructor(private left: number) {}
-  take(): boolean {
-    return this.left-- > 0;
-  }
 }
 
 /**
@@ -57,7 +52,7 @@ class Budget {
  */
 export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, now: number, run: ArchiveRun = {}): Promise<number> {
   const size = run.chunkSize ?? 1000;
-  const budget = new Budget(run.maxQueries ?? 400);
+  const budget = (run.budget ?? new QueryBudget(Infinity)).part(run.maxQueries ?? 400);
   const cutoff = now - afterMs;
   const held = idFloor(cutoff - (run.holdMs ?? DEFAULT_HOLD_MS));
   const looked = new Set<string>();
@@ -97,7 +92,7 @@ export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, no
 }
 
 /** Moves the account's records past the window, a full chunk at a time (and the last, partial one when `whatever`). */
-async function moveAccount(db: Db, bucket: R2Bucket, o: { accountId: string; cutoff: number; size: number; now: number; whatever: boolean }, budget: Budget): Promise<number> {
+async function moveAccount(db: Db, bucket: R2Bucket, o: { accountId: string; cutoff: number; size: number; now: number; whatever: boolean }, budget: QueryBudget): Promise<number> {
   let moved = 0;
   for (let after = ""; budget.take(); ) {
     const rows = await db
@@ -113,7 +108,8 @@ async function moveAccount(db: Db, bucket: R2Bucket, o: { accountId: string; cut
       await commitMove(db, written, o.now);
     } catch (e) {
       // A chunk no index row names is never read; left behind it would hold records past their retention.
-      if (!(await indexed(db, written.key).catch(() => true))) await bucket.delete(written.key).catch(() => undefined);
+      const lost = budget.take() && !(await indexed(db, written.key).catch(() => true));
+      if (lost) await bucket.delete(written.key).catch(() => undefined);
       throw e;
     }
     moved += rows.length;

@@ -5,6 +5,7 @@ import { taskArchive } from "../db/schema.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../lib/storage-keys.js";
 import { putChunk, readChunk } from "./chunk.js";
 import { earliestUnpurged } from "./archiver.js";
+import { QueryBudget } from "../db/query-budget.js";
 
 /** Chunks a run: each is a read and a write of R2 and one D1 update; the next hourly run goes on. */
 const MAX_CHUNKS = 200;
@@ -20,16 +21,20 @@ const KEYS_A_CALL = 999;
  * leaves the chunk due, and the next run does it again (deleting a deleted key is no error).
  * Returns how many records were purged.
  */
-export async function purgeArchive(db: Db, bucket: R2Bucket, keepMs: number, now: number): Promise<number> {
+export async function purgeArchive(db: Db, bucket: R2Bucket, keepMs: number, now: number, sweep = new QueryBudget(Infinity)): Promise<number> {
   const cutoff = now - keepMs;
+  const budget = sweep.part(1 + MAX_CHUNKS);
+  if (!budget.take()) return 0;
   const due = await db
     .select({ key: taskArchive.key, segments: taskArchive.segments })
     .from(taskArchive)
     .where(and(isNotNull(taskArchive.purgeDue), lt(taskArchive.purgeDue, cutoff)))
     .orderBy(asc(taskArchive.purgeDue))
-    .limit(MAX_CHUNKS);
+    .limit(Math.min(MAX_CHUNKS, budget.left()));
   let purged = 0;
   for (const { key, segments } of due) {
+    // Taken before R2 is touched: a chunk's purge ends with its index row's update.
+    if (!budget.take()) break;
     const rows = await readChunk(bucket, key, segments);
     const expired = rows.filter((r) => r.purgedAt == null && r.finishedAt != null && r.finishedAt < cutoff);
     const keys = expired.flatMap((t) => [taskInputKey(t.accountId, t.id), taskResultKey(t.accountId, t.id), taskLogKey(t.accountId, t.id)]);
