@@ -18,6 +18,8 @@ export default defineConfig(async () => {
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
+                // A second, empty database: migration tests apply the migrations to it step by step.
+                d1Databases: { MIGRATION_DB: "migration-db" },
                 bindings: {
                   TEST_MIGRATIONS: migrations,
                   ADMIN_TOKEN: "test-admin-token",

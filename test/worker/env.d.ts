@@ -6,6 +6,8 @@ declare global {
     interface Env extends Bindings {
       TEST_MIGRATIONS: D1Migration[];
       ADMIN_TOKEN: string;
+      /** Empty until a migration test applies migrations to it (vitest.config.ts). */
+      MIGRATION_DB: D1Database;
     }
   }
 }

@@ -89,12 +89,17 @@ describe("the archive's move (the hourly sweep)", () => {
     await sweepIn(PAST);
     expect(await inD1(done)).toBe(false);
     const [chunk] = await chunksOf(accountId);
-    expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done), first_id: done, last_id: done, records: 1, functions: JSON.stringify([fn]) });
+    expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done), first_id: done, last_id: done, records: 1 });
+    expect((await env.DB.prepare("select function_id, first_id, account_id from task_archive_functions where last_id = ?").bind(done).all()).results).toEqual([
+      { function_id: fn, first_id: done, account_id: accountId },
+    ]);
     expect(await env.BUCKET.head(chunk!.key as string)).not.toBeNull();
 
     await sweepIn(PAST + 1); // again: nothing left to move, nothing counted twice
     expect(await chunksOf(accountId)).toHaveLength(1);
     expect(await env.DB.prepare("select sum(tasks) n from task_archive_counts where account_id = ?").bind(accountId).first("n")).toBe(1);
+    expect(await env.DB.prepare("select sum(tasks) n from task_archive_totals where account_id = ?").bind(accountId).first("n")).toBe(1);
+    expect(await env.DB.prepare("select count(*) n from task_archive_functions where account_id = ?").bind(accountId).first("n")).toBe(1);
   });
 
   it("leaves unfinished tasks, and tasks finished inside the window, however old their issue", async () => {

@@ -446,8 +446,6 @@ export const taskArchive = sqliteTable(
     bytes: integer("bytes").notNull(),
     /** Where each gzip segment of the object begins, [first id, byte offset] (task-history/chunk.ts): a get reads one. */
     segments: text("segments", { mode: "json" }).$type<[string, number][]>().notNull(),
-    /** The distinct functions of its records, sorted: a function's list skips chunks without it. */
-    functions: text("functions", { mode: "json" }).$type<string[]>().notNull(),
     /** The earliest finish among its records retention has not purged yet; null once all are. */
     purgeDue: integer("purge_due"),
     archivedAt: integer("archived_at").notNull(),
@@ -460,8 +458,39 @@ export const taskArchive = sqliteTable(
 );
 
 /**
+ * The functions of each chunk, a row per function a chunk holds: a function's list finds its chunks
+ * through this key (function, last id), newest first, however rare the function is in its account.
+ * A chunk is one account's, and a function belongs to one account, so (function, last id) names a
+ * chunk; the chunk's row is found by (account, last id) in task_archive's index.
+ */
+export const taskArchiveFunctions = sqliteTable(
+  "task_archive_functions",
+  {
+    functionId: text("function_id").notNull(),
+    lastId: text("last_id").notNull(),
+    firstId: text("first_id").notNull(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.functionId, t.lastId] })],
+);
+
+/**
+ * Archived tasks per account and function, all time: an account's completed tasks sum a row per
+ * function (task_archive_counts' rows per day would grow with every day of history).
+ */
+export const taskArchiveTotals = sqliteTable(
+  "task_archive_totals",
+  {
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull(),
+    tasks: integer("tasks").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.functionId] })],
+);
+
+/**
  * Archived tasks per function and UTC day of issue, kept by the archiver in the batch that moves
- * them: the counts that outlive their rows (a function's completed tasks, the console's daily chart).
+ * them: the counts that outlive their rows, for the console's daily chart.
  */
 export const taskArchiveCounts = sqliteTable(
   "task_archive_counts",

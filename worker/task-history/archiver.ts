@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive, taskArchiveChains, taskArchiveCounts, tasks } from "../db/schema.js";
+import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchiveTotals, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
@@ -127,22 +127,31 @@ async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
 }
 
 /**
- * The chunk's index row, the counts (per function and day, per chain) and the deletion of its rows
+ * The chunk's index rows (its own, one per function), the counts (per function and day, per function,
+ * per chain) and the deletion of its rows
  * as one batch, each statement one JSON parameter (a chunk's ids are more than D1's 100 bound
  * parameters).
  */
 async function commitMove(db: Db, w: Written, now: number): Promise<void> {
   const perDay = tally(w.rows, (r) => ({ accountId: r.accountId, functionId: r.functionId, day: startOfUtcDay(r.issuedAt) }));
+  const perFunction = tally(w.rows, (r) => ({ accountId: r.accountId, functionId: r.functionId }));
   const perChain = tally(
     w.rows.filter((r) => r.chainId !== null),
     (r) => ({ chainId: r.chainId!, accountId: r.accountId }),
   );
   const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
+  const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
   await sqlBatch(db, [
-    sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, functions, purge_due, archived_at)
-        values (${w.key}, ${w.accountId}, ${w.rows[0]!.id}, ${w.rows.at(-1)!.id}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)},
-                ${JSON.stringify([...new Set(w.rows.map((r) => r.functionId))].sort())}, ${earliestUnpurged(w.rows)}, ${now})
+    sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
+        values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
         on conflict (key) do nothing`,
+    ...jsonSlices(perFunction.map((f) => f.functionId)).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, first_id, account_id)
+        select value, ${lastId}, ${firstId}, ${w.accountId} from json_each(${json}) where true
+        on conflict do nothing`),
+    ...jsonSlices(perFunction).map((json) => sql`insert into ${taskArchiveTotals} (account_id, function_id, tasks)
+        select ${field("accountId")}, ${field("functionId")}, ${field("tasks")}
+        from json_each(${json}) where true
+        on conflict (account_id, function_id) do update set tasks = tasks + excluded.tasks`),
     ...jsonSlices(perDay).map((json) => sql`insert into ${taskArchiveCounts} (account_id, function_id, day, tasks)
         select ${field("accountId")}, ${field("functionId")}, ${field("day")}, ${field("tasks")}
         from json_each(${json}) where true

@@ -1,19 +1,20 @@
 import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { taskArchiveChains, taskArchiveCounts, tasks } from "../db/schema.js";
+import { taskArchiveChains, taskArchiveCounts, taskArchiveTotals, tasks } from "../db/schema.js";
 import { DAY_MS } from "../lib/time.js";
 
 /**
- * The counts of archived tasks (archiver.ts keeps them per function and UTC day of issue, in the
- * batch that moves the records): what the counts of D1's rows no longer see once records leave it.
+ * The counts of archived tasks (archiver.ts keeps them per function, per function and UTC day of
+ * issue, and per chain, in the batch that moves the records): what the counts of D1's rows no longer
+ * see once records leave it.
  */
 
 /** Every archived task of the account, or of one of its functions: a statement for taskCounts' batch. */
 export const archivedTotal = (db: Db, scope: { accountId: string; functionId?: string | undefined }) =>
   db
-    .select({ n: sql<number>`coalesce(sum(${taskArchiveCounts.tasks}), 0)` })
-    .from(taskArchiveCounts)
-    .where(and(eq(taskArchiveCounts.accountId, scope.accountId), scope.functionId ? eq(taskArchiveCounts.functionId, scope.functionId) : undefined));
+    .select({ n: sql<number>`coalesce(sum(${taskArchiveTotals.tasks}), 0)` })
+    .from(taskArchiveTotals)
+    .where(and(eq(taskArchiveTotals.accountId, scope.accountId), scope.functionId ? eq(taskArchiveTotals.functionId, scope.functionId) : undefined));
 
 /** The account's archived tasks per function and UTC day since `first` (a day's start), `day` counted from it. */
 export async function archivedDays(db: Db, accountId: string, first: number): Promise<{ functionId: string; day: number; count: number }[]> {

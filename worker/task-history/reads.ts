@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, gte, lt, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, lt, lte } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive } from "../db/schema.js";
+import { taskArchive, taskArchiveFunctions } from "../db/schema.js";
 import { readChunk, readSegmentOf } from "./chunk.js";
 
 /**
@@ -83,28 +83,30 @@ export interface ArchivedQuery {
   limit: number;
 }
 
-const hasFunction = (functionId: string): SQL => sql`exists (select 1 from json_each(${taskArchive.functions}) where value = ${functionId})`;
-
 const CHUNKS_A_QUERY = 16;
 
 /**
  * The newest chunks of a page's query, newest last id first, `CHUNKS_A_QUERY` of them: a query to
  * batch with D1's own page (as chunksHolding), which archivedPage continues from when it needs more.
+ * An account's list walks its index (account, last id); a function's walks the function's own
+ * (function, last id), so it reads only chunks that hold the function, however rare it is.
  */
-export const pageChunks = (db: Db, q: Omit<ArchivedQuery, "above" | "limit">, below?: string) =>
-  db
-    .select(chunkFields)
-    .from(taskArchive)
-    .where(
-      and(
-        eq(taskArchive.accountId, q.accountId),
-        q.before ? lt(taskArchive.firstId, q.before) : undefined,
-        below ? lt(taskArchive.lastId, below) : undefined,
-        q.functionId ? hasFunction(q.functionId) : undefined,
-      ),
-    )
-    .orderBy(desc(taskArchive.lastId))
-    .limit(CHUNKS_A_QUERY);
+export const pageChunks = (db: Db, q: Omit<ArchivedQuery, "above" | "limit">, below?: string) => {
+  const range = q.functionId ? taskArchiveFunctions : taskArchive;
+  const where = and(
+    eq(range.accountId, q.accountId),
+    q.functionId ? eq(taskArchiveFunctions.functionId, q.functionId) : undefined,
+    q.before ? lt(range.firstId, q.before) : undefined,
+    below ? lt(range.lastId, below) : undefined,
+  );
+  const chunks = q.functionId
+    ? db
+        .select(chunkFields)
+        .from(taskArchiveFunctions)
+        .innerJoin(taskArchive, and(eq(taskArchive.accountId, taskArchiveFunctions.accountId), eq(taskArchive.lastId, taskArchiveFunctions.lastId)))
+    : db.select(chunkFields).from(taskArchive);
+  return chunks.where(where).orderBy(desc(range.lastId)).limit(CHUNKS_A_QUERY);
+};
 
 /**
  * The newest `limit` archived tasks of the query, newest first, from `first` (pageChunks' answer)
@@ -131,6 +133,10 @@ export async function archivedPage(db: Db, bucket: R2Bucket, q: ArchivedQuery, f
 
 /** Whether the account has archived tasks of the function (a task list may filter by a deleted function whose records remain). */
 export async function hasArchivedTasks(db: Db, accountId: string, functionId: string): Promise<boolean> {
-  const [row] = await db.select({ key: taskArchive.key }).from(taskArchive).where(and(eq(taskArchive.accountId, accountId), hasFunction(functionId))).limit(1);
+  const [row] = await db
+    .select({ lastId: taskArchiveFunctions.lastId })
+    .from(taskArchiveFunctions)
+    .where(and(eq(taskArchiveFunctions.functionId, functionId), eq(taskArchiveFunctions.accountId, accountId)))
+    .limit(1);
   return !!row;
 }

@@ -1,0 +1,48 @@
+import { applyD1Migrations, env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+
+/**
+ * Migrations that move data, applied to a database that holds what the earlier ones left
+ * (MIGRATION_DB: empty until this file fills it, one migration at a time).
+ */
+
+const db = env.MIGRATION_DB;
+const upTo = (name: string) => env.TEST_MIGRATIONS.slice(0, env.TEST_MIGRATIONS.findIndex((m) => m.name.startsWith(name)) + 1);
+const rows = async (query: string) => (await db.prepare(query).all()).results;
+
+describe("0022_task_archive_functions", () => {
+  it("indexes every archived chunk by each of its functions and totals the per-day counts, then drops the JSON list", async () => {
+    await applyD1Migrations(db, upTo("0021_"));
+    await db.batch([
+      db.prepare("insert into accounts (id, name, created_at) values ('acct-a', 'a', 0), ('acct-b', 'b', 0)"),
+      db.prepare(
+        `insert into task_archive (key, account_id, first_id, last_id, records, bytes, segments, functions, purge_due, archived_at) values
+         ('history/acct-a/1-3.ndjson.gz', 'acct-a', '1', '3', 3, 100, '[["1",0]]', '["fn-x","fn-y"]', null, 0),
+         ('history/acct-a/4-6.ndjson.gz', 'acct-a', '4', '6', 3, 100, '[["4",0]]', '["fn-y"]', 5, 0),
+         ('history/acct-b/2-2.ndjson.gz', 'acct-b', '2', '2', 1, 50, '[["2",0]]', '["fn-z"]', null, 0)`,
+      ),
+      db.prepare(
+        `insert into task_archive_counts (account_id, function_id, day, tasks) values
+         ('acct-a', 'fn-x', 0, 1), ('acct-a', 'fn-y', 0, 2), ('acct-a', 'fn-y', 86400000, 3), ('acct-b', 'fn-z', 0, 1)`,
+      ),
+    ]);
+
+    await applyD1Migrations(db, upTo("0022_"));
+
+    expect(await rows("select function_id, last_id, first_id, account_id from task_archive_functions order by function_id, last_id")).toEqual([
+      { function_id: "fn-x", last_id: "3", first_id: "1", account_id: "acct-a" },
+      { function_id: "fn-y", last_id: "3", first_id: "1", account_id: "acct-a" },
+      { function_id: "fn-y", last_id: "6", first_id: "4", account_id: "acct-a" },
+      { function_id: "fn-z", last_id: "2", first_id: "2", account_id: "acct-b" },
+    ]);
+    expect(await rows("select account_id, function_id, tasks from task_archive_totals order by account_id, function_id")).toEqual([
+      { account_id: "acct-a", function_id: "fn-x", tasks: 1 },
+      { account_id: "acct-a", function_id: "fn-y", tasks: 5 },
+      { account_id: "acct-b", function_id: "fn-z", tasks: 1 },
+    ]);
+    expect((await rows("select name from pragma_table_info('task_archive')")).map((c) => c.name)).not.toContain("functions");
+    // The chunks and their per-day counts are as they were.
+    expect(await rows("select key, purge_due from task_archive order by key")).toHaveLength(3);
+    expect(await rows("select * from task_archive_counts")).toHaveLength(4);
+  });
+});
