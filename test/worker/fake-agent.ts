@@ -152,13 +152,37 @@ export class FakeAgent {
     const shard = shardStub(env, this.shard);
     const stillOpen = () => [...FakeAgent.open].filter((a) => a.nodeId === this.nodeId && a.shard === this.shard).length;
     let listed: FleetEntry[] = [];
+    // Whether a fleet() call was still unanswered when the time ran out: eventually() only looks at
+    // its deadline between checks, so a shard that stops answering would otherwise hang until the
+    // hook timeout again, with nothing said.
+    let unanswered = false;
+    const deadline = Date.now() + 8_000;
     try {
       // Shorter than the 10 s hook timeout, so a close the shard never takes fails here, saying what
       // the shard still lists and how the socket stands, not as a bare hook timeout.
-      await eventually(async () => (listed = (await shard.fleet()).filter((e) => e.nodeId === this.nodeId)).length <= stillOpen(), 8_000);
+      await eventually(async () => {
+        unanswered = true;
+        const fleet = await before(deadline, shard.fleet());
+        unanswered = false;
+        return (listed = fleet.filter((e) => e.nodeId === this.nodeId)).length <= stillOpen();
+      }, 8_000);
     } catch (e) {
-      throw new Error(`${this.nodeId}: shard ${this.shard} still lists ${JSON.stringify(listed)} (${stillOpen()} other sockets of the node open); readyState ${this.ws.readyState}, closed by the dispatcher: ${JSON.stringify(this.closedWith ?? false)}`, { cause: e });
+      const shardSays = unanswered ? `did not answer fleet() within 8 s (it last listed ${JSON.stringify(listed)})` : `still lists ${JSON.stringify(listed)}`;
+      throw new Error(`${this.nodeId}: shard ${this.shard} ${shardSays} (${stillOpen()} other sockets of the node open); readyState ${this.ws.readyState}, closed by the dispatcher: ${JSON.stringify(this.closedWith ?? false)}`, { cause: e });
     }
+  }
+}
+
+/** `p`, or a rejection once `deadline` (a Date.now() time) passes first. */
+async function before<T>(deadline: number, p: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("no answer in time")), Math.max(1, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
