@@ -1,0 +1,90 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { accounts } from "./accounts.js";
+
+/**
+ * The task archive's index (worker/task-history/): one row a chunk of finished task records that
+ * left `tasks` for R2 (`history/<account>/<first id>-<last id>.ndjson.gz`). A chunk holds one
+ * account's records, up to 1,000, in id order; a record's D1 cost is its share of this row (well
+ * under a byte). Reads find a record's chunk by its id and account, a list's chunks by their ids.
+ */
+export const taskArchive = sqliteTable(
+  "task_archive",
+  {
+    key: text("key").primaryKey(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    firstId: text("first_id").notNull(),
+    lastId: text("last_id").notNull(),
+    records: integer("records").notNull(),
+    /** The chunk's size in R2 (gzip), for the operator's arithmetic. */
+    bytes: integer("bytes").notNull(),
+    /** Where each gzip segment of the object begins, [first id, byte offset] (task-history/chunk.ts): a get reads one. */
+    segments: text("segments", { mode: "json" }).$type<[string, number][]>().notNull(),
+    /** The earliest finish among its records retention has not purged yet; null once all are. */
+    purgeDue: integer("purge_due"),
+    archivedAt: integer("archived_at").notNull(),
+  },
+  (t) => [
+    // With first_id in it, a record's chunk (first_id <= id <= last_id) is found from the index alone.
+    index("task_archive_account").on(t.accountId, t.lastId, t.firstId),
+    index("task_archive_purge").on(t.purgeDue).where(sql`${t.purgeDue} is not null`),
+  ],
+);
+
+/**
+ * The functions of each chunk, a row per function a chunk holds: a function's list finds its chunks
+ * through this key (function, last id), newest first, however rare the function is in its account.
+ * A chunk is one account's, and a function belongs to one account, so (function, last id) names a
+ * chunk; the chunk's row is found by (account, last id) in task_archive's index.
+ */
+export const taskArchiveFunctions = sqliteTable(
+  "task_archive_functions",
+  {
+    functionId: text("function_id").notNull(),
+    lastId: text("last_id").notNull(),
+    firstId: text("first_id").notNull(),
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.functionId, t.lastId] })],
+);
+
+/**
+ * Archived tasks per account and function, all time: an account's completed tasks sum a row per
+ * function (task_archive_counts' rows per day would grow with every day of history).
+ */
+export const taskArchiveTotals = sqliteTable(
+  "task_archive_totals",
+  {
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull(),
+    tasks: integer("tasks").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.functionId] })],
+);
+
+/**
+ * Archived tasks per function and UTC day of issue, kept by the archiver in the batch that moves
+ * them: the counts that outlive their rows, for the console's daily chart.
+ */
+export const taskArchiveCounts = sqliteTable(
+  "task_archive_counts",
+  {
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    functionId: text("function_id").notNull(),
+    /** Start of the UTC day of issue, Unix milliseconds. */
+    day: integer("day").notNull(),
+    tasks: integer("tasks").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.functionId, t.day] })],
+);
+
+/**
+ * Archived tasks per chain (the tasks with this `chain_id`, as D1 counts them): a chain its root's
+ * shard has forgotten is counted again from D1's rows and these (worker/chains/places.ts), so its
+ * tasks that left D1 still count towards MAX_CHAIN_TASKS.
+ */
+export const taskArchiveChains = sqliteTable("task_archive_chains", {
+  chainId: text("chain_id").primaryKey(),
+  accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+  tasks: integer("tasks").notNull(),
+});
