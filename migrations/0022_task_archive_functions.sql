@@ -1,7 +1,6 @@
 CREATE TABLE `task_archive_functions` (
 	`function_id` text NOT NULL,
 	`last_id` text NOT NULL,
-	`first_id` text NOT NULL,
 	`account_id` text NOT NULL,
 	PRIMARY KEY(`function_id`, `last_id`),
 	FOREIGN KEY (`account_id`) REFERENCES `accounts`(`id`) ON UPDATE no action ON DELETE cascade
@@ -16,8 +15,8 @@ CREATE TABLE `task_archive_totals` (
 );
 --> statement-breakpoint
 -- Backfill from what 0020 kept (a chunk's functions as JSON, counts per day), before the column goes.
-INSERT INTO `task_archive_functions` (`function_id`, `last_id`, `first_id`, `account_id`)
-	SELECT j.value, a.`last_id`, a.`first_id`, a.`account_id` FROM `task_archive` a, json_each(a.`functions`) j;
+INSERT INTO `task_archive_functions` (`function_id`, `last_id`, `account_id`)
+	SELECT j.value, a.`last_id`, a.`account_id` FROM `task_archive` a, json_each(a.`functions`) j;
 --> statement-breakpoint
 INSERT INTO `task_archive_totals` (`account_id`, `function_id`, `tasks`)
 	SELECT `account_id`, `function_id`, sum(`tasks`) FROM `task_archive_counts` GROUP BY `account_id`, `function_id`;

@@ -29,11 +29,11 @@ describe("0022_task_archive_functions", () => {
 
     await applyD1Migrations(db, upTo("0022_"));
 
-    expect(await rows("select function_id, last_id, first_id, account_id from task_archive_functions order by function_id, last_id")).toEqual([
-      { function_id: "fn-x", last_id: "3", first_id: "1", account_id: "acct-a" },
-      { function_id: "fn-y", last_id: "3", first_id: "1", account_id: "acct-a" },
-      { function_id: "fn-y", last_id: "6", first_id: "4", account_id: "acct-a" },
-      { function_id: "fn-z", last_id: "2", first_id: "2", account_id: "acct-b" },
+    expect(await rows("select function_id, last_id, account_id from task_archive_functions order by function_id, last_id")).toEqual([
+      { function_id: "fn-x", last_id: "3", account_id: "acct-a" },
+      { function_id: "fn-y", last_id: "3", account_id: "acct-a" },
+      { function_id: "fn-y", last_id: "6", account_id: "acct-a" },
+      { function_id: "fn-z", last_id: "2", account_id: "acct-b" },
     ]);
     expect(await rows("select account_id, function_id, tasks from task_archive_totals order by account_id, function_id")).toEqual([
       { account_id: "acct-a", function_id: "fn-x", tasks: 1 },

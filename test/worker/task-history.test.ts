@@ -90,8 +90,8 @@ describe("the archive's move (the hourly sweep)", () => {
     expect(await inD1(done)).toBe(false);
     const [chunk] = await chunksOf(accountId);
     expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done), first_id: done, last_id: done, records: 1 });
-    expect((await env.DB.prepare("select function_id, first_id, account_id from task_archive_functions where last_id = ?").bind(done).all()).results).toEqual([
-      { function_id: fn, first_id: done, account_id: accountId },
+    expect((await env.DB.prepare("select function_id, account_id from task_archive_functions where last_id = ?").bind(done).all()).results).toEqual([
+      { function_id: fn, account_id: accountId },
     ]);
     expect(await env.BUCKET.head(chunk!.key as string)).not.toBeNull();
 

@@ -27,10 +27,9 @@ export class AgentSockets {
   }
 
   of(nodeId: string): WebSocket[] {
-    return this.ctx.getWebSockets().filter((ws) => {
-      const att = ws.deserializeAttachment() as Attachment | null;
-      return att?.hello && att.nodeId === nodeId && ws.readyState === WebSocket.OPEN;
-    });
+    return this.connected()
+      .filter((c) => c.state.nodeId === nodeId)
+      .map((c) => c.ws);
   }
 
   /** Starts or stops a task's live log on its node, if the agent streams them. */

@@ -127,10 +127,9 @@ async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
 }
 
 /**
- * The chunk's index rows (its own, one per function), the counts (per function and day, per function,
- * per chain) and the deletion of its rows
- * as one batch, each statement one JSON parameter (a chunk's ids are more than D1's 100 bound
- * parameters).
+ * The chunk's index rows (its own, one per function), the counts (per function, per function and
+ * day, per chain) and the deletion of its rows as one batch, each list one JSON parameter (a chunk's
+ * ids are more than D1's 100 bound parameters).
  */
 async function commitMove(db: Db, w: Written, now: number): Promise<void> {
   const perDay = tally(w.rows, (r) => ({ accountId: r.accountId, functionId: r.functionId, day: startOfUtcDay(r.issuedAt) }));
@@ -145,8 +144,8 @@ async function commitMove(db: Db, w: Written, now: number): Promise<void> {
     sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
         values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
         on conflict (key) do nothing`,
-    ...jsonSlices(perFunction.map((f) => f.functionId)).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, first_id, account_id)
-        select value, ${lastId}, ${firstId}, ${w.accountId} from json_each(${json}) where true
+    ...jsonSlices(perFunction.map((f) => f.functionId)).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, account_id)
+        select value, ${lastId}, ${w.accountId} from json_each(${json}) where true
         on conflict do nothing`),
     ...jsonSlices(perFunction).map((json) => sql`insert into ${taskArchiveTotals} (account_id, function_id, tasks)
         select ${field("accountId")}, ${field("functionId")}, ${field("tasks")}

@@ -96,7 +96,7 @@ export const pageChunks = (db: Db, q: Omit<ArchivedQuery, "above" | "limit">, be
   const where = and(
     eq(range.accountId, q.accountId),
     q.functionId ? eq(taskArchiveFunctions.functionId, q.functionId) : undefined,
-    q.before ? lt(range.firstId, q.before) : undefined,
+    q.before ? lt(taskArchive.firstId, q.before) : undefined,
     below ? lt(range.lastId, below) : undefined,
   );
   const chunks = q.functionId

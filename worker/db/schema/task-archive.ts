@@ -35,14 +35,13 @@ export const taskArchive = sqliteTable(
  * The functions of each chunk, a row per function a chunk holds: a function's list finds its chunks
  * through this key (function, last id), newest first, however rare the function is in its account.
  * A chunk is one account's, and a function belongs to one account, so (function, last id) names a
- * chunk; the chunk's row is found by (account, last id) in task_archive's index.
+ * chunk; the chunk's row, and its first id, are found by (account, last id) in task_archive's index.
  */
 export const taskArchiveFunctions = sqliteTable(
   "task_archive_functions",
   {
     functionId: text("function_id").notNull(),
     lastId: text("last_id").notNull(),
-    firstId: text("first_id").notNull(),
     accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
   },
   (t) => [primaryKey({ columns: [t.functionId, t.lastId] })],
