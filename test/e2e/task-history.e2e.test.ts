@@ -3,7 +3,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureOfflineImages } from "../../agent/runtimes/images.js";
-import { SWEEP_CRON } from "../../worker/crons.js";
+import { ARCHIVE_CRON } from "../../worker/crons.js";
 import { zipItems } from "../support/zip.js";
 import { localStack, type AgentProcess, type Api, type LocalWorker } from "./harness.js";
 import { deploy, invoke } from "./deploy.js";
@@ -67,7 +67,7 @@ async function reads(fn: string, ids: string[]) {
   return out;
 }
 
-describe("the hourly sweep's archive on the whole stack", () => {
+describe("the archive sweep on the whole stack", () => {
   it("moves finished records to R2 and every read answers them as before", async () => {
     const { functionId: fn, build } = await deploy(user, "py", await zipItems([{ name: "handler.py", data: handler }]), "history");
     expect(build.status).toBe("SUCCESS");
@@ -80,7 +80,7 @@ describe("the hourly sweep's archive on the whole stack", () => {
     const before = await reads(fn, ids);
     expect(before.completed).toBe(3);
 
-    await worker.triggerCron(SWEEP_CRON, Date.now() + 16 * DAY_MS); // past the window (8 days) and the hold for a full chunk (7)
+    await worker.triggerCron(ARCHIVE_CRON, Date.now() + 9 * DAY_MS); // past the window (1 day) and the hold for a full chunk (7)
     expect(await reads(fn, ids)).toEqual(before);
     // Moved, not copied: D1 holds none of the rows any more, the archive's index holds all three.
     expect(d1(`select count(*) as n from tasks where id in (${ids.map(() => "?").join(",")})`, ...ids)).toBe(0);

@@ -1,13 +1,14 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SWEEP_CRON } from "../../worker/crons.js";
+import { ARCHIVE_CRON, SWEEP_CRON } from "../../worker/crons.js";
 import { DAY_MS } from "../../worker/lib/time.js";
 import { callJson, clearQueue, deployedFunction, finishTask, flushedDb, newAccount, newTask, runCron } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 /**
- * The hourly sweep (worker/sweep/hourly.ts) makes at most SWEEP_D1_QUERIES D1 queries in its
- * invocation (D1 fails every query past 1,000 an invocation); what it leaves, later runs take up.
+ * The hourly sweep (worker/sweep/hourly.ts) and the archive sweep (worker/sweep/archive-sweep.ts)
+ * each make at most SWEEP_D1_QUERIES D1 queries in their invocation (D1 fails every query past
+ * 1,000 an invocation); what one leaves, later runs take up.
  */
 
 beforeEach(clearQueue);
@@ -65,30 +66,53 @@ async function accountsWithHistory(n: number) {
   return out;
 }
 
-describe("the hourly sweep", () => {
-  it("makes no more D1 queries than SWEEP_D1_QUERIES, and later runs finish what one leaves", async () => {
+const sweeps = [
+  ["the hourly sweep", SWEEP_CRON],
+  ["the archive sweep", ARCHIVE_CRON],
+] as const;
+
+describe("the hourly sweep and the archive sweep", () => {
+  it("make no more D1 queries than SWEEP_D1_QUERIES each, and later runs finish what one leaves", async () => {
     const accounts = await accountsWithHistory(4);
-    const at = Date.now() + 16 * DAY_MS; // past the archive's window (8 days) and its hold (7)
+    const at = Date.now() + 9 * DAY_MS; // past the archive's window (1 day) and its hold (7)
     const perRun: number[] = [];
     while (perRun.length < 40 && (await Promise.all(accounts.map((a) => inD1(a.accountId)))).some((n) => n > 0)) {
-      const d1 = countedD1();
-      await runCron(SWEEP_CRON, at, { DB: d1.db, SWEEP_D1_QUERIES: "10" });
-      perRun.push(d1.queries());
+      for (const [, cron] of sweeps) {
+        const d1 = countedD1();
+        await runCron(cron, at, { DB: d1.db, SWEEP_D1_QUERIES: "4" });
+        perRun.push(d1.queries());
+      }
     }
-    expect(Math.max(...perRun)).toBeLessThanOrEqual(10);
-    // Ten queries move one account (a look, a read, a move) after the sweep's other parts: it took a run each.
-    expect(perRun.length).toBeGreaterThanOrEqual(accounts.length);
+    expect(Math.max(...perRun)).toBeLessThanOrEqual(4);
+    // Four queries move one account (a look, a read, a move) after archive retention's look: it took a run each.
+    expect(perRun.length / sweeps.length).toBeGreaterThanOrEqual(accounts.length);
     for (const a of accounts) {
       expect(await inD1(a.accountId)).toBe(0);
       expect(await callJson("/v1/task/list", 200, { token: a.token })).toEqual(a.list);
     }
   });
+});
 
+describe("the hourly sweep", () => {
   it("runs its other parts when one fails", async () => {
-    const [a] = await accountsWithHistory(1);
-    // Every query of the orphan sweep (the first part: unfinished tasks, by issue) fails.
+    const { token } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await newTask(token, fn);
+    await finishTask(id, { body: "kept a while" });
+    await flushedDb();
+    // Every query of the orphan sweep (the first part: unfinished tasks, by issue) fails; retention, the last, still runs.
     const d1 = countedD1(/"finished_at" is null and "tasks"."issued_at" </);
-    await runCron(SWEEP_CRON, Date.now() + 16 * DAY_MS, { DB: d1.db });
+    await runCron(SWEEP_CRON, Date.now() + 31 * DAY_MS, { DB: d1.db });
+    expect(await env.DB.prepare("select purged_at is not null p from tasks where id = ?").bind(id).first("p")).toBe(1);
+  });
+});
+
+describe("the archive sweep", () => {
+  it("runs the move when the archive's retention fails", async () => {
+    const [a] = await accountsWithHistory(1);
+    // Every query of archive retention (the first part: chunks by purge_due) fails.
+    const d1 = countedD1(/"purge_due" </);
+    await runCron(ARCHIVE_CRON, Date.now() + 9 * DAY_MS, { DB: d1.db });
     expect(await inD1(a!.accountId)).toBe(0);
     expect(await callJson("/v1/task/list", 200, { token: a!.token })).toEqual(a!.list);
   });

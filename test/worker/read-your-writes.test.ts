@@ -36,7 +36,7 @@ describe("pending counts of a task whose row reaches D1 between the shard's answ
     const db = openDb(env as unknown as Bindings);
     const usage = await usageOf(db, plansFrom(env.PLANS), s.accountId, Date.now(), { meters: [], pending: held.pending, pendingElsewhere: [...held.finishedHere, ...held.pendingHere] });
     expect(usage.pending).toBe(2);
-    const counts = await taskCounts(db, scope, Date.now(), { pendingElsewhere: [...held.finishedHere, ...held.pendingHere] });
+    const counts = await taskCounts(db, scope, Date.now(), { week: false, pendingElsewhere: [...held.finishedHere, ...held.pendingHere] });
     expect(counts.pending + held.pending).toBe(2);
   });
 });

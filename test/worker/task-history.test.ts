@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SWEEP_CRON } from "../../worker/crons.js";
+import { ARCHIVE_CRON, SWEEP_CRON } from "../../worker/crons.js";
 import { openDb } from "../../worker/db/client.js";
 import type { Bindings } from "../../worker/env.js";
 import { INLINE_RESULT_BYTES } from "../../worker/dispatch/records.js";
@@ -10,6 +10,7 @@ import { DAY_MS } from "../../worker/lib/time.js";
 import { dailyTasks } from "../../worker/console/queries.js";
 import { archiveTasks, type ArchiveRun } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
+import { pruneArchivedIssues } from "../../worker/task-history/issue-pruning.js";
 import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import type { TaskRow } from "../../worker/db/rows.js";
 import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
@@ -17,7 +18,7 @@ import { call, callJson, clearQueue, consolePage, deployedFunction, expectError,
 import { FakeAgent } from "./fake-agent.js";
 
 /**
- * Issue 27: finished task records older than the archive's window (TASK_ARCHIVE_AFTER_DAYS, 8 in
+ * Issue 27: finished task records older than the archive's window (TASK_ARCHIVE_AFTER_DAYS, 1 in
  * wrangler.toml) leave D1 for chunks in R2, and every read route answers them as it answered them
  * live: same status, same shape, same order.
  */
@@ -27,12 +28,15 @@ afterEach(() => FakeAgent.closeAll());
 
 const bindings = env as unknown as Bindings;
 const db = () => openDb(bindings);
-/** The hourly sweep, run as if it fired `days` from now: with 9, everything finished by now is past the window. */
-const sweepIn = (days: number) => runCron(SWEEP_CRON, Date.now() + days * DAY_MS);
+/** The hourly sweep, then the archive's, run as if they fired `days` from now: with 2, everything finished by now is past the window. */
+const sweepIn = async (days: number) => {
+  await runCron(SWEEP_CRON, Date.now() + days * DAY_MS);
+  await runCron(ARCHIVE_CRON, Date.now() + days * DAY_MS);
+};
 /** The archive's move alone, as the sweep runs it `days` from now (the sweep's other parts would fail a waiting task no node takes). */
 const archiveIn = (days: number, run: ArchiveRun = {}) => archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now() + days * DAY_MS, run);
-/** Days after which a task of now has passed the window (8 days) and the hold for a full chunk (7): it moves, however few its account has. */
-const PAST = 16;
+/** Days after which a task of now has passed the window (1 day) and the hold for a full chunk (7): it moves, however few its account has. */
+const PAST = 9;
 const inD1 = async (id: string) => (await env.DB.prepare("select id from tasks where id = ?").bind(id).first()) !== null;
 const chunksOf = async (accountId: string) =>
   (await env.DB.prepare("select * from task_archive where account_id = ? order by last_id").bind(accountId).all<Record<string, unknown>>()).results;
@@ -73,16 +77,16 @@ async function allPages(token: string, limit: number, functionId?: string) {
   }
 }
 
-describe("the archive's move (the hourly sweep)", () => {
+describe("the archive's move (the archive sweep)", () => {
   it("moves tasks issued and finished before the window to R2 and out of D1", async () => {
     const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
     const done = await newTask(token, fn);
     await finishTask(done, { body: "ok", log: ["ran"] });
 
-    await sweepIn(7); // inside the window: nothing moves
+    await sweepIn(0.5); // inside the window: nothing moves
     expect(await inD1(done)).toBe(true);
-    await sweepIn(9); // past it, but a lone record waits for a full chunk, or the hold
+    await sweepIn(2); // past it, but a lone record waits for a full chunk, or the hold
     expect(await inD1(done)).toBe(true);
     expect(await chunksOf(accountId)).toEqual([]);
 
@@ -110,9 +114,9 @@ describe("the archive's move (the hourly sweep)", () => {
     await finishTask(late, { finishedAt: Date.now() + 5 * DAY_MS }); // held by a pause for days, say
     await flushedDb();
     // No hold here: every account moves whatever is past the window.
-    expect(await archiveIn(9, { holdMs: 0 })).toBe(0);
+    expect(await archiveIn(5.5, { holdMs: 0 })).toBe(0);
     expect([await inD1(waiting), await inD1(late)]).toEqual([true, true]);
-    expect(await archiveIn(14, { holdMs: 0 })).toBe(1);
+    expect(await archiveIn(7, { holdMs: 0 })).toBe(1);
     expect([await inD1(waiting), await inD1(late)]).toEqual([true, false]);
     expect(await chunksOf(accountId)).toHaveLength(1);
   });
@@ -125,7 +129,7 @@ describe("the archive's move (the hourly sweep)", () => {
     const ids = [await newTask(busy.token, fb), await newTask(busy.token, fb), await newTask(busy.token, fb), await newTask(busy.token, fb)];
     const lone = await newTask(quiet.token, fq);
     for (const id of [...ids, lone]) await finishTask(id);
-    expect(await archiveIn(9, { chunkSize: 3 })).toBe(3); // one full chunk of the busy account's oldest
+    expect(await archiveIn(2, { chunkSize: 3 })).toBe(3); // one full chunk of the busy account's oldest
     expect(await Promise.all([...ids, lone].map(inD1))).toEqual([false, false, false, true, true]);
     expect(await archiveIn(PAST, { chunkSize: 3 })).toBe(2); // past the hold: whatever is left
     expect((await chunksOf(busy.accountId)).map((c) => c.records)).toEqual([3, 1]);
@@ -152,11 +156,12 @@ describe("the archive's move (the hourly sweep)", () => {
     expect(slices.flatMap((json) => JSON.parse(json) as string[])).toEqual(ids);
   });
 
-  it("never takes fewer days than the week's counts need", () => {
-    expect(archiveAfterMs({})).toBe(8 * DAY_MS);
-    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "3" })).toBe(8 * DAY_MS);
+  it("never takes fewer days than an account's count of today needs", () => {
+    expect(archiveAfterMs({})).toBe(DAY_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "0.25" })).toBe(DAY_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "3" })).toBe(3 * DAY_MS);
     expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "30" })).toBe(30 * DAY_MS);
-    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "soon" })).toBe(8 * DAY_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "soon" })).toBe(DAY_MS);
   });
 });
 
@@ -171,7 +176,7 @@ describe("reads of archived tasks", () => {
       await finishTask(id, { status: i === 3 ? 500 : 200, body: `{"n":${i}}`, contentType: "application/json", log: [`line ${i}`] });
       ids.push(id);
     }
-    // Issued 10 days ago, as every archived task was: today's and the week's counts never held them.
+    // Issued 10 days ago: past the week, so the archive keeps no issue time of them (the week's counts are below).
     await sql(`update tasks set issued_at = issued_at - ${10 * DAY_MS} where id in (select value from json_each(?))`, JSON.stringify(ids));
     const live = await newTask(token, fn); // unfinished: stays in D1, and is newer than all
     await flushedDb();
@@ -246,6 +251,54 @@ describe("reads of archived tasks", () => {
     expect(await answers()).toEqual(live);
     // Text no call could have been given (an "id" from before the service) is not found, token or not.
     await expectError(call(`/gc/${"0".repeat(30)}/result`), 404, "not_found");
+  });
+});
+
+describe("the week's counts of archived tasks", () => {
+  it("count a function's and an endpoint's tasks of the last 7 × 24 hours the same before and after their records move", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const ep = await newEndpoint(token, fn);
+    // Issued 1.5 to 10 days ago, some through the endpoint; the first two are inside the week, past the window.
+    const ages = [1.5, 2, 3, 5, 6.9, 7.1, 9, 10];
+    const rows = ages.map((days, i) => ({ ...oldRows(accountId, [fn], 1, { daysAgo: days, endpointId: i % 2 ? ep : undefined })[0]!, finished_at: Date.now() - days * DAY_MS + 1500, status: 200 }));
+    await insertOld(rows.sort((x, y) => (x.id < y.id ? -1 : 1)));
+    const today = await newTask(token, fn);
+    await finishTask(today);
+    await flushedDb();
+    const counts = async () => ({
+      fn: (await callJson(`/v1/function/${fn}`, 200, { token })).metrics,
+      ep: await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token }),
+    });
+    const before = await counts();
+    expect(before.fn).toMatchObject({ todaysTasks: 1, weekTasks: 6, completedTasks: 9 });
+    expect(before.ep).toMatchObject({ weekTasks: 2 });
+
+    expect(await archiveIn(0, { holdMs: 0 })).toBe(ages.length);
+    expect(await Promise.all(rows.map((r) => inD1(r.id)))).toEqual(rows.map(() => false));
+    // Only the week's issue times are kept: those past it can never be counted again.
+    const kept = await env.DB.prepare("select count(*) n from task_archive_issues where function_id = ?").bind(fn).first("n");
+    expect(kept).toBe(5);
+    expect(await counts()).toEqual(before);
+  });
+});
+
+describe("the hourly sweep's pruning of archived issue times", () => {
+  it("deletes the times that left the week, oldest first, and no other", async () => {
+    await sql("delete from task_archive_issues"); // the earlier tests' times, whose order in the table is theirs
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const rows = [1.5, 2, 4, 6].map((days) => ({ ...oldRows(accountId, [fn], 1, { daysAgo: days })[0]!, finished_at: Date.now() - days * DAY_MS + 1500, status: 200 }));
+    await insertOld(rows.sort((x, y) => (x.id < y.id ? -1 : 1)));
+    await archiveIn(0, { holdMs: 0 });
+    const times = async () =>
+      (await env.DB.prepare("select issued_at t from task_archive_issues where function_id = ? order by t").bind(fn).all<{ t: number }>()).results.map((r) => r.t);
+    expect(await times()).toEqual(rows.map((r) => r.issued_at).sort((x, y) => x - y));
+    await pruneArchivedIssues(db(), Date.now(), { page: 1 });
+    expect(await times()).toHaveLength(4);
+    // Three days on, the two oldest (6 and 4 days old now) are past the week.
+    expect(await pruneArchivedIssues(db(), Date.now() + 3 * DAY_MS, { page: 1, maxPages: 10 })).toBe(2);
+    expect(await times()).toEqual(rows.map((r) => r.issued_at).sort((x, y) => x - y).slice(2));
   });
 });
 
@@ -343,8 +396,8 @@ describe("moving an existing deployment's history", () => {
       steps++;
     }
     expect(steps).toBeGreaterThan(4);
-    // What is left past the window but not past the hold (short of a full chunk) moves once it is.
-    expect(await archiveIn(PAST)).toBeGreaterThan(0);
+    // Every record was past the window and the hold (9 to 40 days old): the steps moved them all.
+    expect(await archiveIn(PAST)).toBe(0);
     expect(await snapshot()).toEqual(before);
     const left = (await env.DB.prepare("select count(*) n from tasks where account_id in (?, ?)").bind(a.accountId, b.accountId).first("n")) as number;
     expect(left).toBe(rows.filter((r) => r.finished_at === null).length);

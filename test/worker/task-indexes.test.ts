@@ -1,4 +1,7 @@
+import { sql } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
+import { archivedIssuedSince } from "../../worker/task-history/counts.js";
 import { flushedDb } from "./helpers.js";
 
 /** The plan SQLite chooses for `query` on the Worker's D1 (one line a step). */
@@ -25,5 +28,16 @@ describe("indexes of tasks (each one a read needs, entries only for the rows it 
       "SEARCH tasks USING INDEX tasks_account (account_id=?)",
     ]);
     expect(await planOf("select count(*) from tasks where tasks.chain_id = ?", "c")).toEqual(["SEARCH tasks USING COVERING INDEX tasks_chain (chain_id=?)"]);
+  });
+});
+
+describe("indexes of the archive's issue times (the week's counts of archived tasks)", () => {
+  it("counts a function's and an endpoint's from an index alone", async () => {
+    const plan = (scope: { functionId?: string; endpointId?: string }) => {
+      const q = new SQLiteAsyncDialect().sqlToQuery(sql`select ${archivedIssuedSince(scope, 1)}`);
+      return planOf(q.sql, ...q.params);
+    };
+    expect((await plan({ functionId: "f" })).join("\n")).toMatch(/SEARCH task_archive_issues USING COVERING INDEX task_archive_issues_function \(function_id=\? AND issued_at>\?\)/);
+    expect((await plan({ endpointId: "e" })).join("\n")).toMatch(/SEARCH task_archive_issues USING COVERING INDEX task_archive_issues_endpoint \(endpoint_id=\? AND issued_at>\?\)/);
   });
 });

@@ -1,6 +1,7 @@
-import { sql } from "drizzle-orm";
 import type { StoreBindings } from "../bindings.js";
-import { sqlBatch, type Db } from "../db/client.js";
+import type { Db } from "../db/client.js";
+import { usage } from "../db/schema.js";
+import { headPruned, pruneHead } from "../db/rowid-head.js";
 import { DAY_MS } from "../lib/time.js";
 import { QueryBudget } from "../db/query-budget.js";
 
@@ -10,10 +11,13 @@ import { QueryBudget } from "../db/query-budget.js";
  * twice counts once (its task id is the key, `on conflict do nothing`), and an outcome is committed
  * again only by the shard that holds it, while it has no answer from D1: a lost batch answer is
  * retried within seconds, a D1 outage holds outcomes for as long as it lasts (hours in the worst
- * incidents on record), and during an outage the sweep cannot reach D1 either. Seven days is far
- * beyond both, and shorter than the task retention (30 days), so usage rows never outlive the data.
+ * incidents on record), and during an outage the sweep cannot reach D1 either. Two days are far
+ * beyond both. An outcome is metered through its task's row (dispatch/records.ts), so once the
+ * record has left D1 for the archive (task-history/window.ts) its outcome committed again meters
+ * nothing, row or no row. Two, not seven: at a week these rows were the largest share of what D1
+ * holds for each task a second (docs/dispatch.md, "Task history past one database").
  */
-export const DEFAULT_USAGE_DEDUP_DAYS = 7;
+export const DEFAULT_USAGE_DEDUP_DAYS = 2;
 
 export function usageDedupMs(env: Pick<StoreBindings, "USAGE_DEDUP_DAYS">): number {
   const days = Number(env.USAGE_DEDUP_DAYS ?? DEFAULT_USAGE_DEDUP_DAYS);
@@ -28,17 +32,8 @@ export const USAGE_PRUNE_PAGE = 10_000;
  */
 export const USAGE_PRUNE_MAX_PAGES = 200;
 
-/**
- * One page: the oldest `page` rows by rowid, up to the first that finished at `cutoff` or later.
- * Rowids follow insertion, and rows are inserted as their tasks finish, so the head of the table is
- * its oldest rows and no index on finished_at is needed (one would cost bytes on every row). Each page
- * reads at most `page` rows. A row inserted late with an older time (an outcome held through an
- * outage) stays until the rows before it are old enough: kept longer, never deleted early, as every
- * deleted row is itself older than the cutoff.
- */
-export const usagePruned = (cutoff: number, page: number) => sql`with head as (select rowid as r, finished_at as f from usage order by rowid limit ${page})
-  delete from usage where rowid in (select r from head where r < coalesce((select min(r) from head where f >= ${cutoff}), 9223372036854775807))
-  returning 1 as n`;
+/** One page of the oldest usage rows that finished before `cutoff` (db/rowid-head.ts: rows are inserted as their tasks finish). */
+export const usagePruned = (cutoff: number, page: number) => headPruned(usage, usage.finishedAt, cutoff, page);
 
 /**
  * The usage rows whose outcomes finished more than `keepMs` before `now`, deleted in pages (part of
@@ -49,11 +44,5 @@ export async function pruneUsage(db: Db, keepMs: number, now: number, o: { page?
   const page = o.page ?? USAGE_PRUNE_PAGE;
   const cutoff = now - keepMs;
   const budget = (o.budget ?? new QueryBudget(Infinity)).part(o.maxPages ?? USAGE_PRUNE_MAX_PAGES);
-  let deleted = 0;
-  while (budget.take()) {
-    const [rows = []] = await sqlBatch(db, [usagePruned(cutoff, page)]);
-    deleted += rows.length;
-    if (rows.length < page) break;
-  }
-  return deleted;
+  return pruneHead(db, (n) => usagePruned(cutoff, n), page, budget);
 }

@@ -1,26 +1,33 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchiveTotals, tasks } from "../db/schema.js";
+import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchiveIssues, taskArchiveTotals, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { putChunk, readChunk, type Segments } from "./chunk.js";
 import { jsonSlices } from "../db/json-slices.js";
 import { QueryBudget } from "../db/query-budget.js";
+import { WEEK_MS } from "./window.js";
 
 export interface ArchiveRun {
   /** Records a chunk, at most: one account's, read in one page (1,000 rows of up to ~12 KB each stay well inside a Worker's memory). */
   chunkSize?: number;
   /** D1 queries a run may make (each look, read and move counts), at most. */
   maxQueries?: number;
-  /** The invocation's budget the run draws from (the hourly sweep's, shared by its parts). */
+  /** The invocation's budget the run draws from (the archive sweep's, shared by its parts). */
   budget?: QueryBudget;
   /** How long past the window an account's records may wait for a full chunk before they move however few. */
   holdMs?: number;
 }
 
 export const DEFAULT_HOLD_MS = 7 * DAY_MS;
+/**
+ * D1 queries a run makes at most: about 300 chunks, 300,000 records an hour (~83 tasks a second).
+ * The sweep's parts before it take what they need first (retention is a rule; the move only keeps
+ * D1 small), so in their backlog the move gets less.
+ */
+export const MOVE_MAX_QUERIES = 600;
 
 interface Written {
   key: string;
@@ -52,7 +59,7 @@ interface Written {
  */
 export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, now: number, run: ArchiveRun = {}): Promise<number> {
   const size = run.chunkSize ?? 1000;
-  const budget = (run.budget ?? new QueryBudget(Infinity)).part(run.maxQueries ?? 400);
+  const budget = (run.budget ?? new QueryBudget(Infinity)).part(run.maxQueries ?? MOVE_MAX_QUERIES);
   const cutoff = now - afterMs;
   const held = idFloor(cutoff - (run.holdMs ?? DEFAULT_HOLD_MS));
   const looked = new Set<string>();
@@ -128,7 +135,8 @@ async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
 
 /**
  * The chunk's index rows (its own, one per function), the counts (per function, per function and
- * day, per chain) and the deletion of its rows as one batch, each list one JSON parameter (a chunk's
+ * day, per chain), the issue times of its tasks of the last week (the week's counts read them with
+ * D1's rows) and the deletion of its rows as one batch, each list one JSON parameter (a chunk's
  * ids are more than D1's 100 bound parameters).
  */
 async function commitMove(db: Db, w: Written, now: number): Promise<void> {
@@ -138,6 +146,7 @@ async function commitMove(db: Db, w: Written, now: number): Promise<void> {
     w.rows.filter((r) => r.chainId !== null),
     (r) => ({ chainId: r.chainId!, accountId: r.accountId }),
   );
+  const recent = w.rows.filter((r) => r.issuedAt >= now - WEEK_MS).map((r) => [r.functionId, r.endpointId, r.issuedAt]);
   const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
   const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
   await sqlBatch(db, [
@@ -159,6 +168,8 @@ async function commitMove(db: Db, w: Written, now: number): Promise<void> {
         select ${field("chainId")}, ${field("accountId")}, ${field("tasks")}
         from json_each(${json}) where true
         on conflict (chain_id) do update set tasks = tasks + excluded.tasks`),
+    ...jsonSlices(recent).map((json) => sql`insert into ${taskArchiveIssues} (function_id, endpoint_id, issued_at)
+        select json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') from json_each(${json}) where true`),
     ...jsonSlices(w.rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
   ]);
 }

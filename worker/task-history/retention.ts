@@ -7,8 +7,11 @@ import { putChunk, readChunk } from "./chunk.js";
 import { earliestUnpurged } from "./archiver.js";
 import { QueryBudget } from "../db/query-budget.js";
 
-/** Chunks a run: each is a read and a write of R2 and one D1 update; the next hourly run goes on. */
-const MAX_CHUNKS = 200;
+/**
+ * Chunks a run: each is a read and a write of R2 and one D1 update; the next hourly run goes on.
+ * 300 a run keeps pace with the move's 300 (archiver.ts) in the archive sweep's 900 queries.
+ */
+const MAX_CHUNKS = 300;
 /** R2 deletes at most 1,000 keys a call. */
 const KEYS_A_CALL = 999;
 

@@ -2,8 +2,9 @@ import { and, eq, gte, isNull, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
-import { DAY_MS, startOfUtcDay } from "../lib/time.js";
-import { archivedTotal } from "../task-history/counts.js";
+import { startOfUtcDay } from "../lib/time.js";
+import { WEEK_MS } from "../task-history/window.js";
+import { archivedIssuedSince, archivedTotal } from "../task-history/counts.js";
 
 /** Whose tasks are counted: an account's, or one of its functions' or endpoints'. */
 export type TaskScope = { accountId: string; functionId?: string; endpointId?: string };
@@ -37,21 +38,26 @@ export const issuedSince = (time: number): SQL => and(gte(tasks.id, idFloor(time
  * (endpoint, issued_at), and for an account through (account, id), ids beginning with their time;
  * unfinished tasks through the partial index of the account's unfinished tasks (at most its pending
  * cap); the total from an index alone. A scan of a function with millions of tasks read them all
- * before. `week: false` skips the 7-day count (an account's is the costliest range to read).
+ * before. `week: false` skips the 7-day count, which an account's counts must: only functions and
+ * endpoints keep the week's archived issue times.
  * `pendingElsewhere`: tasks whose pending state their shard accounts for, left out of D1's pending count (task-life/held-reads.ts).
  */
 export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean; pendingElsewhere?: string[] } = {}): Promise<TaskCounts> {
   const of = scope.functionId ? eq(tasks.functionId, scope.functionId) : scope.endpointId ? eq(tasks.endpointId, scope.endpointId) : eq(tasks.accountId, scope.accountId);
   // A function's or an endpoint's issue times are in its index; an account's are read through its ids' time.
   const since = (time: number): SQL => (scope.functionId || scope.endpointId ? gte(tasks.issuedAt, time) : issuedSince(time));
-  const count = (where?: SQL) => db.select({ n: sql<number>`count(*)` }).from(tasks).where(and(of, where));
+  const count = (where?: SQL, plus?: SQL) => db.select({ n: plus ? sql<number>`count(*) + ${plus}` : sql<number>`count(*)` }).from(tasks).where(and(of, where));
   type Count = ReturnType<typeof count>;
+  // Tasks issued since a time of the last week: D1's rows, and for a function or an endpoint the
+  // issue times the archive's move kept (task-history/window.ts). An account's today needs none: the
+  // window keeps a day of rows; an account's week is not kept anywhere, so it is not asked for.
+  if (!scope.functionId && !scope.endpointId && o.week !== false) throw new Error("an account's week of tasks is not counted");
+  const issued = (time: number) => count(since(time), scope.functionId || scope.endpointId ? archivedIssuedSince(scope, time) : undefined);
   // Archived tasks leave the total's rows (task-history/): a function's or an account's total adds
-  // their counts. Never today's or the week's, which the archive's window keeps in D1
-  // (task-history/window.ts); an endpoint's total, which no route shows, counts D1's rows only.
+  // their counts; an endpoint's total, which no route shows, counts D1's rows only.
   const archived = scope.endpointId ? undefined : (archivedTotal(db, scope) as unknown as Count);
-  const weekly = o.week === false ? undefined : count(since(now - 7 * DAY_MS));
-  const counts = [count(since(startOfUtcDay(now))), count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt), notIn(o.pendingElsewhere))), count(), weekly, archived];
+  const weekly = o.week === false ? undefined : issued(now - WEEK_MS);
+  const counts = [issued(startOfUtcDay(now)), count(and(eq(tasks.accountId, scope.accountId), isNull(tasks.finishedAt), notIn(o.pendingElsewhere))), count(), weekly, archived];
   const asked = counts.filter((c): c is Count => c !== undefined);
   const answers = await db.batch(asked as [Count, ...Count[]]);
   const [today, pending, total, week, archivedTasks] = counts.map((c) => (c ? (answers[asked.indexOf(c)]![0]?.n ?? 0) : 0)) as [number, number, number, number, number];

@@ -87,3 +87,25 @@ export const taskArchiveChains = sqliteTable("task_archive_chains", {
   accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
   tasks: integer("tasks").notNull(),
 });
+
+/**
+ * The issue time of each archived task of the last 7 days, written by the move in the batch that
+ * deletes its row and pruned by the hourly sweep once past the week: a function's and an endpoint's
+ * `todaysTasks` and `weekTasks` (a rolling 7 × 24 hours, which per-day counts cannot answer) add
+ * these to D1's rows, so the window of full rows need not hold a week. A rowid table, read only
+ * through its two indexes, about 90 bytes a task for six days, against the ~734 of a full row.
+ * No account: the function's id is unique to its account, and a deleted account's rows leave with
+ * the week.
+ */
+export const taskArchiveIssues = sqliteTable(
+  "task_archive_issues",
+  {
+    functionId: text("function_id").notNull(),
+    endpointId: text("endpoint_id"),
+    issuedAt: integer("issued_at").notNull(),
+  },
+  (t) => [
+    index("task_archive_issues_function").on(t.functionId, t.issuedAt),
+    index("task_archive_issues_endpoint").on(t.endpointId, t.issuedAt).where(sql`${t.endpointId} is not null`),
+  ],
+);
