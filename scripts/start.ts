@@ -72,7 +72,7 @@ async function main() {
   await ensureOfflineImages(LANGS_SERVED, (line) => say(line));
   const state = await readState();
   say(`starting the Worker (local workerd) on port ${PORT}${d1DelayMs ? `, every D1 round trip delayed ${d1DelayMs} ms (GCFAAS_D1_DELAY_MS)` : ""}`);
-  const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log"), d1DelayMs });
+  const worker = await LocalWorker.create({ stateDir: path.join(STATE, "wrangler"), port: PORT, adminToken: state.adminToken, logFile: path.join(STATE, "logs/worker.log"), d1DelayMs, crons: true });
   const creds = await ensureCredentials(worker, state);
   say("starting one agent");
   const agent = await AgentProcess.start(worker, creds.agentToken, AGENT_NODE, ["--state-dir", path.join(STATE, "agent"), "--langs", LANGS_SERVED.join(","), "--metrics", "127.0.0.1:9464", "--egress"], path.join(STATE, "logs/agent.log"));

@@ -63,6 +63,11 @@ export interface WorkerOptions {
   d1DelayMs?: number;
   /** Lets the test make D1 fail for a while (failD1); off by default, as testScheduled is. */
   testD1Failures?: boolean;
+  /**
+   * Fires wrangler.toml's Cron Triggers at their times, as Cloudflare does for a deployed Worker
+   * (the start command); off by default, so that no sweep runs in the middle of a test.
+   */
+  crons?: boolean;
 }
 
 export type D1FailureMode = "refuse" | "lose_answer";
@@ -90,6 +95,7 @@ export class LocalWorker {
     private readonly logFile: string | undefined,
     private readonly testScheduled = false,
     private readonly d1: { delayMs?: number; failures?: boolean } = {},
+    private readonly crons = false,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -99,7 +105,7 @@ export class LocalWorker {
     await fs.mkdir(stateDir, { recursive: true });
     if (o.d1DelayMs !== undefined) d1DelayFrom(String(o.d1DelayMs), "d1DelayMs");
     const d1 = { ...(o.d1DelayMs !== undefined ? { delayMs: o.d1DelayMs } : {}), failures: o.testD1Failures ?? false };
-    const w = new LocalWorker(o.port ?? (await freePort()), stateDir, o.adminToken ?? ADMIN_TOKEN, !o.stateDir, o.logFile, o.testScheduled, d1);
+    const w = new LocalWorker(o.port ?? (await freePort()), stateDir, o.adminToken ?? ADMIN_TOKEN, !o.stateDir, o.logFile, o.testScheduled, d1, o.crons);
     // Idempotent: applies only migrations the local database has not seen.
     await run(path.join(BIN, "wrangler"), ["d1", "migrations", "apply", "gc-faas", "--local", "--persist-to", stateDir]);
     await w.start();
@@ -113,7 +119,7 @@ export class LocalWorker {
       // Its own process group: wrangler runs workerd as grandchildren, which a signal to wrangler
       // alone can leave behind. The admin token travels in the environment: a command line is
       // readable by every user of the host (ps), a process's environment by its owner alone.
-      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", GCFAAS_ADMIN_TOKEN: this.adminToken, ...(this.testScheduled ? { GCFAAS_TEST_SCHEDULED: "1" } : {}), ...this.d1Env() }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+      { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", GCFAAS_ADMIN_TOKEN: this.adminToken, ...(this.testScheduled ? { GCFAAS_TEST_SCHEDULED: "1" } : {}), GCFAAS_CRONS: this.crons ? "on" : "off", ...this.d1Env() }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     if (this.logFile) teeToFile(this.child, this.logFile);
     await waitForLine(this.child, /Ready on/, 120_000, "the Worker");

@@ -20,6 +20,8 @@
  * GCFAAS_INSPECTOR_PORT opens workerd's inspector there (bench/cost.ts --profile samples it).
  * GCFAAS_D1_DELAY_MS adds that many milliseconds before every D1 round trip (a far primary);
  * GCFAAS_TEST_D1_FAILURES=1 opens the test control of D1 failures, POST /__test/d1 (tests only).
+ * The Cron Triggers of wrangler.toml fire at their times (local-crons.ts), unless GCFAAS_CRONS=off
+ * (tests and benchmarks fire them when they choose, through GCFAAS_TEST_SCHEDULED).
  * SECRETS_KEY (function secrets at rest) is drawn once and kept in `<state dir>/secrets-key`.
  *
  * Usage: GCFAAS_ADMIN_TOKEN=… node --import tsx scripts/lib/serve-worker.ts <port> <state dir> [info|warn]
@@ -31,11 +33,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from "wrangler";
 import { startFrontDoor, trustedProxiesFrom } from "./client-address-proxy.js";
 import { localSecretsKey } from "./local-secrets-key.js";
 import { quietDisconnects } from "./quiet-disconnects.js";
 import { d1DelayBinding, d1DelayFrom } from "./d1-delay.js";
+import { scheduleCrons } from "./local-crons.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const [port, stateDir, logLevel = "warn"] = process.argv.slice(2);
@@ -130,10 +133,21 @@ function cronControl(req: IncomingMessage, res: ServerResponse): boolean {
     );
   return true;
 }
+const stopCrons =
+  process.env.GCFAAS_CRONS === "off"
+    ? () => undefined
+    : scheduleCrons(unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }).triggers.crons ?? [], async (cron, at) => {
+        const r = await mf
+          .getWorker("gc-faas")
+          .then((w) => w.scheduled({ cron, scheduledTime: new Date(at) }))
+          .catch((e: Error) => ({ outcome: e.message }));
+        if (r.outcome !== "ok") console.error(JSON.stringify({ level: "error", msg: "a Cron Trigger's run failed", cron, outcome: r.outcome }));
+      });
 console.log(`Ready on http://127.0.0.1:${port}`);
 
 for (const signal of ["SIGTERM", "SIGINT"] as const)
   process.once(signal, () => {
+    stopCrons();
     void door
       .close()
       .then(() => mf.dispose())
