@@ -10,7 +10,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ensure_node
 bash scripts/images/ensure-docker.sh
 # --loglevel=error: npm's warnings (install scripts are reviewed in package.json's allowScripts) are not the start's business.
-if [ ! -d node_modules/wrangler ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error
-fi
+. scripts/lib/ensure-packages.sh
+ensure_packages node_modules/wrangler --loglevel=error
 exec node --import tsx scripts/start.ts

@@ -21,9 +21,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do projects+=("$1"); shift; done
 ensure_node
 bash scripts/images/ensure-docker.sh
 bash scripts/ensure-chromium.sh
-if [ ! -x node_modules/.bin/vitest ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
-fi
+. scripts/lib/ensure-packages.sh
+ensure_packages node_modules/.bin/vitest
 
 echo "== type check"
 npx tsc -p tsconfig.json --noEmit
