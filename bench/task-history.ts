@@ -12,8 +12,9 @@
  * term; inputs, results and logs stay inline (the 30-day retention, longer than the fill's spread,
  * has not cleared them). `--keep-usage` skips the pruning: a record still inside the window.
  *
- * Then the archive (worker/task-history/): the hourly sweep, fired on the local Worker as if 16 days
- * after the newest record, moves every record to R2 chunks, and the same reads are measured again
+ * Then the archive (worker/task-history/): the archive sweep, fired on the local Worker as if a day
+ * and a half after the newest record, moves what is past its window and keeps the week's issue times
+ * (their bytes, and the reads, are measured then); fired as if 16 days after, it moves every record to R2 chunks, and the same reads are measured again
  * on archived records, with the bytes a record then costs in D1 (its share of the chunk index and
  * the per-day counts) and in R2 (its share of the gzip chunks). `--no-archive` skips that phase.
  *
@@ -37,7 +38,7 @@ import { newId } from "../worker/lib/ids.js";
 import { pruneUsage, usageDedupMs } from "../worker/services/usage-pruning.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
 import { ms, percentile, printTable, timed } from "./stats.js";
-import { SWEEP_CRON } from "../worker/crons.js";
+import { ARCHIVE_CRON, SWEEP_CRON } from "../worker/crons.js";
 
 const { values } = parseArgs({
   options: {
@@ -61,7 +62,8 @@ const FUNCTIONS_PER_ACCOUNT = 2;
  * and short enough that the sweep fired 16 days after the newest (archiveAll) finds none past the
  * 30-day retention: the archived records keep their inputs, results and logs, as the live ones did.
  */
-const SPREAD_MS = Math.min(13, new Date().getUTCDate() - 1) * 86_400_000 + 3_600_000;
+const DAY = 86_400_000;
+const SPREAD_MS = Math.min(13, new Date().getUTCDate() - 1) * DAY + 3_600_000;
 
 /** What an API call's task carries: curl's headers and a small JSON body, as most tasks do. */
 const INPUT = {
@@ -146,7 +148,7 @@ async function pruned(file: string): Promise<number> {
 function bytesByTree(file: string): Map<string, number> {
   const sqlite = new DatabaseSync(file, { readOnly: true, timeout: 60_000 });
   const rows = sqlite
-    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts', 'task_archive_totals', 'task_archive_functions', 'task_archive_chains') group by s.name order by bytes desc")
+    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts', 'task_archive_totals', 'task_archive_functions', 'task_archive_chains', 'task_archive_issues') group by s.name order by bytes desc")
     .all() as { name: string; bytes: number }[];
   sqlite.close();
   return new Map(rows.map((r) => [r.name, r.bytes]));
@@ -180,6 +182,14 @@ async function ok(user: Api, method: string, p: string, headers?: Record<string,
   if (res.status !== 200) throw new Error(`${method} ${p}: ${res.status} ${text.slice(0, 200)}`);
 }
 
+/** One number a query of the database file answers. */
+function countOf(file: string, query: string): number {
+  const sqlite = new DatabaseSync(file, { readOnly: true, timeout: 60_000 });
+  const n = (sqlite.prepare(query).get() as { n: number }).n;
+  sqlite.close();
+  return n;
+}
+
 /** The archive's chunks in R2 (their gzip bytes, from the index) and the records they hold. */
 function archived(file: string): { bytes: number; records: number; chunks: number } {
   const sqlite = new DatabaseSync(file, { readOnly: true, timeout: 60_000 });
@@ -189,11 +199,12 @@ function archived(file: string): { bytes: number; records: number; chunks: numbe
 }
 
 /**
- * The hourly sweep fired as if 16 days after `newest` (past the archive's window of 8 and the 7 days
- * a remainder short of a full chunk waits), again until it moves nothing more (a run moves at most
- * about 200 chunks of 1,000 records).
+ * The archive sweep fired at `at`, again until it moves nothing more (a run moves at most about 300
+ * chunks of 1,000 records); then the hourly sweep once, which prunes the issue times past the week.
+ * 16 days after the newest record is past the archive's window (1 day), the 7 days a remainder short
+ * of a full chunk waits, and the week of issue times.
  */
-async function archiveAll(stateDir: string, newest: number): Promise<{ runs: number; ms: number }> {
+async function archiveAll(stateDir: string, at: number): Promise<{ runs: number; ms: number }> {
   const file = await d1File(stateDir);
   const worker = await LocalWorker.create({ stateDir, testScheduled: true });
   const t0 = performance.now();
@@ -203,9 +214,10 @@ async function archiveAll(stateDir: string, newest: number): Promise<{ runs: num
       const now = archived(file).records;
       if (now === before) break;
       before = now;
-      await worker.triggerCron(SWEEP_CRON, newest + 16 * 86_400_000);
+      await worker.triggerCron(ARCHIVE_CRON, at);
       process.stdout.write(`  ${archived(file).records.toLocaleString("en")} records archived\r`);
     }
+    await worker.triggerCron(SWEEP_CRON, at);
   } finally {
     await worker.stop();
   }
@@ -267,8 +279,15 @@ async function main() {
     let smallArchived: typeof small | undefined;
     let bigArchived: typeof small | undefined;
     let moved: { runs: number; ms: number } | undefined;
+    let inWeek: { measured: typeof small; issueTimes: number; records: number } | undefined;
     if (archive) {
-      moved = await archiveAll(stateDir, end);
+      // A day and a half after the newest record: what is past the window moves (in full chunks), and
+      // the records of the last 7 days keep their issue times for the week's counts.
+      const first = await archiveAll(stateDir, end + 1.5 * DAY);
+      const issueTimes = countOf(file, "select count(*) as n from task_archive_issues");
+      inWeek = { measured: await measure(stateDir, tenants[0]!, RECORDS), issueTimes, records: archived(file).records };
+      const rest = await archiveAll(stateDir, end + 16 * DAY);
+      moved = { runs: first.runs + rest.runs, ms: first.ms + rest.ms };
       bigArchived = await measure(stateDir, tenants[0]!, RECORDS);
       // The small size archived: a history of its own, filled and moved the same way.
       const other = await freshState();
@@ -276,7 +295,7 @@ async function main() {
       const otherFile = await d1File(other.stateDir);
       await fill(otherFile, other.tenants, SMALL, { from: start, to: smallEnd });
       await pruned(otherFile);
-      await archiveAll(other.stateDir, smallEnd);
+      await archiveAll(other.stateDir, smallEnd + 16 * DAY);
       smallArchived = await measure(other.stateDir, other.tenants[0]!, SMALL);
     }
 
@@ -295,10 +314,10 @@ async function main() {
           ...(a.r2.records || b.r2.records ? [["R2: archived chunks (gzip NDJSON)", (a.r2.bytes / Math.max(1, a.r2.records)).toFixed(0), (b.r2.bytes / Math.max(1, b.r2.records)).toFixed(0)]] : []),
         ],
       );
-    const readTable = (title: string, a: Measured, b: Measured) =>
+    const readTable = (title: string, a: Measured, b: Measured, labels = [`at ${SMALL.toLocaleString("en")}`, `at ${RECORDS.toLocaleString("en")}`]) =>
       printTable(
         title,
-        ["read", `p50 at ${SMALL.toLocaleString("en")}`, `p95`, `p50 at ${RECORDS.toLocaleString("en")}`, "p95", "p50 ratio"],
+        ["read", `p50 ${labels[0]}`, `p95`, `p50 ${labels[1]}`, "p95", "p50 ratio"],
         [...b.reads.keys()].map((name) => {
           const s = a.reads.get(name)!;
           const l = b.reads.get(name)!;
@@ -310,6 +329,11 @@ async function main() {
     if (smallArchived && bigArchived && moved) {
       byteTable("Bytes per task record once archived: D1 keeps the chunk index and per-day counts, R2 the chunks", smallArchived, bigArchived);
       readTable("The same reads, every record archived (the first page of a list, the task gets and the console read chunks from R2)", smallArchived, bigArchived);
+      if (inWeek) {
+        const bytes = [...inWeek.measured.trees].filter(([name]) => name.startsWith("task_archive_issues")).reduce((a, [, b]) => a + b, 0);
+        console.log(`\nThe week's issue times, archived a day and a half after the newest record: ${inWeek.records.toLocaleString("en")} records archived, ${inWeek.issueTimes.toLocaleString("en")} issue times kept, ${(bytes / Math.max(1, inWeek.issueTimes)).toFixed(1)} B each (table and indexes, dbstat), against ${perTask(big)} B a record all in D1.`);
+        readTable(`The same reads at ${RECORDS.toLocaleString("en")}: all in D1, then archived with the week's issue times kept (function get counts through them)`, big, inWeek.measured, ["all in D1", "archived, in the week"]);
+      }
       console.log(`\nArchive: ${bigArchived.r2.records.toLocaleString("en")} records in ${bigArchived.r2.chunks.toLocaleString("en")} chunks, moved by ${moved.runs} sweep runs in ${(moved.ms / 1000).toFixed(1)} s (${(RECORDS / (moved.ms / 1000)).toFixed(0)} records/s).`);
     }
     console.log(`\nUsage rows past the dedup horizon pruned: ${usagePruned.toLocaleString("en")} of ${RECORDS.toLocaleString("en")}.`);
