@@ -193,7 +193,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
     }
     const [min, max] = cmd.args ?? [0, Infinity];
     if (args.positionals.length < min) throw new UsageError(`missing argument; usage: gcfaas ${cmd.usage}`, fullName);
-    if (args.positionals.length > max) throw new UsageError(`unexpected argument "${args.positionals[max]}"`, fullName);
+    if (args.positionals.length > max) throw new UsageError(unexpected(args.positionals[max]!, cmd.options ?? {}, args.flag("json")), fullName);
     const out = new Output(args.flag("json"), io.stdout, io.stderr);
     const flags = { url: args.str("url"), token: args.str("token") };
     let client: ApiClient | undefined;
@@ -240,4 +240,14 @@ function reportError(err: unknown, io: Io, json: boolean, usage: string): number
 
 function defaultIo(): Io {
   return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() };
+}
+
+/**
+ * The message for an argument a command does not take. JSON where a command takes a body is most
+ * likely meant as the body (`--json` formats gcfaas's own output, as curl users may not guess).
+ */
+function unexpected(arg: string, options: Record<string, unknown>, json: boolean): string {
+  const base = `unexpected argument "${arg}"`;
+  if (!("data" in options) || !/^\s*[[{]/.test(arg)) return base;
+  return `${base}; to send it as the JSON body: --data '${arg}'${json ? " (--json formats gcfaas's own output)" : ""}`;
 }

@@ -60,6 +60,8 @@ describe("command line", () => {
     [["capabilities", "abc", "--privileged", "maybe"], /error: usage: --privileged must be true or false/],
     [["capabilities", "abc", "--timeout", "soon"], /error: usage: --timeout must be a number/],
     [["result"], /error: usage: missing argument/],
+    [["invoke", "abc", "--json", '{"name":"Cy"}'], /error: usage: unexpected argument "\{"name":"Cy"\}"; to send it as the JSON body: --data '\{"name":"Cy"\}' \(--json formats gcfaas's own output\)/],
+    [["invoke", "abc", "extra"], /error: usage: unexpected argument "extra"$/m],
   ])("usage error %j exits 2", async (args, message) => {
     const r = await runCli(args, { ...noLogin, env: { ...noLogin.env, GCFAAS_URL: "http://127.0.0.1:9", GCFAAS_TOKEN: "x" } });
     expect(r.code, show(r)).toBe(2);
