@@ -18,8 +18,17 @@ export const headPruned = (table: SQLiteTable, time: SQLiteColumn, cutoff: numbe
   returning 1 as n`;
 };
 
-/** Deletes the table's head older than `cutoff` page by page, one query a page from `budget`; returns how many rows went. */
-export async function pruneHead(db: Db, statement: (page: number) => SQL, page: number, budget: QueryBudget): Promise<number> {
+/** How a pruning run goes: rows a statement, statements a run at most, and the invocation's budget it draws from. */
+export interface PruneRun {
+  page?: number;
+  maxPages?: number;
+  budget?: QueryBudget;
+}
+
+/** Deletes the table's head older than the statement's cutoff page by page, one query a page, within `o`'s caps; returns how many rows went. */
+export async function pruneHead(db: Db, statement: (page: number) => SQL, o: PruneRun, defaults: { page: number; maxPages: number }): Promise<number> {
+  const page = o.page ?? defaults.page;
+  const budget = (o.budget ?? new QueryBudget(Infinity)).part(o.maxPages ?? defaults.maxPages);
   let deleted = 0;
   while (budget.take()) {
     const [rows = []] = await sqlBatch(db, [statement(page)]);

@@ -1,9 +1,8 @@
 import type { StoreBindings } from "../bindings.js";
 import type { Db } from "../db/client.js";
 import { usage } from "../db/schema.js";
-import { headPruned, pruneHead } from "../db/rowid-head.js";
+import { headPruned, pruneHead, type PruneRun } from "../db/rowid-head.js";
 import { DAY_MS } from "../lib/time.js";
-import { QueryBudget } from "../db/query-budget.js";
 
 /**
  * Days a usage row is kept (USAGE_DEDUP_DAYS overrides). A usage row is not what anyone reads:
@@ -40,9 +39,6 @@ export const usagePruned = (cutoff: number, page: number) => headPruned(usage, u
  * the hourly sweep). usage_totals, and so quotas, `GET /v1/usage` and the console, do not change: its
  * trigger fires on insert only. Idempotent. Returns how many rows were deleted.
  */
-export async function pruneUsage(db: Db, keepMs: number, now: number, o: { page?: number; maxPages?: number; budget?: QueryBudget } = {}): Promise<number> {
-  const page = o.page ?? USAGE_PRUNE_PAGE;
-  const cutoff = now - keepMs;
-  const budget = (o.budget ?? new QueryBudget(Infinity)).part(o.maxPages ?? USAGE_PRUNE_MAX_PAGES);
-  return pruneHead(db, (n) => usagePruned(cutoff, n), page, budget);
+export async function pruneUsage(db: Db, keepMs: number, now: number, o: PruneRun = {}): Promise<number> {
+  return pruneHead(db, (n) => usagePruned(now - keepMs, n), o, { page: USAGE_PRUNE_PAGE, maxPages: USAGE_PRUNE_MAX_PAGES });
 }

@@ -1,6 +1,5 @@
 import type { Db } from "../db/client.js";
-import { QueryBudget } from "../db/query-budget.js";
-import { headPruned, pruneHead } from "../db/rowid-head.js";
+import { headPruned, pruneHead, type PruneRun } from "../db/rowid-head.js";
 import { taskArchiveIssues } from "../db/schema.js";
 import { WEEK_MS } from "./window.js";
 
@@ -19,8 +18,6 @@ export const archivedIssuesPruned = (cutoff: number, page: number) => headPruned
  * after their day and a quiet account's up to a week later, oldest first; a time inserted behind
  * newer ones waits for them (kept longer, never deleted early). Returns how many rows were deleted.
  */
-export async function pruneArchivedIssues(db: Db, now: number, o: { page?: number; maxPages?: number; budget?: QueryBudget } = {}): Promise<number> {
-  const cutoff = now - WEEK_MS;
-  const budget = (o.budget ?? new QueryBudget(Infinity)).part(o.maxPages ?? ISSUE_PRUNE_MAX_PAGES);
-  return pruneHead(db, (n) => archivedIssuesPruned(cutoff, n), o.page ?? ISSUE_PRUNE_PAGE, budget);
+export async function pruneArchivedIssues(db: Db, now: number, o: PruneRun = {}): Promise<number> {
+  return pruneHead(db, (n) => archivedIssuesPruned(now - WEEK_MS, n), o, { page: ISSUE_PRUNE_PAGE, maxPages: ISSUE_PRUNE_MAX_PAGES });
 }
