@@ -6,11 +6,10 @@
  * row insert (worker/task-life/record-rows.ts) and the dispatcher's outcome batch (dispatch/records.ts), 64
  * outcomes a batch as in production — run over node:sqlite on the stopped Worker's database file,
  * then the Worker is started again on it and read over HTTP. Each size's figures stand next to the
- * small size's, and next to a bare route (/healthz), measured in the same run. After each fill the
- * hourly sweep's usage pruning (worker/services/usage-pruning.ts) runs as it will once the newest
- * record is past its horizon (USAGE_DEDUP_DAYS), so the bytes are those of a record kept for the long
- * term; inputs, results and logs stay inline (the 30-day retention, longer than the fill's spread,
- * has not cleared them). `--keep-usage` skips the pruning: a record still inside the window.
+ * small size's, and next to a bare route (/healthz), measured in the same run. The outcome batch
+ * meters each task by the update that finishes its row (migrations/0024), so a record leaves no
+ * usage row: its bytes are those D1 holds while the record is in the window. Inputs, results and
+ * logs stay inline (the 30-day retention, longer than the fill's spread, has not cleared them).
  *
  * Then the archive (worker/task-history/): the archive sweep, fired on the local Worker as if a day
  * and a half after the newest record, moves what is past its window and keeps the week's issue times
@@ -18,7 +17,7 @@
  * on archived records, with the bytes a record then costs in D1 (its share of the chunk index and
  * the per-day counts) and in R2 (its share of the gzip chunks). `--no-archive` skips that phase.
  *
- * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10] [--keep-usage] [--no-archive]
+ * Run: npx tsx bench/task-history.ts [--records 5000000] [--small 10000] [--samples 200] [--accounts 10] [--no-archive]
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -35,7 +34,6 @@ import { outcomesWritten } from "../worker/dispatch/records.js";
 import type { Outcome } from "../worker/dispatch/outcomes.js";
 import type { FunctionRow } from "../worker/db/rows.js";
 import { newId } from "../worker/lib/ids.js";
-import { pruneUsage, usageDedupMs } from "../worker/services/usage-pruning.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
 import { ms, percentile, printTable, timed } from "./stats.js";
 import { ARCHIVE_CRON, SWEEP_CRON } from "../worker/crons.js";
@@ -46,8 +44,6 @@ const { values } = parseArgs({
     small: { type: "string", default: "10000" },
     samples: { type: "string", default: "200" },
     accounts: { type: "string", default: "10" },
-    /** Skips the usage pruning: the bytes of a record still inside the dedup window. */
-    "keep-usage": { type: "boolean", default: false },
     /** Skips the archive's phase: the figures of records kept in D1 only. */
     "no-archive": { type: "boolean", default: false },
   },
@@ -130,18 +126,6 @@ async function fill(file: string, tenants: Tenant[], count: number, window: { fr
   process.stdout.write("\n");
   sqlite.close();
   return performance.now() - t0;
-}
-
-/** The usage rows pruned as the hourly sweep will once every record is past the dedup horizon. */
-async function pruned(file: string): Promise<number> {
-  if (values["keep-usage"]) return 0;
-  const sqlite = new DatabaseSync(file);
-  const keepMs = usageDedupMs({});
-  try {
-    return await pruneUsage(openDb({ DB: d1OverSqlite(sqlite) }), keepMs, Date.now() + keepMs + 60_000, { maxPages: Number.MAX_SAFE_INTEGER });
-  } finally {
-    sqlite.close();
-  }
 }
 
 /** Bytes in the database of `tasks` and `usage` (and the archive's index and counts), each table with its indexes, by dbstat. */
@@ -274,10 +258,8 @@ async function main() {
     const archive = !values["no-archive"];
 
     const smallMs = await fill(file, tenants, SMALL, { from: start, to: smallEnd });
-    let usagePruned = await pruned(file);
     const small = await measure(stateDir, tenants[0]!, SMALL);
     const bigMs = await fill(file, tenants, RECORDS - SMALL, { from: smallEnd, to: end });
-    usagePruned += await pruned(file);
     const big = await measure(stateDir, tenants[0]!, RECORDS);
     let smallArchived: typeof small | undefined;
     let bigArchived: typeof small | undefined;
@@ -297,7 +279,6 @@ async function main() {
       dirs.push(other.stateDir);
       const otherFile = await d1File(other.stateDir);
       await fill(otherFile, other.tenants, SMALL, { from: start, to: smallEnd });
-      await pruned(otherFile);
       await archiveAll(other.stateDir, smallEnd + 16 * DAY);
       smallArchived = await measure(other.stateDir, other.tenants[0]!, SMALL);
     }
@@ -339,7 +320,7 @@ async function main() {
       }
       console.log(`\nArchive: ${bigArchived.r2.records.toLocaleString("en")} records in ${bigArchived.r2.chunks.toLocaleString("en")} chunks, moved by ${moved.runs} sweep runs in ${(moved.ms / 1000).toFixed(1)} s (${(RECORDS / (moved.ms / 1000)).toFixed(0)} records/s).`);
     }
-    console.log(`\nUsage rows past the dedup horizon pruned: ${usagePruned.toLocaleString("en")} of ${RECORDS.toLocaleString("en")}.`);
+    console.log(`\nUsage rows left by the fill (a task's outcome writes none): ${countOf(file, "select count(*) as n from usage").toLocaleString("en")}.`);
     console.log(`Fill rate through the write path: ${(SMALL / (smallMs / 1000)).toFixed(0)} and ${((RECORDS - SMALL) / (bigMs / 1000)).toFixed(0)} records/s; database file ${((await fs.stat(file)).size / 1e9).toFixed(2)} GB.`);
   } finally {
     for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });

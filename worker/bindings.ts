@@ -23,7 +23,7 @@ export interface StoreBindings {
   TASK_RETENTION_DAYS?: string;
   /** Days a finished task's record stays in D1 before the archive takes it (default and least 8); see worker/task-history/window.ts. */
   TASK_ARCHIVE_AFTER_DAYS?: string;
-  /** Days a usage row is kept to count a re-committed outcome once (default 7); see worker/services/usage-pruning.ts. */
+  /** Days a failed attempt's usage row is kept to count a re-recorded attempt once (default 2); see worker/services/usage-pruning.ts. */
   USAGE_DEDUP_DAYS?: string;
   /** D1 queries the hourly sweep may make in its invocation (default 900; D1 answers 1,000 on Workers Paid, 50 on Free); see worker/sweep/hourly.ts. */
   SWEEP_D1_QUERIES?: string;

@@ -266,6 +266,10 @@ export async function d1IsTruth() {
   await shardStub(env, 0).resync();
 }
 
+/** The invocations D1 has metered for an account, every period (a direct read: it does not flush the shard first). */
+export const invocationsInD1 = async (accountId: string) =>
+  (await env.DB.prepare("select coalesce(sum(invocations), 0) as n from usage_totals where account_id = ?").bind(accountId).first<{ n: number }>())!.n;
+
 /** Finishes a task as the dispatcher records it: status, response, log. */
 /** Records a task as finished, as an agent's report would: it leaves its dispatcher, D1 gets the outcome. */
 export async function finishTask(

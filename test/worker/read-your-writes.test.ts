@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { shardStub } from "../../worker/dispatch/client.js";
-import { call, callJson, clearQueue, consolePage, deployedFunction, holdRecords, newAccount, newEndpoint, replayed } from "./helpers.js";
+import { call, callJson, clearQueue, consolePage, deployedFunction, holdRecords, invocationsInD1, newAccount, newEndpoint, replayed } from "./helpers.js";
 import { shardCounts } from "../../worker/task-life/held-reads.js";
 import { usageOf } from "../../worker/billing/usage.js";
 import { plansFrom } from "../../worker/billing/plans.js";
@@ -60,7 +60,6 @@ interface Lagging {
 /** D1's copies of the tasks (direct reads: the helpers' `sql` would flush the shard first). */
 const inD1 = async (...ids: string[]) =>
   (await env.DB.prepare("select id, finished_at as finishedAt from tasks where id in (select value from json_each(?)) order by id").bind(JSON.stringify(ids)).all<{ id: string; finishedAt: number | null }>()).results;
-const meteredInD1 = async (id: string) => (await env.DB.prepare("select count(*) as n from usage where task_id = ?").bind(id).first<{ n: number }>())!.n;
 
 /** An account whose three new tasks D1 has not seen: two pending (one of each door), one finished by the (fake) agent. */
 async function lagging(): Promise<Lagging> {
@@ -90,7 +89,7 @@ async function caughtUp(s: Lagging) {
   await holdRecords(false);
   const rows = await inD1(s.pendingId, s.gcPendingId, s.doneId);
   expect(rows.map((r) => [r.id, r.finishedAt != null]).sort()).toEqual([[s.doneId, true], [s.pendingId, false], [s.gcPendingId, false]].sort());
-  expect(await meteredInD1(s.doneId)).toBe(1);
+  expect(await invocationsInD1(s.accountId)).toBe(1);
 }
 
 /**
@@ -226,7 +225,7 @@ readsItsOwnWrites(
 describe("pending counts of a task D1 has, finished in its shard", () => {
   it("no longer counts it as pending, though D1 still has it unfinished", async () => {
     const agent = await FakeAgent.connect("ryw-node");
-    const { token } = await newAccount();
+    const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
     const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} });
     await agent.next("task.assign");
@@ -235,11 +234,11 @@ describe("pending counts of a task D1 has, finished in its shard", () => {
     agent.done(id, "late", 200, { durationMs: DURATION_MS });
     await eventually(async () => (await callJson(`/v1/task/${id}`, 200, { token })).finished);
     expect(await inD1(id)).toEqual([{ id, finishedAt: null }]);
-    expect(await meteredInD1(id)).toBe(0);
+    expect(await invocationsInD1(accountId)).toBe(0);
     expect((await callJson(`/v1/function/${fn}`, 200, { token })).metrics).toEqual({ todaysTasks: 1, weekTasks: 1, pendingTasks: 0, completedTasks: 1 });
     expect(await callJson(`/v1/usage`, 200, { token })).toMatchObject({ invocations: 1, pending: 0, durationMs: DURATION_MS });
     await holdRecords(false);
-    expect(await meteredInD1(id)).toBe(1);
+    expect(await invocationsInD1(accountId)).toBe(1);
     expect((await callJson(`/v1/function/${fn}`, 200, { token })).metrics).toEqual({ todaysTasks: 1, weekTasks: 1, pendingTasks: 0, completedTasks: 1 });
     expect(await callJson(`/v1/usage`, 200, { token })).toMatchObject({ invocations: 1, pending: 0, durationMs: DURATION_MS });
   });

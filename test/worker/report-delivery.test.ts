@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild, flushedDb } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild, flushedDb, invocationsInD1 } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { MAX_ATTEMPTS } from "../../worker/dispatch/attempts.js";
 
@@ -7,7 +7,8 @@ beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
 
 const task = (token: string, fnId: string) => callJson<{ id: string }>(`/v1/task/${fnId}`, 201, { token, json: { n: 1 } }).then((r) => r.id);
-const usageRows = async (taskId: string) => (await (await flushedDb()).prepare("select count(*) as n from usage where task_id = ?").bind(taskId).first<{ n: number }>())!.n;
+/** The invocations metered for an account, once the shard has written what it holds. */
+const metered = async (accountId: string) => (await flushedDb(), invocationsInD1(accountId));
 
 describe("acknowledging reports", () => {
   it("acknowledges a task's report once it is accepted, and a duplicate as well", async () => {
@@ -37,7 +38,7 @@ describe("acknowledging reports", () => {
 
   it("takes a report sent again after a reconnect once (its ack was lost with the socket)", async () => {
     const first = await FakeAgent.connect("flaky");
-    const { token } = await newAccount();
+    const { token, accountId } = await newAccount();
     const id = await task(token, await deployedFunction(token));
     await first.next("task.assign");
     first.done(id, "the outcome");
@@ -47,7 +48,7 @@ describe("acknowledging reports", () => {
     again.done(id, "the outcome, sent again");
     expect(await again.next("ack")).toEqual({ type: "ack", of: "task.done", id });
     expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("the outcome");
-    expect(await usageRows(id)).toBe(1);
+    expect(await metered(accountId)).toBe(1);
     expect(await again.none("task.assign")).toBe(true);
   });
 
@@ -56,7 +57,7 @@ describe("acknowledging reports", () => {
   // it, and dropped; the run the task is assigned to now is the one recorded.
   it("acknowledges and drops a report that reaches the dispatcher only after the task went to another node", async () => {
     const lost = await FakeAgent.connect("lost-report");
-    const { token } = await newAccount();
+    const { token, accountId } = await newAccount();
     const id = await task(token, await deployedFunction(token));
     await lost.next("task.assign");
     await lost.close();
@@ -68,7 +69,7 @@ describe("acknowledging reports", () => {
     other.done(id, "from the second run");
     await other.next("ack");
     expect(await (await call(`/v1/task/${id}/result?wait=5`, { token })).text()).toBe("from the second run");
-    expect(await usageRows(id)).toBe(1);
+    expect(await metered(accountId)).toBe(1);
   });
 });
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { shardStub } from "../../worker/dispatch/client.js";
-import { call, callJson, clearQueue, consolePage, deployedFunction, holdRecords, newAccount, newEndpoint, replayed, restartShard } from "./helpers.js";
+import { call, callJson, clearQueue, consolePage, deployedFunction, holdRecords, invocationsInD1, newAccount, newEndpoint, replayed, restartShard } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
 /**
@@ -25,10 +25,10 @@ const BIG_LOG = ["l".repeat(5000)];
 
 const inD1 = async (...ids: string[]) =>
   (await env.DB.prepare("select id, finished_at as finishedAt, result_key as resultKey, log_key as logKey from tasks where id in (select value from json_each(?)) order by id").bind(JSON.stringify(ids)).all()).results;
-const meteredInD1 = async (id: string) => (await env.DB.prepare("select count(*) as n from usage where task_id = ?").bind(id).first<{ n: number }>())!.n;
 
 interface Finished {
   token: string;
+  accountId: string;
   fn: string;
   /** POST /v1/task, a small result and log (inline in the row). */
   smallId: string;
@@ -67,7 +67,7 @@ async function reads(s: Finished) {
 /** Two tasks finished by the agent, their outcomes durable in the shard, D1 holding none of them. */
 async function finishedInShard(): Promise<Finished> {
   const agent = await FakeAgent.connect("restart-node");
-  const { token } = await newAccount();
+  const { token, accountId } = await newAccount();
   const fn = await deployedFunction(token);
   const ep = await newEndpoint(token, fn);
   await holdRecords(true);
@@ -79,7 +79,7 @@ async function finishedInShard(): Promise<Finished> {
   agent.done(bigId, BIG_BODY, 200, { durationMs: DURATION_MS, log: BIG_LOG });
   for (const id of [smallId, bigId]) await eventually(async () => (await callJson(`/v1/task/${id}`, 200, { token })).finished);
   expect(await inD1(smallId, bigId)).toEqual([]);
-  return { token, fn, smallId, bigId };
+  return { token, accountId, fn, smallId, bigId };
 }
 
 describe("reading a task whose shard restarted after its outcome, before D1 recorded it", () => {
@@ -118,7 +118,7 @@ describe("reading a task whose shard restarted after its outcome, before D1 reco
       ].sort((a, b) => (a.id < b.id ? -1 : 1)),
     );
     expect(await versions()).toEqual(rebuilt);
-    for (const id of [s.smallId, s.bigId]) expect(await meteredInD1(id)).toBe(1);
+    expect(await invocationsInD1(s.accountId)).toBe(2);
     expect(await shardStub(env, 0).heldTask(s.bigId)).toBeNull();
     expect(await reads(s)).toEqual(before);
   });

@@ -78,7 +78,7 @@ async function admitUntilRefused(shards: Shard[], accountId: string, fn: string,
 const leaseRows = (accountId: string) =>
   env.DB.prepare("select shard, granted, settled, returned from invocation_leases where account_id = ? and period = ? order by shard").bind(accountId, PERIOD).all<{ shard: string; granted: number; settled: number; returned: number }>();
 const meter = (taskId: string, accountId: string, fn: string) =>
-  sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, ?, ?, ?, 10, 256)", taskId, accountId, fn, PERIOD, NOW);
+  sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, ?, ?, ?, 10, 256)", `${taskId}#1`, accountId, fn, PERIOD, NOW);
 
 describe("buildFor", () => {
   const facts = (release: AdmissionFacts["release"], newestBuildId: string | null = "newest"): AdmissionFacts => ({ fn: {} as AdmissionFacts["fn"], plan: "DEVELOPER", release, newestBuildId });
@@ -207,7 +207,7 @@ describe("ShardAdmission.ended and settle", () => {
       for (let i = 0; i < 5; i++) a.ended(accountId, PERIOD, `t${i}`);
       return a.settle()!;
     });
-    const usage = [0, 1].map((i) => statement`insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (${`t${i}`}, ${accountId}, ${fn}, ${PERIOD}, ${NOW}, 10, 256)`);
+    const usage = [0, 1].map((i) => statement`insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (${`t${i}#1`}, ${accountId}, ${fn}, ${PERIOD}, ${NOW}, 10, 256)`);
     await sqlBatch(db(), [...batch.statements, ...usage]);
     const once = (await leaseRows(accountId)).results;
     // A retried batch (D1 committed, the answer was lost) changes nothing.

@@ -2,26 +2,24 @@ import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RENEWAL_CRON, SWEEP_CRON } from "../../worker/crons.js";
 import { openDb } from "../../worker/db/client.js";
-import { outcomesWritten } from "../../worker/dispatch/records.js";
-import type { Outcome } from "../../worker/dispatch/outcomes.js";
 import { DAY_MS } from "../../worker/lib/time.js";
 import { pruneUsage, usagePruned } from "../../worker/services/usage-pruning.js";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
-import { call, callJson, clearQueue, consolePage, deployedFunction, flushedDb, newAccount, newTask, runCron, sql } from "./helpers.js";
+import { call, callJson, clearQueue, consolePage, deployedFunction, flushedDb, newAccount, runCron, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
 
 const PERIOD = new Date().toISOString().slice(0, 7);
-/** The sweep with the task records kept in D1: an outcome is metered by its row, so an archived task's outcome committed again counts nothing anyway. */
+/** The sweep with the task records kept in D1, so that only the usage rows move. */
 const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime, { TASK_ARCHIVE_AFTER_DAYS: "3650" });
 
 const usageRows = async (accountId: string) =>
   (await (await flushedDb()).prepare("select task_id as id from usage where account_id = ? order by rowid").bind(accountId).all<{ id: string }>()).results.map((r) => r.id);
 const totals = async (accountId: string) =>
   (await (await flushedDb()).prepare("select period, invocations, duration_ms, mib_ms from usage_totals where account_id = ? order by period").bind(accountId).all()).results;
-/** A usage row as the outcome batch writes it, finished at `at`. */
+/** A usage row as a failed attempt's record writes it (`<task>#<attempt>`), finished at `at`. */
 const meter = (taskId: string, accountId: string, at: number) =>
   sql("insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib) values (?, ?, 'f', ?, ?, 10, 256) on conflict do nothing", taskId, accountId, PERIOD, at);
 
@@ -49,53 +47,29 @@ describe("usage pruning (hourly sweep)", () => {
       await call(`/v1/task/${id}/result?wait=5`, { token });
     }
     await runCron(RENEWAL_CRON, Date.parse("2026-12-01T00:05:00Z")); // an invoice to read back
-    const ran = await usageRows(accountId);
-    expect(ran).toHaveLength(3);
-    const finished = (await (await flushedDb()).prepare("select max(finished_at) as at from usage where account_id = ?").bind(accountId).first<{ at: number }>())!.at;
+    // A task's own outcome leaves no usage row (the update that finishes its row meters it): the
+    // rows are a retried task's failed attempts.
+    expect(await usageRows(accountId)).toEqual([]);
+    const finished = (await (await flushedDb()).prepare("select max(finished_at) as at from tasks where account_id = ?").bind(accountId).first<{ at: number }>())!.at;
     const later = finished + DAY_MS;
-    await meter("recent", accountId, later);
+    for (const attempt of ["retried#1", "retried#2"]) await meter(attempt, accountId, finished);
+    await meter("recent#1", accountId, later);
+    const ran = ["retried#1", "retried#2"];
     const before = { totals: await totals(accountId), reads: await billingReads(token) };
-    expect(before.reads.usage).toMatchObject({ invocations: 4, durationMs: 100 });
+    expect(before.reads.usage).toMatchObject({ invocations: 6, durationMs: 120 });
     expect(before.reads.invoices).toHaveLength(1);
-    expect(before.reads.consoleInvocations).toBe("4");
+    expect(before.reads.consoleInvocations).toBe("6");
 
     await sweep(finished + 1.5 * DAY_MS); // inside the horizon: nothing goes
-    expect(await usageRows(accountId)).toEqual([...ran, "recent"]);
+    expect(await usageRows(accountId)).toEqual([...ran, "recent#1"]);
 
     await sweep(finished + 2.5 * DAY_MS);
-    expect(await usageRows(accountId)).toEqual(["recent"]);
+    expect(await usageRows(accountId)).toEqual(["recent#1"]);
     expect({ totals: await totals(accountId), reads: await billingReads(token) }).toEqual(before);
 
     await sweep(later + 3 * DAY_MS);
     expect(await usageRows(accountId)).toEqual([]);
     expect({ totals: await totals(accountId), reads: await billingReads(token) }).toEqual(before);
-  });
-
-  it("counts an outcome committed again within the horizon once (a batch whose answer was lost, sent again); past it, the documented limit, it would count again", async () => {
-    const { token, accountId } = await newAccount();
-    const fn = await deployedFunction(token);
-    const id = await newTask(token, fn);
-    await clearQueue();
-    const db = openDb(env);
-    await flushedDb();
-    const at = Date.now();
-    const outcome: Outcome = {
-      taskId: id, accountId, functionId: fn, at, node: "node-1", assignedAt: at - 100, rttMs: 1,
-      report: { type: "task.done", taskId: id, status: 200, headers: {}, body: btoa("ok"), log: [], bodyUploaded: false, logUploaded: false, durationMs: 40 },
-    };
-    await outcomesWritten(db, env.BUCKET, [outcome], at);
-    const once = await totals(accountId);
-    expect(once).toEqual([{ period: PERIOD, invocations: 1, duration_ms: 40, mib_ms: expect.any(Number) }]);
-    await sweep(at + 1.5 * DAY_MS);
-    expect(await usageRows(accountId)).toEqual([id]);
-    await outcomesWritten(db, env.BUCKET, [outcome], at);
-    expect(await totals(accountId)).toEqual(once);
-    expect((await callJson("/v1/usage", 200, { token })).invocations).toBe(1);
-    // The limit the docs state: the row is what kept it once, so past the horizon it would count again.
-    await sweep(at + 3 * DAY_MS);
-    expect(await usageRows(accountId)).toEqual([]);
-    await outcomesWritten(db, env.BUCKET, [outcome], at);
-    expect((await totals(accountId))[0]).toMatchObject({ invocations: 2 });
   });
 
   it("deletes in pages of a bounded size, and stops at the first row newer than the horizon", async () => {

@@ -35,8 +35,8 @@ export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Da
     from ${accounts} left join ${usageTotals} on ${usageTotals.accountId} = ${accounts.id} and ${usageTotals.period} = ${period}
     where ${accounts.id} = ${accountId}`;
   const ids = JSON.stringify(unrecorded.meters.map((m) => m.taskId));
-  const meters = sql`select j.value as id, t.mem_size as memSize, t.node as node, t.finished_at as finishedAt,
-      exists (select 1 from usage u where u.task_id = j.value) as metered
+  // A row D1 finished is metered (the update that finished it did: migrations/0024), or never will be.
+  const meters = sql`select j.value as id, t.mem_size as memSize, t.node as node, t.finished_at as finishedAt
     from json_each(${ids}) j left join tasks t on t.id = j.value`;
   const [found = [], inD1 = []] = await sqlBatch(db, unrecorded.meters.length ? [totals, meters] : [totals]);
   const row = found[0] as { plan: string; invocations: number; durationMs: number; mibMs: number; pending: number } | undefined;
@@ -57,15 +57,15 @@ export async function usageOf(db: Db, plans: Plan[], accountId: string, now = Da
   };
 }
 
-/** The unrecorded outcomes D1 will meter, as records.ts meters them: not yet metered, on a node, memory as asked or the default. */
+/** The unrecorded outcomes D1 will meter, as its trigger `tasks_metered` meters them (migrations/0024): a row not yet finished, on a node, memory as asked or the default. */
 function addedUsage(meters: HeldMeter[], inD1: Record<string, unknown>[]) {
-  const d1 = new Map((inD1 as { id: string; memSize: number | null; node: string | null; finishedAt: number | null; metered: number }[]).map((r) => [r.id, r]));
+  const d1 = new Map((inD1 as { id: string; memSize: number | null; node: string | null; finishedAt: number | null }[]).map((r) => [r.id, r]));
   let invocations = 0;
   let durationMs = 0;
   let mibMs = 0;
   for (const m of meters) {
     const t = d1.get(m.taskId);
-    if (t?.metered || t?.finishedAt != null) continue;
+    if (t?.finishedAt != null) continue;
     if (!(m.node ?? t?.node)) continue;
     const mem = m.memMib ?? (t?.memSize ? t.memSize : DEFAULT_BILLED_MEM_MIB);
     invocations++;

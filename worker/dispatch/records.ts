@@ -4,8 +4,6 @@ import { rowOf, sqlBatch, type Db } from "../db/client.js";
 import { builds, tasks } from "../db/schema.js";
 import { iso } from "../lib/time.js";
 import { taskLogKey, taskResultKey } from "../lib/storage-keys.js";
-import { DEFAULT_BILLED_MEM_MIB } from "../billing/billed-memory.js";
-import { periodOf } from "../billing/plans.js";
 import { triggerCandidate, triggerCandidates } from "./chain.js";
 import type { Outcome } from "./outcomes.js";
 import type { TaskRow } from "../db/rows.js";
@@ -51,7 +49,7 @@ const TIMED_OUT = {
 /** One outcome as the JSON element the statements below read; a result too large for the row is put in R2 first. */
 export async function outcomeElement(bucket: R2Bucket, o: Outcome) {
   const common = {
-    id: o.taskId, at: o.at, period: periodOf(o.at), node: o.node, assignedAt: o.node ? (o.assignedAt ?? o.at) : null, rtt: o.node ? Math.round(o.rttMs) : null,
+    id: o.taskId, at: o.at, node: o.node, assignedAt: o.node ? (o.assignedAt ?? o.at) : null, rtt: o.node ? Math.round(o.rttMs) : null,
     attempts: o.attempts ?? (o.node ? 1 : 0),
   };
   const r = o.report;
@@ -85,7 +83,7 @@ export async function outcomeElement(bucket: R2Bucket, o: Outcome) {
 
 /** Outcomes (or assigned marks) as rows: one JSON parameter, whatever their number; absent keys read NULL. */
 const outcomeRows = (json: string) => sql`(select
-  json_extract(value, '$.id') as id, json_extract(value, '$.at') as at, json_extract(value, '$.period') as period,
+  json_extract(value, '$.id') as id, json_extract(value, '$.at') as at,
   json_extract(value, '$.status') as status, json_extract(value, '$.headers') as headers,
   json_extract(value, '$.body') as body, json_extract(value, '$.key') as result_key, json_extract(value, '$.log') as log, json_extract(value, '$.logKey') as log_key,
   json_extract(value, '$.durationMs') as duration_ms, json_extract(value, '$.node') as node,
@@ -105,16 +103,16 @@ export interface Before {
 }
 
 /**
- * Writes outcomes to D1 in one batch of four statements, however many outcomes there are (their
+ * Writes outcomes to D1 in one batch of three statements, however many outcomes there are (their
  * text never changes, so nothing is rebuilt per task):
  * - one update finishes every task still unfinished, so each is recorded exactly once; an
- *   outcome of an unassigned-looking row brings its assignment;
+ *   outcome of an unassigned-looking row brings its assignment. The same statement meters each row
+ *   it finishes (the trigger `tasks_metered`, migrations/0024: not cancelled, and run on a node, so a
+ *   task the dispatcher ended before any node had it, such as one no node could take, costs
+ *   nothing); a row already finished is neither updated nor metered again;
  * - one query reads back the rows these outcomes finished, now or in an earlier write of the same
  *   batch whose answer was lost (D1 committed it, the connection dropped before the reply): a
  *   retry then still wakes the readers and fires the triggers the first write never got to;
- * - one insert meters exactly those (a row finished at this outcome's time, not cancelled, and
- *   run on a node: a task the dispatcher ended before any node had it, such as one no node could
- *   take, cost nothing);
  * - one query reads the triggers of their functions, so chaining costs no further round trip.
  * Returns the rows these outcomes finished (by task id) and those triggers.
  */
@@ -127,8 +125,8 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
   }
   const elements = await Promise.all(outcomes.map((o) => before.elements?.get(o.taskId) ?? outcomeElement(bucket, o)));
   const json = JSON.stringify(elements);
-  // Metering needs no results or logs: its copy of the batch leaves them out.
-  const metered = JSON.stringify(elements.map(({ id, at, period }) => ({ id, at, period })));
+  // Reading back needs no results or logs: its copy of the batch leaves them out.
+  const finishedBy = JSON.stringify(elements.map(({ id, at }) => ({ id, at })));
   const results = await sqlBatch(db, [
     ...rows,
     sql`update tasks set
@@ -140,17 +138,11 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
       from ${outcomeRows(json)} as o
       where tasks.id = o.id and tasks.finished_at is null`,
     // Finished by this outcome (its time), not by a cancellation or another report in between.
-    sql`select tasks.* from tasks join ${outcomeRows(metered)} as o on tasks.id = o.id and tasks.finished_at = o.at`,
-    sql`insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib)
-      select t.id, t.account_id, t.function_id, o.period, t.finished_at, coalesce(t.duration_ms, 0),
-        case when t.mem_size > 0 then t.mem_size else ${DEFAULT_BILLED_MEM_MIB} end
-      from tasks t join ${outcomeRows(metered)} as o on t.id = o.id and t.finished_at = o.at
-      where t.status <> 410 and t.node is not null
-      on conflict do nothing`,
+    sql`select tasks.* from tasks join ${outcomeRows(finishedBy)} as o on tasks.id = o.id and tasks.finished_at = o.at`,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))]),
     ...(before.after ?? []),
   ]);
-  const [, read, , triggers] = results.slice(rows.length);
+  const [, read, triggers] = results.slice(rows.length);
   for (const raw of read!) {
     const row = rowOf(tasks, raw);
     finished.set(row.id, row);

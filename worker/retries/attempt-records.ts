@@ -14,8 +14,9 @@ export interface FailedAttempt {
 /**
  * Records failed attempts that another follows, in one batch: the task's count of attempts so
  * far, and one invocation each in usage (the plan counts attempts, not tasks). An attempt's usage
- * row is keyed `<task id>#<attempt>`; the last attempt's is the task's own, written with its
- * outcome (dispatch/records.ts). Idempotent, so the alarm may write a batch again.
+ * row is keyed `<task id>#<attempt>`, which its trigger counts (migrations/0024); the last attempt
+ * is metered as the task's own, by the update that finishes its row (dispatch/records.ts).
+ * Idempotent, so the alarm may write a batch again.
  */
 export async function attemptsRecorded(db: Db, failed: FailedAttempt[]): Promise<void> {
   if (!failed.length) return;

@@ -5,16 +5,16 @@ import { headPruned, pruneHead, type PruneRun } from "../db/rowid-head.js";
 import { DAY_MS } from "../lib/time.js";
 
 /**
- * Days a usage row is kept (USAGE_DEDUP_DAYS overrides). A usage row is not what anyone reads:
- * usage_totals (kept by an insert trigger) is. The row is there so that the same outcome committed
- * twice counts once (its task id is the key, `on conflict do nothing`), and an outcome is committed
+ * Days a usage row is kept (USAGE_DEDUP_DAYS overrides). Usage rows are a retried task's failed
+ * attempts only (retries/attempt-records.ts, keyed `<task id>#<attempt>`); a task's own outcome is
+ * metered by the update that finishes its row (migrations/0024), with no row of its own. Nobody
+ * reads these rows: usage_totals (kept by an insert trigger) is. A row is there so that the same
+ * attempt recorded twice counts once (its key, `on conflict do nothing`), and an attempt is recorded
  * again only by the shard that holds it, while it has no answer from D1: a lost batch answer is
- * retried within seconds, a D1 outage holds outcomes for as long as it lasts (hours in the worst
+ * retried within seconds, a D1 outage holds them for as long as it lasts (hours in the worst
  * incidents on record), and during an outage the sweep cannot reach D1 either. Two days are far
- * beyond both. An outcome is metered through its task's row (dispatch/records.ts), so once the
- * record has left D1 for the archive (task-history/window.ts) its outcome committed again meters
- * nothing, row or no row. Two, not seven: at a week these rows were the largest share of what D1
- * holds for each task a second (docs/dispatch.md, "Task history past one database").
+ * beyond both. Rows written by a Worker older than migration 0024 (a task's own, without `#`) go
+ * the same way.
  */
 export const DEFAULT_USAGE_DEDUP_DAYS = 2;
 
