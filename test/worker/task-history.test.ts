@@ -136,6 +136,27 @@ describe("the archive's move (the archive sweep)", () => {
     expect((await chunksOf(quiet.accountId)).map((c) => c.records)).toEqual([1]);
   });
 
+  it("moves an account's next chunks with one read and one batch (the queries that bound a run), each chunk indexed on its own", async () => {
+    const { token, accountId } = await newAccount();
+    const [f1, f2] = [await deployedFunction(token), await deployedFunction(token)];
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push(await newTask(token, i < 3 ? f1 : f2));
+    for (const id of ids) await finishTask(id);
+    const counts = async () => (await env.DB.prepare("select sum(tasks) n from task_archive_totals where account_id = ?").bind(accountId).first("n")) ?? 0;
+    // One look, one read of 2 × 3 rows, one batch: two full chunks in three queries.
+    expect(await archiveIn(PAST, { chunkSize: 3, chunksPerRead: 2, maxQueries: 3 })).toBe(6);
+    expect((await chunksOf(accountId)).map((c) => [c.first_id, c.last_id, c.records])).toEqual([[ids[0], ids[2], 3], [ids[3], ids[5], 3]]);
+    const functions = await env.DB.prepare("select function_id, last_id from task_archive_functions where account_id = ? order by last_id, function_id").bind(accountId).all();
+    expect(functions.results).toEqual([{ function_id: f1, last_id: ids[2] }, { function_id: f2, last_id: ids[5] }]);
+    expect(await counts()).toBe(6);
+    expect(await Promise.all(ids.map(inD1))).toEqual([false, false, false, false, false, false, true]);
+    expect(await archiveIn(PAST, { chunkSize: 3, chunksPerRead: 2, maxQueries: 3 })).toBe(1);
+    expect(await counts()).toBe(7);
+    // Every read finds each record in its own chunk.
+    for (const id of ids) expect((await callJson(`/v1/task/${id}`, 200, { token })).id).toBe(id);
+    expect((await callJson<{ id: string }[]>(`/v1/task/list?limit=10`, 200, { token })).map((t) => t.id)).toEqual([...ids].reverse());
+  });
+
   it("keeps each account's records in chunks of its own", async () => {
     const a = await newAccount("a");
     const b = await newAccount("b");
@@ -391,7 +412,7 @@ describe("moving an existing deployment's history", () => {
 
     // The move in small steps (chunks of 60 records, one a run), every read compared in between.
     let steps = 0;
-    while ((await archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now(), { chunkSize: 60, maxQueries: 3 })) > 0) {
+    while ((await archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now(), { chunkSize: 60, chunksPerRead: 1, maxQueries: 3 })) > 0) {
       expect(await snapshot()).toEqual(before);
       steps++;
     }

@@ -13,6 +13,12 @@ import { WEEK_MS } from "./window.js";
 export interface ArchiveRun {
   /** Records a chunk, at most: one account's, read in one page (1,000 rows of up to ~12 KB each stay well inside a Worker's memory). */
   chunkSize?: number;
+  /**
+   * Full chunks an account's read fetches, and its batch commits, at most: a read and a batch move
+   * this many chunks. 2 by default (2,000 rows of up to ~12.9 KB each, ~26 MB at worst, half a
+   * Worker's 128 MB).
+   */
+  chunksPerRead?: number;
   /** D1 queries a run may make (each look, read and move counts), at most. */
   maxQueries?: number;
   /** The invocation's budget the run draws from (the archive sweep's, shared by its parts). */
@@ -22,12 +28,16 @@ export interface ArchiveRun {
 }
 
 export const DEFAULT_HOLD_MS = 7 * DAY_MS;
+export const DEFAULT_CHUNKS_PER_READ = 2;
 /**
- * D1 queries a run makes at most: about 300 chunks, 300,000 records an hour (~83 tasks a second).
- * The sweep's parts before it take what they need first (retention is a rule; the move only keeps
- * D1 small), so in their backlog the move gets less.
+ * D1 queries a run makes at most. A read and a batch move two chunks: about 450 chunks, 450,000
+ * records an hour (~125 tasks a second) when a look finds the busy accounts, down to 150 when every
+ * chunk needs a look and a read of its own. The archive's retention (retention.ts) takes one query a
+ * chunk 30 days later, up to 451 of the same invocation's 900. The sweep's parts before the move
+ * take what they need first (retention is a rule; the move only keeps D1 small), so in their backlog
+ * the move gets less.
  */
-export const MOVE_MAX_QUERIES = 600;
+export const MOVE_MAX_QUERIES = 450;
 
 interface Written {
   key: string;
@@ -52,7 +62,9 @@ interface Written {
  *
  * A chunk is moved only once it is written and read back whole; its index row, the per-day counts
  * and the deletion of its rows are then one D1 batch, so a reader that asks D1's rows and the index
- * together finds every record in exactly one of them. Run again after a failure, a chunk lands on
+ * together finds every record in exactly one of them. One read fetches an account's next
+ * `chunksPerRead` chunks and one batch commits them together: a read and a batch are the move's
+ * D1 queries, and it is the number of those an invocation may make that bounds its pace. Run again after a failure, a chunk lands on
  * the same key (named by its ids) and nothing is counted twice (the batch that counts is the batch
  * that deletes). Also the migration of a deployment that kept every record in D1: the first runs
  * move its history, oldest first. Returns how many records moved.
@@ -68,7 +80,7 @@ export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, no
     for (const { accountId } of page) {
       if (looked.has(accountId)) continue;
       looked.add(accountId);
-      moved += await moveAccount(db, bucket, { accountId, cutoff, size, now, whatever }, budget);
+      moved += await moveAccount(db, bucket, { accountId, cutoff, size, per: run.chunksPerRead ?? DEFAULT_CHUNKS_PER_READ, now, whatever }, budget);
     }
   };
   // Past the hold, oldest first; keyed past each page, so an unfinished old task is stepped over.
@@ -98,8 +110,16 @@ export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, no
   return moved;
 }
 
-/** Moves the account's records past the window, a full chunk at a time (and the last, partial one when `whatever`). */
-async function moveAccount(db: Db, bucket: R2Bucket, o: { accountId: string; cutoff: number; size: number; now: number; whatever: boolean }, budget: QueryBudget): Promise<number> {
+/**
+ * Moves the account's records past the window, up to `per` full chunks a read and a batch (and the
+ * last, partial chunk when `whatever`).
+ */
+async function moveAccount(
+  db: Db,
+  bucket: R2Bucket,
+  o: { accountId: string; cutoff: number; size: number; per: number; now: number; whatever: boolean },
+  budget: QueryBudget,
+): Promise<number> {
   let moved = 0;
   for (let after = ""; budget.take(); ) {
     const rows = await db
@@ -107,22 +127,34 @@ async function moveAccount(db: Db, bucket: R2Bucket, o: { accountId: string; cut
       .from(tasks)
       .where(and(eq(tasks.accountId, o.accountId), gt(tasks.id, after), lt(tasks.id, idFloor(o.cutoff)), lt(tasks.finishedAt, o.cutoff)))
       .orderBy(asc(tasks.id))
-      .limit(o.size);
-    if (!rows.length || (rows.length < o.size && !o.whatever) || !budget.take()) return moved;
-    after = rows.at(-1)!.id;
-    const written = await writeChunk(bucket, rows);
+      .limit(o.size * o.per);
+    const chunks = chunked(rows, o.size).filter((c) => c.length === o.size || o.whatever);
+    if (!chunks.length || !budget.take()) return moved;
+    after = chunks.at(-1)!.at(-1)!.id;
+    const written: Written[] = [];
+    for (const c of chunks) written.push(await writeChunk(bucket, c));
     try {
       await commitMove(db, written, o.now);
     } catch (e) {
       // A chunk no index row names is never read; left behind it would hold records past their retention.
-      const lost = budget.take() && !(await indexed(db, written.key).catch(() => true));
-      if (lost) await bucket.delete(written.key).catch(() => undefined);
+      for (const w of written) {
+        const lost = budget.take() && !(await indexed(db, w.key).catch(() => true));
+        if (lost) await bucket.delete(w.key).catch(() => undefined);
+      }
       throw e;
     }
-    moved += rows.length;
-    if (rows.length < o.size) return moved;
+    const count = written.reduce((n, w) => n + w.rows.length, 0);
+    moved += count;
+    if (count < o.size * o.per) return moved;
   }
   return moved;
+}
+
+/** `rows` cut in runs of `size`, in order. */
+function chunked<T>(rows: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
 }
 
 async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
@@ -134,28 +166,33 @@ async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
 }
 
 /**
- * The chunk's index rows (its own, one per function), the counts (per function, per function and
- * day, per chain), the issue times of its tasks of the last week (the week's counts read them with
- * D1's rows) and the deletion of its rows as one batch, each list one JSON parameter (a chunk's
- * ids are more than D1's 100 bound parameters).
+ * The chunks' index rows (each chunk's own, one per function of it), the counts (per function, per
+ * function and day, per chain), the issue times of their tasks of the last week (the week's counts
+ * read them with D1's rows) and the deletion of their rows as one batch, each list one JSON
+ * parameter (a chunk's ids are more than D1's 100 bound parameters).
  */
-async function commitMove(db: Db, w: Written, now: number): Promise<void> {
-  const perDay = tally(w.rows, (r) => ({ accountId: r.accountId, functionId: r.functionId, day: startOfUtcDay(r.issuedAt) }));
-  const perFunction = tally(w.rows, (r) => ({ accountId: r.accountId, functionId: r.functionId }));
+async function commitMove(db: Db, chunks: Written[], now: number): Promise<void> {
+  const rows = chunks.flatMap((w) => w.rows);
+  const perDay = tally(rows, (r) => ({ accountId: r.accountId, functionId: r.functionId, day: startOfUtcDay(r.issuedAt) }));
+  const perFunction = tally(rows, (r) => ({ accountId: r.accountId, functionId: r.functionId }));
   const perChain = tally(
-    w.rows.filter((r) => r.chainId !== null),
+    rows.filter((r) => r.chainId !== null),
     (r) => ({ chainId: r.chainId!, accountId: r.accountId }),
   );
-  const recent = w.rows.filter((r) => r.issuedAt >= now - WEEK_MS).map((r) => [r.functionId, r.endpointId, r.issuedAt]);
+  const recent = rows.filter((r) => r.issuedAt >= now - WEEK_MS).map((r) => [r.functionId, r.endpointId, r.issuedAt]);
   const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
-  const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
   await sqlBatch(db, [
-    sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
-        values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
-        on conflict (key) do nothing`,
-    ...jsonSlices(perFunction.map((f) => f.functionId)).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, account_id)
-        select value, ${lastId}, ${w.accountId} from json_each(${json}) where true
-        on conflict do nothing`),
+    ...chunks.flatMap((w) => {
+      const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
+      return [
+        sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
+          values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
+          on conflict (key) do nothing`,
+        ...jsonSlices([...new Set(w.rows.map((r) => r.functionId))]).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, account_id)
+          select value, ${lastId}, ${w.accountId} from json_each(${json}) where true
+          on conflict do nothing`),
+      ];
+    }),
     ...jsonSlices(perFunction).map((json) => sql`insert into ${taskArchiveTotals} (account_id, function_id, tasks)
         select ${field("accountId")}, ${field("functionId")}, ${field("tasks")}
         from json_each(${json}) where true
@@ -170,7 +207,7 @@ async function commitMove(db: Db, w: Written, now: number): Promise<void> {
         on conflict (chain_id) do update set tasks = tasks + excluded.tasks`),
     ...jsonSlices(recent).map((json) => sql`insert into ${taskArchiveIssues} (function_id, endpoint_id, issued_at)
         select json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') from json_each(${json}) where true`),
-    ...jsonSlices(w.rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
+    ...jsonSlices(rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
   ]);
 }
 
