@@ -132,7 +132,7 @@ async function fill(file: string, tenants: Tenant[], count: number, window: { fr
 function bytesByTree(file: string): Map<string, number> {
   const sqlite = new DatabaseSync(file, { readOnly: true, timeout: 60_000 });
   const rows = sqlite
-    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts', 'task_archive_totals', 'task_archive_functions', 'task_archive_chains', 'task_archive_issues') group by s.name order by bytes desc")
+    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts', 'task_archive_totals', 'task_archive_functions', 'task_archive_chains', 'task_archive_issues', 'task_archive_minutes') group by s.name order by bytes desc")
     .all() as { name: string; bytes: number }[];
   sqlite.close();
   return new Map(rows.map((r) => [r.name, r.bytes]));
@@ -201,8 +201,8 @@ async function archiveAll(stateDir: string, at: number): Promise<{ runs: number;
       await worker.triggerCron(ARCHIVE_CRON, at);
       process.stdout.write(`  ${archived(file).records.toLocaleString("en")} records archived\r`);
     }
-    // One run prunes at most 500,000 issue times (issue-pruning.ts); a big fill leaves more past the week.
-    const pastTheWeek = () => countOf(file, `select count(*) as n from task_archive_issues where issued_at < ${at - 7 * DAY}`);
+    // One run prunes at most 500,000 minutes (issue-pruning.ts); fired until none is wholly past the week.
+    const pastTheWeek = () => countOf(file, `select count(*) as n from task_archive_minutes where minute < ${at - 7 * DAY - 60_000}`);
     do await worker.triggerCron(SWEEP_CRON, at);
     while (pastTheWeek() > 0);
   } finally {
@@ -264,13 +264,14 @@ async function main() {
     let smallArchived: typeof small | undefined;
     let bigArchived: typeof small | undefined;
     let moved: { runs: number; ms: number } | undefined;
-    let inWeek: { measured: typeof small; issueTimes: number; records: number } | undefined;
+    let inWeek: { measured: typeof small; issueTimes: number; minutes: number; records: number } | undefined;
     if (archive) {
       // A day and a half after the newest record: what is past the window moves (in full chunks), and
       // the records of the last 7 days keep their issue times for the week's counts.
       const first = await archiveAll(stateDir, end + 1.5 * DAY);
-      const issueTimes = countOf(file, "select count(*) as n from task_archive_issues");
-      inWeek = { measured: await measure(stateDir, tenants[0]!, RECORDS), issueTimes, records: archived(file).records };
+      const issueTimes = countOf(file, "select coalesce(sum(tasks), 0) as n from task_archive_minutes where scope in (select id from functions)");
+      const minutes = countOf(file, "select count(*) as n from task_archive_minutes");
+      inWeek = { measured: await measure(stateDir, tenants[0]!, RECORDS), issueTimes, minutes, records: archived(file).records };
       const rest = await archiveAll(stateDir, end + 16 * DAY);
       moved = { runs: first.runs + rest.runs, ms: first.ms + rest.ms };
       bigArchived = await measure(stateDir, tenants[0]!, RECORDS);
@@ -314,8 +315,8 @@ async function main() {
       byteTable("Bytes per task record once archived: D1 keeps the chunk index and per-day counts, R2 the chunks", smallArchived, bigArchived);
       readTable("The same reads, every record archived (the first page of a list, the task gets and the console read chunks from R2)", smallArchived, bigArchived);
       if (inWeek) {
-        const bytes = [...inWeek.measured.trees].filter(([name]) => name.startsWith("task_archive_issues")).reduce((a, [, b]) => a + b, 0);
-        console.log(`\nThe week's issue times, archived a day and a half after the newest record: ${inWeek.records.toLocaleString("en")} records archived, ${inWeek.issueTimes.toLocaleString("en")} issue times kept, ${(bytes / Math.max(1, inWeek.issueTimes)).toFixed(1)} B each (table and indexes, dbstat), against ${perTask(big)} B a record all in D1.`);
+        const bytes = [...inWeek.measured.trees].filter(([name]) => name.startsWith("task_archive_minutes")).reduce((a, [, b]) => a + b, 0);
+        console.log(`\nThe week's issue times, archived a day and a half after the newest record: ${inWeek.records.toLocaleString("en")} records archived, ${inWeek.issueTimes.toLocaleString("en")} issue times kept in ${inWeek.minutes.toLocaleString("en")} rows of a function's minute, ${(bytes / Math.max(1, inWeek.issueTimes)).toFixed(1)} B each (table and indexes, dbstat), against ${perTask(big)} B a record all in D1.`);
         readTable(`The same reads at ${RECORDS.toLocaleString("en")}: all in D1, then archived with the week's issue times kept (function get counts through them)`, big, inWeek.measured, ["all in D1", "archived, in the week"]);
       }
       console.log(`\nArchive: ${bigArchived.r2.records.toLocaleString("en")} records in ${bigArchived.r2.chunks.toLocaleString("en")} chunks, moved by ${moved.runs} sweep runs in ${(moved.ms / 1000).toFixed(1)} s (${(RECORDS / (moved.ms / 1000)).toFixed(0)} records/s).`);

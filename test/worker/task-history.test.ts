@@ -11,6 +11,9 @@ import { dailyTasks } from "../../worker/console/queries.js";
 import { archiveTasks, type ArchiveRun } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
 import { pruneArchivedIssues } from "../../worker/task-history/issue-pruning.js";
+import { archivedIssuedSince } from "../../worker/task-history/issue-minutes.js";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import { sql as drizzleSql } from "drizzle-orm";
 import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import type { TaskRow } from "../../worker/db/rows.js";
 import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
@@ -297,29 +300,64 @@ describe("the week's counts of archived tasks", () => {
 
     expect(await archiveIn(0, { holdMs: 0 })).toBe(ages.length);
     expect(await Promise.all(rows.map((r) => inD1(r.id)))).toEqual(rows.map(() => false));
-    // Only the week's issue times are kept: those past it can never be counted again.
-    const kept = await env.DB.prepare("select count(*) n from task_archive_issues where function_id = ?").bind(fn).first("n");
-    expect(kept).toBe(5);
+    // Only the week's issue times are kept (those past it can never be counted again), under the function and under the endpoint.
+    const kept = (scope: string) => env.DB.prepare("select sum(tasks) n from task_archive_minutes where scope = ?").bind(scope).first("n");
+    expect([await kept(fn), await kept(ep)]).toEqual([5, 2]);
     expect(await counts()).toEqual(before);
+  });
+
+  it("count exactly from the millisecond the period starts, inside the minute it cuts, and add the one-a-task times kept before the minutes", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const minute = Math.floor((Date.now() - 3 * DAY_MS) / 60_000) * 60_000;
+    const times = [minute + 1_000, minute + 30_000, minute + 59_999, minute + 60_000, minute + 60_000 + 5];
+    const [model] = oldRows(accountId, [fn], 1, { daysAgo: 3 });
+    const rows = times.map((t) => ({ ...model!, id: newId(t), issued_at: t, finished_at: t + 1500, status: 200 }));
+    await insertOld(rows);
+    expect(await archiveIn(0, { holdMs: 0 })).toBe(times.length);
+    expect(await env.DB.prepare("select minute, tasks, offsets from task_archive_minutes where scope = ? order by minute").bind(fn).all().then((r) => r.results)).toEqual([
+      { minute, tasks: 3, offsets: "1000,30000,59999" },
+      { minute: minute + 60_000, tasks: 2, offsets: "0,5" },
+    ]);
+    const since = async (time: number) => {
+      const q = new SQLiteAsyncDialect().sqlToQuery(drizzleSql`select ${archivedIssuedSince({ functionId: fn }, time)} as n`);
+      return env.DB.prepare(q.sql).bind(...q.params).first("n");
+    };
+    expect(await since(minute)).toBe(5);
+    expect(await since(minute + 30_000)).toBe(4);
+    expect(await since(minute + 30_001)).toBe(3);
+    expect(await since(minute + 60_000)).toBe(2);
+    expect(await since(minute + 60_001)).toBe(1);
+    expect(await since(minute + 120_000)).toBe(0);
+    // A deployment's times from before the minutes (one row a task) count until pruned.
+    await env.DB.prepare("insert into task_archive_issues (function_id, endpoint_id, issued_at) values (?, null, ?)").bind(fn, minute + 45_000).run();
+    expect(await since(minute + 30_001)).toBe(4);
+    expect(await since(minute + 45_001)).toBe(3);
   });
 });
 
 describe("the hourly sweep's pruning of archived issue times", () => {
-  it("deletes the times that left the week, oldest first, and no other", async () => {
-    await sql("delete from task_archive_issues"); // the earlier tests' times, whose order in the table is theirs
+  it("deletes the minutes, and the one-a-task times kept before them, that left the week, oldest first, and no other", async () => {
+    // The earlier tests' rows, whose order in the tables is theirs.
+    await sql("delete from task_archive_minutes");
+    await sql("delete from task_archive_issues");
     const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
     const rows = [1.5, 2, 4, 6].map((days) => ({ ...oldRows(accountId, [fn], 1, { daysAgo: days })[0]!, finished_at: Date.now() - days * DAY_MS + 1500, status: 200 }));
     await insertOld(rows.sort((x, y) => (x.id < y.id ? -1 : 1)));
     await archiveIn(0, { holdMs: 0 });
-    const times = async () =>
-      (await env.DB.prepare("select issued_at t from task_archive_issues where function_id = ? order by t").bind(fn).all<{ t: number }>()).results.map((r) => r.t);
-    expect(await times()).toEqual(rows.map((r) => r.issued_at).sort((x, y) => x - y));
-    await pruneArchivedIssues(db(), Date.now(), { page: 1 });
-    expect(await times()).toHaveLength(4);
-    // Three days on, the two oldest (6 and 4 days old now) are past the week.
-    expect(await pruneArchivedIssues(db(), Date.now() + 3 * DAY_MS, { page: 1, maxPages: 10 })).toBe(2);
-    expect(await times()).toEqual(rows.map((r) => r.issued_at).sort((x, y) => x - y).slice(2));
+    const legacy = [Date.now() - 6 * DAY_MS, Date.now() - 2 * DAY_MS];
+    for (const t of legacy) await env.DB.prepare("insert into task_archive_issues (function_id, endpoint_id, issued_at) values (?, null, ?)").bind(fn, t).run();
+    const minutes = async () =>
+      (await env.DB.prepare("select minute, offsets from task_archive_minutes where scope = ? order by minute").bind(fn).all<{ minute: number; offsets: string }>()).results.map((r) => r.minute + Number(r.offsets));
+    const times = async () => (await env.DB.prepare("select issued_at t from task_archive_issues where function_id = ? order by t").bind(fn).all<{ t: number }>()).results.map((r) => r.t);
+    const issued = rows.map((r) => r.issued_at).sort((x, y) => x - y);
+    expect(await minutes()).toEqual(issued);
+    expect(await pruneArchivedIssues(db(), Date.now(), { page: 1 })).toBe(0);
+    expect([await minutes(), await times()]).toEqual([issued, legacy]);
+    // Three and a half days on, the two oldest (6 and 4 days old now) are past the week, and the older legacy time.
+    expect(await pruneArchivedIssues(db(), Date.now() + 3.5 * DAY_MS, { page: 1, maxPages: 10 })).toBe(3);
+    expect([await minutes(), await times()]).toEqual([issued.slice(2), legacy.slice(1)]);
   });
 });
 

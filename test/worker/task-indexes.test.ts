@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
-import { archivedIssuedSince } from "../../worker/task-history/counts.js";
+import { archivedIssuedSince } from "../../worker/task-history/issue-minutes.js";
+import { archivedMinutesPruned } from "../../worker/task-history/issue-pruning.js";
 import { flushedDb } from "./helpers.js";
 
 /** The plan SQLite chooses for `query` on the Worker's D1 (one line a step). */
@@ -32,11 +33,24 @@ describe("indexes of tasks (each one a read needs, entries only for the rows it 
 });
 
 describe("indexes of the archive's issue times (the week's counts of archived tasks)", () => {
-  it("counts a function's and an endpoint's from an index alone", async () => {
+  it("sums a function's and an endpoint's whole minutes from an index alone, reads the cut minute by its key, and the one-a-task times from an index alone", async () => {
     const plan = (scope: { functionId?: string; endpointId?: string }) => {
       const q = new SQLiteAsyncDialect().sqlToQuery(sql`select ${archivedIssuedSince(scope, 1)}`);
       return planOf(q.sql, ...q.params);
     };
+    for (const scope of [{ functionId: "f" }, { endpointId: "e" }]) {
+      const details = await plan(scope);
+      expect(details.filter((d) => /task_archive_minutes/.test(d))).toEqual([
+        "SEARCH task_archive_minutes USING COVERING INDEX task_archive_minutes_scope (scope=? AND minute>?)",
+        "SEARCH task_archive_minutes USING PRIMARY KEY (minute=? AND scope=?)",
+      ]);
+      expect(details.join("\n")).not.toMatch(/SCAN task_archive|TEMP B-TREE/);
+    }
+    // Pruning reads the head of the table's own key, nothing else.
+    const pruning = new SQLiteAsyncDialect().sqlToQuery(archivedMinutesPruned(Date.now(), 100));
+    const pruned = await planOf(pruning.sql, ...pruning.params);
+    expect(pruned.filter((d) => /task_archive_minutes/.test(d))).toEqual(["SEARCH task_archive_minutes USING PRIMARY KEY (minute=? AND scope=?)", "SEARCH task_archive_minutes USING PRIMARY KEY (minute<?)"]);
+    // The one-a-task times from before the minutes (draining).
     expect((await plan({ functionId: "f" })).join("\n")).toMatch(/SEARCH task_archive_issues USING COVERING INDEX task_archive_issues_function \(function_id=\? AND issued_at>\?\)/);
     expect((await plan({ endpointId: "e" })).join("\n")).toMatch(/SEARCH task_archive_issues USING COVERING INDEX task_archive_issues_endpoint \(endpoint_id=\? AND issued_at>\?\)/);
   });

@@ -1,14 +1,14 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchiveIssues, taskArchiveTotals, tasks } from "../db/schema.js";
+import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchiveTotals, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { putChunk, readChunk, type Segments } from "./chunk.js";
 import { jsonSlices } from "../db/json-slices.js";
 import { QueryBudget } from "../db/query-budget.js";
-import { WEEK_MS } from "./window.js";
+import { issueMinutesAdded } from "./issue-minutes.js";
 
 export interface ArchiveRun {
   /** Records a chunk, at most: one account's, read in one page (1,000 rows of up to ~12 KB each stay well inside a Worker's memory). */
@@ -179,7 +179,6 @@ async function commitMove(db: Db, chunks: Written[], now: number): Promise<void>
     rows.filter((r) => r.chainId !== null),
     (r) => ({ chainId: r.chainId!, accountId: r.accountId }),
   );
-  const recent = rows.filter((r) => r.issuedAt >= now - WEEK_MS).map((r) => [r.functionId, r.endpointId, r.issuedAt]);
   const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
   await sqlBatch(db, [
     ...chunks.flatMap((w) => {
@@ -205,8 +204,7 @@ async function commitMove(db: Db, chunks: Written[], now: number): Promise<void>
         select ${field("chainId")}, ${field("accountId")}, ${field("tasks")}
         from json_each(${json}) where true
         on conflict (chain_id) do update set tasks = tasks + excluded.tasks`),
-    ...jsonSlices(recent).map((json) => sql`insert into ${taskArchiveIssues} (function_id, endpoint_id, issued_at)
-        select json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') from json_each(${json}) where true`),
+    ...issueMinutesAdded(rows, now),
     ...jsonSlices(rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
   ]);
 }

@@ -1,6 +1,6 @@
-import { and, eq, gte, sql, type SQL } from "drizzle-orm";
+import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { taskArchiveChains, taskArchiveCounts, taskArchiveIssues, taskArchiveTotals, tasks } from "../db/schema.js";
+import { taskArchiveChains, taskArchiveCounts, taskArchiveTotals, tasks } from "../db/schema.js";
 import { DAY_MS } from "../lib/time.js";
 
 /**
@@ -15,16 +15,6 @@ export const archivedTotal = (db: Db, scope: { accountId: string; functionId?: s
     .select({ n: sql<number>`coalesce(sum(${taskArchiveTotals.tasks}), 0)` })
     .from(taskArchiveTotals)
     .where(and(eq(taskArchiveTotals.accountId, scope.accountId), scope.functionId ? eq(taskArchiveTotals.functionId, scope.functionId) : undefined));
-
-/**
- * A function's or an endpoint's archived tasks issued at `time` or later, for `time` within the last
- * week (the move keeps those issue times, and the sweep prunes them past it): a scalar subquery that
- * D1's count of its rows adds, so that one statement, one view of D1, counts a moving task once.
- */
-export const archivedIssuedSince = (scope: { functionId?: string | undefined; endpointId?: string | undefined }, time: number): SQL => {
-  const of = scope.functionId ? eq(taskArchiveIssues.functionId, scope.functionId) : eq(taskArchiveIssues.endpointId, scope.endpointId ?? "");
-  return sql`(select count(*) from ${taskArchiveIssues} where ${of} and ${taskArchiveIssues.issuedAt} >= ${time})`;
-};
 
 /** The account's archived tasks per function and UTC day since `first` (a day's start), `day` counted from it. */
 export async function archivedDays(db: Db, accountId: string, first: number): Promise<{ functionId: string; day: number; count: number }[]> {

@@ -1,23 +1,40 @@
+import { sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { headPruned, pruneHead, type PruneRun } from "../db/rowid-head.js";
-import { taskArchiveIssues } from "../db/schema.js";
+import { taskArchiveIssues, taskArchiveMinutes } from "../db/schema.js";
+import { minuteOf } from "./issue-minutes.js";
 import { WEEK_MS } from "./window.js";
 
-/** Rows a statement deletes: two bound parameters, 10,000 rows with two index entries each, well under D1's 30 s. */
+/** Rows a statement deletes: two bound parameters, 10,000 rows with one or two index entries each, well under D1's 30 s. */
 export const ISSUE_PRUNE_PAGE = 10_000;
-/** Statements a run: 500,000 issue times an hour (about 140 archived tasks a second) in 50 of the sweep's queries. */
+/**
+ * Statements a run, for each of the two tables: 500,000 rows an hour in 50 of the sweep's queries.
+ * A minute row holds a minute's tasks of a function, so that is far past any rate one D1 holds; the
+ * table of one row a task (before the minutes) only drains.
+ */
 export const ISSUE_PRUNE_MAX_PAGES = 50;
 
-/** One page of the oldest kept issue times past `cutoff` (db/rowid-head.ts: the move inserts them about in issue order). */
+/**
+ * One page of the oldest minutes wholly before `cutoff`: the head of the table's key (minute,
+ * scope), so each page reads only what it deletes.
+ */
+export const archivedMinutesPruned = (cutoff: number, page: number) =>
+  sql`delete from ${taskArchiveMinutes} where (minute, scope) in
+    (select minute, scope from ${taskArchiveMinutes} where minute < ${minuteOf(cutoff)} order by minute, scope limit ${page})
+  returning 1 as n`;
+
+/** One page of the oldest issue times, one a task, past `cutoff` (the table the minutes replaced, draining). */
 export const archivedIssuesPruned = (cutoff: number, page: number) => headPruned(taskArchiveIssues, taskArchiveIssues.issuedAt, cutoff, page);
 
 /**
- * The issue times of archived tasks (task_archive_issues) that have left the week, deleted in pages
- * (part of the hourly sweep): the counts read only those of the last 7 × 24 hours, so nothing they
- * answer changes. The move writes a chunk's times together, a busy account's chunks an hour or so
- * after their day and a quiet account's up to a week later, oldest first; a time inserted behind
- * newer ones waits for them (kept longer, never deleted early). Returns how many rows were deleted.
+ * The issue times of archived tasks that have left the week, deleted in pages (part of the hourly
+ * sweep): the minutes of task_archive_minutes wholly past it, by their key, then the one-a-task
+ * rows of task_archive_issues, which nothing writes since the minutes (by rowid, db/rowid-head.ts: a
+ * row inserted behind newer ones waits for them, kept longer, never deleted early). The counts read
+ * only the last 7 × 24 hours, so nothing they answer changes. Returns how many rows were deleted.
  */
 export async function pruneArchivedIssues(db: Db, now: number, o: PruneRun = {}): Promise<number> {
-  return pruneHead(db, (n) => archivedIssuesPruned(now - WEEK_MS, n), o, { page: ISSUE_PRUNE_PAGE, maxPages: ISSUE_PRUNE_MAX_PAGES });
+  const defaults = { page: ISSUE_PRUNE_PAGE, maxPages: ISSUE_PRUNE_MAX_PAGES };
+  const minutes = await pruneHead(db, (n) => archivedMinutesPruned(now - WEEK_MS, n), o, defaults);
+  return minutes + (await pruneHead(db, (n) => archivedIssuesPruned(now - WEEK_MS, n), o, defaults));
 }

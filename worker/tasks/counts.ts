@@ -4,7 +4,8 @@ import { tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { startOfUtcDay } from "../lib/time.js";
 import { WEEK_MS } from "../task-history/window.js";
-import { archivedIssuedSince, archivedTotal } from "../task-history/counts.js";
+import { archivedTotal } from "../task-history/counts.js";
+import { archivedIssuedSince } from "../task-history/issue-minutes.js";
 
 /** Whose tasks are counted: an account's, or one of its functions' or endpoints'. */
 export type TaskScope = { accountId: string; functionId?: string; endpointId?: string };

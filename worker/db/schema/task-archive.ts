@@ -89,13 +89,10 @@ export const taskArchiveChains = sqliteTable("task_archive_chains", {
 });
 
 /**
- * The issue time of each archived task of the last 7 days, written by the move in the batch that
- * deletes its row and pruned by the hourly sweep once past the week: a function's and an endpoint's
- * `todaysTasks` and `weekTasks` (a rolling 7 × 24 hours, which per-day counts cannot answer) add
- * these to D1's rows, so the window of full rows need not hold a week. A rowid table, read only
- * through its two indexes, about 90 bytes a task for six days, against the ~734 of a full row.
- * No account: the function's id is unique to its account, and a deleted account's rows leave with
- * the week.
+ * The issue time of each archived task of the last 7 days, one row each (migration 0023): ~99 B a
+ * task. No longer written since task_archive_minutes (below) took its place; still read by the
+ * counts and pruned by the hourly sweep, so a deployment's rows of the week before that migration
+ * count until they leave the week. A later migration may drop it once it is empty.
  */
 export const taskArchiveIssues = sqliteTable(
   "task_archive_issues",
@@ -108,4 +105,31 @@ export const taskArchiveIssues = sqliteTable(
     index("task_archive_issues_function").on(t.functionId, t.issuedAt),
     index("task_archive_issues_endpoint").on(t.endpointId, t.issuedAt).where(sql`${t.endpointId} is not null`),
   ],
+);
+
+/**
+ * The issue times of archived tasks of the last 7 days, one row per function (or endpoint) and
+ * minute of issue: how many, and each one's milliseconds into the minute, comma-separated. A
+ * function's and an endpoint's `todaysTasks` and `weekTasks` (a rolling 7 × 24 hours, which per-day
+ * counts cannot answer) add these to D1's rows, so the window of full rows need not hold a week: the
+ * minutes wholly inside the period count by `tasks`, through the covering index, and the one minute
+ * its start cuts by its offsets, so the count is exact and reads at most an index entry a minute of
+ * the week (10,080), however many tasks. The move adds a chunk's tasks in the batch that deletes
+ * their rows; the hourly sweep deletes the minutes past the week from the head of the key.
+ * WITHOUT ROWID (migration 0025; drizzle cannot say so): the key is the table, oldest minute first,
+ * with no rowid index beside it. `scope` is a function's id, or an endpoint's for tasks that came
+ * through one (each task counts under both): ids are unique across both, and to their account, so
+ * there is no account column; a deleted account's rows leave with the week.
+ */
+export const taskArchiveMinutes = sqliteTable(
+  "task_archive_minutes",
+  {
+    /** The minute's start, ms since the epoch. */
+    minute: integer("minute").notNull(),
+    scope: text("scope").notNull(),
+    tasks: integer("tasks").notNull(),
+    /** Each task's issue time minus `minute` (0 to 59,999), comma-separated. */
+    offsets: text("offsets").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.minute, t.scope] }), index("task_archive_minutes_scope").on(t.scope, t.minute, t.tasks)],
 );
