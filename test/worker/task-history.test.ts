@@ -11,7 +11,7 @@ import { dailyTasks } from "../../worker/console/queries.js";
 import { archiveTasks, type ArchiveRun } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
 import { pruneArchivedIssues } from "../../worker/task-history/issue-pruning.js";
-import { archivedIssuedSince } from "../../worker/task-history/issue-minutes.js";
+import { archivedIssuedSince, issueMinutes, issueMinutesAdded } from "../../worker/task-history/issue-minutes.js";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { sql as drizzleSql } from "drizzle-orm";
 import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
@@ -333,6 +333,26 @@ describe("the week's counts of archived tasks", () => {
     await env.DB.prepare("insert into task_archive_issues (function_id, endpoint_id, issued_at) values (?, null, ?)").bind(fn, minute + 45_000).run();
     expect(await since(minute + 30_001)).toBe(4);
     expect(await since(minute + 45_001)).toBe(3);
+  });
+});
+
+describe("the minutes of the week's issue times", () => {
+  it("takes a minute busier than one statement's share in several entries, which the upsert adds up, and leaves out times past the week", async () => {
+    const minute = Math.floor((Date.now() - DAY_MS) / 60_000) * 60_000;
+    const scope = `busy-${newId(Date.now())}`;
+    const rows = Array.from({ length: 12_001 }, (_, i) => ({ functionId: scope, endpointId: null, issuedAt: minute + (i % 60_000) }) as unknown as TaskRow);
+    const old = { functionId: scope, endpointId: null, issuedAt: Date.now() - 8 * DAY_MS } as unknown as TaskRow;
+    const entries = issueMinutes([...rows, old], Date.now());
+    expect(entries.map(([m, sc, n]) => [m, sc, n])).toEqual([[minute, scope, 5_000], [minute, scope, 5_000], [minute, scope, 2_001]]);
+    const dialect = new SQLiteAsyncDialect();
+    for (const statement of issueMinutesAdded([...rows, old], Date.now())) {
+      const q = dialect.sqlToQuery(statement);
+      expect(q.sql.length + JSON.stringify(q.params).length).toBeLessThan(100_000);
+      await env.DB.prepare(q.sql).bind(...q.params).run();
+    }
+    const row = await env.DB.prepare("select tasks, offsets from task_archive_minutes where scope = ?").bind(scope).first<{ tasks: number; offsets: string }>();
+    expect(row!.tasks).toBe(12_001);
+    expect(row!.offsets.split(",").map(Number)).toEqual(rows.map((r) => r.issuedAt - minute));
   });
 });
 
