@@ -394,6 +394,22 @@ describe("a chunk's segments", () => {
     }
   });
 
+  it("reads a chunk rewritten since its index row was read (retention, before the row's update) by the segments the object carries", async () => {
+    const key = "history/test/rewritten.ndjson.gz";
+    const rows = Array.from({ length: 2 * SEGMENT_RECORDS + 7 }, (_, i) => ({ id: newId(Date.now() - 1000 + i), accountId: "a", functionId: "f", issuedAt: i, finishedAt: i + 1, resultBody: `result ${i}` }) as unknown as TaskRow);
+    const { segments: before } = await putChunk(env.BUCKET, key, rows);
+    // Purged: the inline results go, so every segment after the first starts elsewhere.
+    const purged = rows.map((r) => ({ ...r, resultBody: null, purgedAt: 7 }) as TaskRow);
+    const { segments: after } = await putChunk(env.BUCKET, key, purged);
+    expect(after.map(([, at]) => at)).not.toEqual(before.map(([, at]) => at));
+    expect(await readChunk(env.BUCKET, key, before)).toEqual(purged);
+    for (const i of [0, SEGMENT_RECORDS + 3, 2 * SEGMENT_RECORDS + 6]) {
+      const segment = await readSegmentOf(env.BUCKET, key, before, rows[i]!.id);
+      expect(segment.find((r) => r.id === rows[i]!.id)).toEqual(purged[i]);
+      expect(segment.length).toBeLessThanOrEqual(SEGMENT_RECORDS);
+    }
+  });
+
   it("answers a damaged chunk with an error, never a wrong record", async () => {
     await env.BUCKET.put("history/test/damaged.ndjson.gz", "not gzip at all");
     await expect(readChunk(env.BUCKET, "history/test/damaged.ndjson.gz", [["a", 0]])).rejects.toThrow(DamagedChunk);

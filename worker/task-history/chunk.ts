@@ -76,14 +76,38 @@ async function decodeSegment(bytes: Uint8Array): Promise<TaskRow[]> {
   return out;
 }
 
-/** Every record of a chunk, segment by segment (a gzip reader stops at the end of the first member). */
-export async function readChunk(bucket: R2Bucket, key: string, segments: Segments): Promise<TaskRow[]> {
-  const object = await bucket.get(key);
-  if (!object) throw new DamagedChunk(`the archived chunk ${key} is missing from storage`);
+const segmentsSchema = z.array(z.tuple([z.string(), z.int().min(0)]));
+
+/**
+ * The segments the object was written with (its own metadata), else those the index row names (a
+ * chunk written before objects carried them). Retention rewrites a chunk in place and updates its
+ * index row after: a reader between the two holds the old offsets for the new bytes, and the
+ * object's own are the ones that fit them.
+ */
+function ownSegments(object: R2Object, indexed: Segments): Segments {
+  const raw = object.customMetadata?.segments;
+  if (raw === undefined) return indexed;
+  try {
+    return segmentsSchema.parse(JSON.parse(raw));
+  } catch {
+    throw new DamagedChunk(`the archived chunk ${object.key} names segments that are not segments`);
+  }
+}
+
+const sameSegments = (a: Segments, b: Segments) => a.length === b.length && a.every(([id, at], i) => id === b[i]![0] && at === b[i]![1]);
+
+async function decodeWhole(object: R2ObjectBody, segments: Segments): Promise<TaskRow[]> {
   const bytes = new Uint8Array(await object.arrayBuffer());
   const out: TaskRow[] = [];
   for (const [i, [, offset]] of segments.entries()) out.push(...(await decodeSegment(bytes.subarray(offset, segments[i + 1]?.[1] ?? bytes.byteLength))));
   return out;
+}
+
+/** Every record of a chunk, segment by segment (a gzip reader stops at the end of the first member). */
+export async function readChunk(bucket: R2Bucket, key: string, segments: Segments): Promise<TaskRow[]> {
+  const object = await bucket.get(key);
+  if (!object) throw new DamagedChunk(`the archived chunk ${key} is missing from storage`);
+  return decodeWhole(object, ownSegments(object, segments));
 }
 
 /** The segment of a chunk that would hold `id` (the last one beginning at or before it), read alone. */
@@ -95,15 +119,28 @@ export async function readSegmentOf(bucket: R2Bucket, key: string, segments: Seg
   const end = segments[i + 1]?.[1];
   const object = await bucket.get(key, { range: end === undefined ? { offset } : { offset, length: end - offset } });
   if (!object) throw new DamagedChunk(`the archived chunk ${key} is missing from storage`);
-  return decodeSegment(new Uint8Array(await object.arrayBuffer()));
+  if (sameSegments(ownSegments(object, segments), segments)) return decodeSegment(new Uint8Array(await object.arrayBuffer()));
+  // Rewritten since its index row was read (retention): the whole object, with the segments it carries.
+  const whole = await bucket.get(key);
+  if (!whole) throw new DamagedChunk(`the archived chunk ${key} is missing from storage`);
+  const own = ownSegments(whole, segments);
+  const records = await decodeWhole(whole, own);
+  const first = own.filter(([firstId]) => firstId <= id).at(-1)?.[0];
+  const next = own.find(([firstId]) => firstId > id)?.[0];
+  return records.filter((r) => first !== undefined && r.id >= first && (next === undefined || r.id < next));
 }
+
+/** R2 keeps up to 2 KB of custom metadata an object; a chunk's segments (20 for 1,000 records) take under 1 KB. */
+const MAX_SEGMENTS_METADATA = 1_800;
 
 /**
  * Puts a chunk. Stored as plain gzip bytes, with no Content-Encoding: nothing on the way may
- * decompress it for us, since every reader inflates it itself, segment by segment.
+ * decompress it for us, since every reader inflates it itself, segment by segment. The object
+ * carries its segments too (readers trust those over an index row that may lag a rewrite).
  */
 export async function putChunk(bucket: R2Bucket, key: string, rows: TaskRow[]): Promise<{ bytes: number; segments: Segments }> {
   const { body, segments } = await encodeChunk(rows);
-  await bucket.put(key, body, { httpMetadata: { contentType: "application/gzip" } });
+  const own = JSON.stringify(segments);
+  await bucket.put(key, body, { httpMetadata: { contentType: "application/gzip" }, customMetadata: own.length <= MAX_SEGMENTS_METADATA ? { segments: own } : {} });
   return { bytes: body.byteLength, segments };
 }

@@ -10,8 +10,8 @@ import { QueryBudget } from "../db/query-budget.js";
 /**
  * Chunks a run: each is a read and a write of R2 and one D1 update; the next hourly run goes on.
  * 450 a run keep pace with the move's 450 queries (archiver.ts: two chunks a read and a batch) in the
- * archive sweep's 900. The update stays one a chunk, right after its rewrite: a reader between the
- * two reads the new chunk at the old index row's offsets, so that gap is kept as short as it goes.
+ * archive sweep's 900. A reader between a chunk's rewrite and its index row's update reads it by the
+ * segments the object carries (chunk.ts), not the row's stale offsets.
  */
 const MAX_CHUNKS = 450;
 /** R2 deletes at most 1,000 keys a call. */
