@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
-import { sqlBatch, type Db } from "../db/client.js";
+import { chunks, sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchiveTotals, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
@@ -128,11 +128,11 @@ async function moveAccount(
       .where(and(eq(tasks.accountId, o.accountId), gt(tasks.id, after), lt(tasks.id, idFloor(o.cutoff)), lt(tasks.finishedAt, o.cutoff)))
       .orderBy(asc(tasks.id))
       .limit(o.size * o.per);
-    const chunks = chunked(rows, o.size).filter((c) => c.length === o.size || o.whatever);
-    if (!chunks.length || !budget.take()) return moved;
-    after = chunks.at(-1)!.at(-1)!.id;
+    const full = chunks(rows, o.size).filter((c) => c.length === o.size || o.whatever);
+    if (!full.length || !budget.take()) return moved;
+    after = full.at(-1)!.at(-1)!.id;
     const written: Written[] = [];
-    for (const c of chunks) written.push(await writeChunk(bucket, c));
+    for (const c of full) written.push(await writeChunk(bucket, c));
     try {
       await commitMove(db, written, o.now);
     } catch (e) {
@@ -148,13 +148,6 @@ async function moveAccount(
     if (count < o.size * o.per) return moved;
   }
   return moved;
-}
-
-/** `rows` cut in runs of `size`, in order. */
-function chunked<T>(rows: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
-  return out;
 }
 
 async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {

@@ -1,4 +1,5 @@
 import { eq, sql, type SQL } from "drizzle-orm";
+import { chunks } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchiveIssues, taskArchiveMinutes } from "../db/schema.js";
 import { jsonSlices } from "../db/json-slices.js";
@@ -39,10 +40,7 @@ export function issueMinutes(rows: TaskRow[], now: number): Entry[] {
   }
   const entries: Entry[] = [];
   for (const { scope, minute, offsets } of by.values())
-    for (let i = 0; i < offsets.length; i += OFFSETS_AN_ENTRY) {
-      const part = offsets.slice(i, i + OFFSETS_AN_ENTRY);
-      entries.push([minute, scope, part.length, part.join(",")]);
-    }
+    for (const part of chunks(offsets, OFFSETS_AN_ENTRY)) entries.push([minute, scope, part.length, part.join(",")]);
   return entries;
 }
 
