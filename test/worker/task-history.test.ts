@@ -96,7 +96,7 @@ describe("the archive's move (the archive sweep)", () => {
     await sweepIn(PAST);
     expect(await inD1(done)).toBe(false);
     const [chunk] = await chunksOf(accountId);
-    expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done), first_id: done, last_id: done, records: 1 });
+    expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done, 1), first_id: done, last_id: done, records: 1 });
     expect((await env.DB.prepare("select function_id, account_id from task_archive_functions where last_id = ?").bind(done).all()).results).toEqual([
       { function_id: fn, account_id: accountId },
     ]);
@@ -186,6 +186,63 @@ describe("the archive's move (the archive sweep)", () => {
     expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "3" })).toBe(3 * DAY_MS);
     expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "30" })).toBe(30 * DAY_MS);
     expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "soon" })).toBe(DAY_MS);
+  });
+});
+
+/** The archive's bucket, each put waiting for `before()` first: a move held between its read of D1 and its batch. */
+const bucketBeforePut = (before: () => Promise<unknown>): R2Bucket =>
+  new Proxy(env.BUCKET, {
+    get(b, name) {
+      if (name === "put") return async (...a: Parameters<R2Bucket["put"]>) => (await before(), b.put(...a));
+      const v = Reflect.get(b, name) as unknown;
+      return typeof v === "function" ? v.bind(b) : v;
+    },
+  });
+/** Resolves once `n` callers wait on it. */
+function barrier(n: number): () => Promise<void> {
+  const waiting: (() => void)[] = [];
+  return () =>
+    new Promise<void>((go) => {
+      waiting.push(go);
+      if (waiting.length >= n) for (const w of waiting.splice(0)) w();
+    });
+}
+
+describe("the archive's move, when runs overlap or retention purges under it", () => {
+  it("moves and counts a record once when two runs read it before either commits", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await newTask(token, fn));
+    for (const id of ids) await finishTask(id);
+    const bucket = bucketBeforePut(barrier(2));
+    const at = Date.now() + PAST * DAY_MS;
+    const runs = await Promise.all([at, at + 60_000].map((now) => archiveTasks(db(), bucket, archiveAfterMs(bindings), now)));
+    expect(runs.sort()).toEqual([0, 5]);
+    expect((await chunksOf(accountId)).map((c) => [c.key, c.records])).toEqual([[historyChunkKey(accountId, ids[0]!, ids[4]!, 5), 5]]);
+    expect(await env.DB.prepare("select sum(tasks) n from task_archive_totals where account_id = ?").bind(accountId).first("n")).toBe(5);
+    expect(await env.DB.prepare("select sum(tasks) n from task_archive_counts where account_id = ?").bind(accountId).first("n")).toBe(5);
+    expect((await callJson(`/v1/function/${fn}`, 200, { token })).metrics.completedTasks).toBe(5);
+    expect((await callJson<{ id: string }[]>("/v1/task/list?limit=10", 200, { token })).map((t) => t.id)).toEqual([...ids].reverse());
+  });
+
+  it("leaves a record that live retention purged after the move read it in D1, purged, and moves it at the next run", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const ids = [await newTask(token, fn), await newTask(token, fn)];
+    for (const id of ids) await finishTask(id, { body: "ok" });
+    const purgedAt = Date.now();
+    const bucket = bucketBeforePut(() => env.DB.prepare("update tasks set purged_at = ? where id = ?").bind(purgedAt, ids[0]).run());
+    expect(await archiveTasks(db(), bucket, archiveAfterMs(bindings), Date.now() + PAST * DAY_MS)).toBe(0);
+    expect(await Promise.all(ids.map(inD1))).toEqual([true, true]);
+    expect(await chunksOf(accountId)).toEqual([]);
+    expect((await env.BUCKET.list({ prefix: `history/${accountId}/` })).objects).toEqual([]);
+
+    expect(await archiveIn(PAST)).toBe(2);
+    const [chunk] = await chunksOf(accountId);
+    const [first, second] = await readChunk(env.BUCKET, chunk!.key as string, JSON.parse(chunk!.segments as string));
+    expect([first!.purgedAt, second!.purgedAt]).toEqual([purgedAt, null]);
+    expect(chunk!.purge_due).toBe(second!.finishedAt);
   });
 });
 

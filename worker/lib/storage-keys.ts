@@ -29,7 +29,13 @@ export async function deletePrefix(bucket: R2Bucket, prefix: string): Promise<vo
 
 /**
  * A chunk of an account's archived task records (worker/task-history/): under the account, as
- * tasks outlive their functions; named by its first and last id, so a chunk written again for the
- * same records (a move retried after a failure) lands on the same key.
+ * tasks outlive their functions; named by its first and last id and how many records it holds, so
+ * a chunk written again for the same records (a move retried after a failure) lands on the same
+ * key, and one of other records never overwrites it. Two overlapping moves may read the same range
+ * at different moments: the later may also hold a record whose late outcome made it eligible in
+ * between, and it only ever holds more, never other, records, so the count tells them apart.
+ * (Chunks written before the count was part of the name keep their names: reads take the key from
+ * the index row.)
  */
-export const historyChunkKey = (accountId: string, firstId: string, lastId: string) => `history/${accountId}/${firstId}-${lastId}.ndjson.gz`;
+export const historyChunkKey = (accountId: string, firstId: string, lastId: string, records: number) =>
+  `history/${accountId}/${firstId}-${lastId}-${records}.ndjson.gz`;

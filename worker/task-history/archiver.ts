@@ -141,6 +141,7 @@ async function moveAccount(
         const lost = budget.take() && !(await indexed(db, w.key).catch(() => true));
         if (lost) await bucket.delete(w.key).catch(() => undefined);
       }
+      if (changedUnder(e)) return moved;
       throw e;
     }
     const count = written.reduce((n, w) => n + w.rows.length, 0);
@@ -151,7 +152,7 @@ async function moveAccount(
 }
 
 async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
-  const key = historyChunkKey(rows[0]!.accountId, rows[0]!.id, rows.at(-1)!.id);
+  const key = historyChunkKey(rows[0]!.accountId, rows[0]!.id, rows.at(-1)!.id, rows.length);
   const { bytes, segments } = await putChunk(bucket, key, rows);
   const back = await readChunk(bucket, key, segments);
   if (back.length !== rows.length || back.some((r, i) => r.id !== rows[i]!.id)) throw new Error(`the archived chunk ${key} did not read back as written`);
@@ -180,6 +181,7 @@ async function commitMove(db: Db, chunks: Written[], now: number): Promise<void>
         sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
           values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
           on conflict (key) do nothing`,
+        ...unchangedGuards(w),
         ...jsonSlices([...new Set(w.rows.map((r) => r.functionId))]).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, account_id)
           select value, ${lastId}, ${w.accountId} from json_each(${json}) where true
           on conflict do nothing`),
@@ -201,6 +203,31 @@ async function commitMove(db: Db, chunks: Written[], now: number): Promise<void>
     ...jsonSlices(rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
   ]);
 }
+
+/**
+ * Statements that fail the move's batch (and so roll it all back) unless every row of the chunk is
+ * still in D1 as the move read it: there, finished, and unpurged if it was. Each sets the chunk's
+ * index row's `records` to null (a NOT NULL column) when its slice of the chunk's ids finds fewer.
+ * Archive sweeps may overlap (one still running when the next fires), and live retention may purge a
+ * row between the move's read and its batch: the counts and the issue times are added from the rows
+ * as read, so without this a record moved by two runs would count twice (in two chunks, for a
+ * partial chunk whose runs saw different cutoffs), and a purge would be lost under an unpurged copy.
+ * The batch that fails here moves nothing, and the rows stay for the next run.
+ */
+function unchangedGuards(w: Written) {
+  return jsonSlices(w.rows.map((r) => [r.id, r.purgedAt == null ? 1 : 0])).map((json) => {
+    const expected = (JSON.parse(json) as unknown[]).length;
+    return sql`update ${taskArchive} set records = case when (
+        select count(*) = ${expected}
+        from json_each(${json}) j join ${tasks} t on t.id = json_extract(j.value, '$[0]')
+        where t.finished_at is not null and (t.purged_at is null) = json_extract(j.value, '$[1]')
+      ) then records end
+      where key = ${w.key}`;
+  });
+}
+
+/** Whether a move's batch failed for its guard (unchangedGuards): its rows changed under it, and another run or the next moves them. */
+const changedUnder = (e: unknown) => /NOT NULL constraint failed: task_archive\.records/.test(String(e instanceof Error ? `${e.message} ${String(e.cause ?? "")}` : e));
 
 /** The rows counted by what `keyOf` says of them: one entry per distinct key, with its `tasks`. */
 function tally<K extends Record<string, string | number>>(rows: TaskRow[], keyOf: (r: TaskRow) => K): (K & { tasks: number })[] {
