@@ -183,9 +183,9 @@ function archived(file: string): { bytes: number; records: number; chunks: numbe
 }
 
 /**
- * The archive sweep fired at `at`, again until it moves nothing more (a run moves at most about 300
+ * The archive sweep fired at `at`, again until it moves nothing more (a run moves at most about 450
  * chunks of 1,000 records); then the hourly sweep until it has pruned the issue times past the week.
- * 16 days after the newest record is past the archive's window (1 day), the 7 days a remainder short
+ * 16 days after the newest record is past the archive's window (an hour), the 7 days a remainder short
  * of a full chunk waits, and the week of issue times.
  */
 async function archiveAll(stateDir: string, at: number): Promise<{ runs: number; ms: number }> {

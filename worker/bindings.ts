@@ -21,7 +21,9 @@ export interface StoreBindings {
   RECORD_FLUSH_MS?: string;
   /** Days a finished task's input, result and log are kept (default 30); see worker/tasks/retention-period.ts. */
   TASK_RETENTION_DAYS?: string;
-  /** Days a finished task's record stays in D1 before the archive takes it (default and least 1); see worker/task-history/window.ts. */
+  /** Hours a finished task's record stays in D1 before the archive may take it (default and least 1); see worker/task-history/window.ts. */
+  TASK_ARCHIVE_AFTER_HOURS?: string;
+  /** The same in days, its earlier name: read only when TASK_ARCHIVE_AFTER_HOURS is not set. */
   TASK_ARCHIVE_AFTER_DAYS?: string;
   /** Days a failed attempt's usage row is kept to count a re-recorded attempt once (default 2); see worker/services/usage-pruning.ts. */
   USAGE_DEDUP_DAYS?: string;

@@ -3,7 +3,7 @@ import type { Bindings } from "./env.js";
 import { openDb } from "./db/client.js";
 import { plansFrom } from "./billing/plans.js";
 import { renewPlans } from "./billing/renewal.js";
-import { ARCHIVE_CRON, RENEWAL_CRON } from "./crons.js";
+import { ARCHIVE_CRONS, RENEWAL_CRON } from "./crons.js";
 import { archiveSweep } from "./sweep/archive-sweep.js";
 import { hourlySweep } from "./sweep/hourly.js";
 import { withCostCounting } from "./diagnostics/cost-counters.js";
@@ -26,7 +26,7 @@ export default {
     const db = openDb(env);
     const now = controller.scheduledTime;
     if (controller.cron === RENEWAL_CRON) ctx.waitUntil(renewPlans(db, plansFrom(env.PLANS), now).then(logged("plans renewed", controller.cron)));
-    else if (controller.cron === ARCHIVE_CRON) ctx.waitUntil(archiveSweep(db, env, now, (msg, n) => logged(msg, controller.cron)(n)));
+    else if ((ARCHIVE_CRONS as readonly string[]).includes(controller.cron)) ctx.waitUntil(archiveSweep(db, env, now, (msg, n) => logged(msg, controller.cron)(n)));
     else ctx.waitUntil(hourlySweep(db, env, now, (msg, n) => logged(msg, controller.cron)(n)));
   },
 } satisfies ExportedHandler<Bindings>;

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
+import path from "node:path";
+import { unstable_readConfig } from "wrangler";
 import { scheduleCrons, type CronClock } from "../../scripts/lib/local-crons.js";
+import { ARCHIVE_CRONS, RENEWAL_CRON, SWEEP_CRON } from "../../worker/crons.js";
 
 /** A clock whose time moves only when the test says, running each timer that falls due on the way; as Node's, a delay past 2^31 - 1 ms fires after 1 ms. */
 function manualClock(start: number) {
@@ -72,5 +75,12 @@ describe("scheduleCrons (the local stack's Cron Triggers)", () => {
 
   it("refuses a malformed trigger when it starts, not at its first run", () => {
     expect(() => scheduleCrons(["61 * * * *"], async () => undefined, manualClock(0).clock)).toThrow();
+  });
+});
+
+describe("wrangler.toml's Cron Triggers", () => {
+  it("are the ones the Worker tells apart (worker/crons.ts): renewal, the hourly sweep, and the archive sweep three times an hour", () => {
+    const crons = unstable_readConfig({ config: path.join(import.meta.dirname, "../../wrangler.toml") }).triggers.crons;
+    expect(crons).toEqual([RENEWAL_CRON, SWEEP_CRON, ...ARCHIVE_CRONS]);
   });
 });

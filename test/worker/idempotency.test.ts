@@ -4,6 +4,11 @@ import { call, callJson, clearQueue, deployedFunction, expectError, markBuild, n
 import { FakeAgent } from "./fake-agent.js";
 import { counterFor } from "../../worker/counters/client.js";
 import { dispatcherFor } from "../../worker/dispatch/client.js";
+import { openDb } from "../../worker/db/client.js";
+import type { Bindings } from "../../worker/env.js";
+import { HOUR_MS } from "../../worker/lib/time.js";
+import { archiveTasks } from "../../worker/task-history/archiver.js";
+import { archiveAfterMs } from "../../worker/task-history/window.js";
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
@@ -182,5 +187,37 @@ describe("/gc/<endpoint_id> with Idempotency-Key", () => {
     const { ep } = await setup({ ip: ["10.0.0.1"] });
     expect((await gc(ep, "k-9", { headers: { "cf-connecting-ip": "10.0.0.1" } })).status).toBe(201);
     await expectError(gc(ep, "k-9", { headers: { "cf-connecting-ip": "10.9.9.9" } }), 403, "ip_not_allowed");
+  });
+});
+
+describe("Idempotency-Key replays of a task whose record moved to the archive", () => {
+  // The key is kept 24 hours; the record leaves D1 for the archive an hour after its finish.
+  const archived = async (fn: string) => {
+    await flushedDb();
+    const bindings = env as unknown as Bindings;
+    expect(await archiveTasks(openDb(bindings), env.BUCKET, archiveAfterMs(bindings), Date.now() + 2 * HOUR_MS, { chunkSize: 1 })).toBeGreaterThan(0);
+    expect(await taskCount(fn)).toBe(0);
+  };
+
+  it("POST /v1/task/<function_id> answers the archived task's response", async () => {
+    const { token, fn } = await setup();
+    const agent = await FakeAgent.connect("idem-archived-1");
+    const { id } = await callJson(`/v1/task/${fn}`, 201, { token, json: { n: 1 }, headers: keyed("k-archived") });
+    expect(await answerNext(agent, "kept answer")).toBe(id);
+    await archived(fn);
+    const again = await call(`/v1/task/${fn}`, { token, json: { n: 1 }, headers: keyed("k-archived", { prefer: "wait=10" }) });
+    expect([again.status, await again.text(), again.headers.get("x-task-id"), again.headers.get("idempotent-replayed")]).toEqual([200, "kept answer", id, "true"]);
+  });
+
+  it("/gc/<endpoint_id> answers the archived call's response", async () => {
+    const { fn, ep } = await setup({});
+    const agent = await FakeAgent.connect("idem-archived-2");
+    const gc = (key: string) => call(`/gc/${ep}`, { method: "POST", body: "hello", headers: { "content-type": "text/plain", prefer: "wait=10", ...keyed(key) } });
+    const first = gc("k-archived");
+    const taskId = await answerNext(agent, "public kept answer");
+    expect(await (await first).text()).toBe("public kept answer");
+    await archived(fn);
+    const again = await gc("k-archived");
+    expect([again.status, await again.text(), again.headers.get("x-task-id"), again.headers.get("idempotent-replayed")]).toEqual([200, "public kept answer", taskId, "true"]);
   });
 });

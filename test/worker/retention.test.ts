@@ -17,7 +17,7 @@ const stored = async (key: string) => (await env.BUCKET.head(key)) !== null;
  * The sweep with the archive's window far away: these tests read D1's rows as retention leaves them.
  * Retention of archived records, which the sweep also moves after 8 days, is task-history.test.ts's.
  */
-const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime, { TASK_ARCHIVE_AFTER_DAYS: "3650" });
+const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime, { TASK_ARCHIVE_AFTER_HOURS: "87600" });
 
 /** Runs one task through a fake agent with the given result body and log; returns its id once recorded. */
 async function ran(agent: FakeAgent, token: string, fn: string, o: { input?: unknown; body: string; log: string[] }) {

@@ -1,12 +1,12 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ARCHIVE_CRON, SWEEP_CRON } from "../../worker/crons.js";
+import { ARCHIVE_CRON, ARCHIVE_CRONS, SWEEP_CRON } from "../../worker/crons.js";
 import { openDb } from "../../worker/db/client.js";
 import type { Bindings } from "../../worker/env.js";
 import { INLINE_RESULT_BYTES } from "../../worker/dispatch/records.js";
 import { newId } from "../../worker/lib/ids.js";
 import { historyChunkKey, taskLogKey, taskResultKey } from "../../worker/lib/storage-keys.js";
-import { DAY_MS } from "../../worker/lib/time.js";
+import { DAY_MS, HOUR_MS, startOfUtcDay } from "../../worker/lib/time.js";
 import { dailyTasks } from "../../worker/console/queries.js";
 import { archiveTasks, type ArchiveRun } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
@@ -21,7 +21,7 @@ import { call, callJson, clearQueue, consolePage, deployedFunction, expectError,
 import { FakeAgent } from "./fake-agent.js";
 
 /**
- * Issue 27: finished task records older than the archive's window (TASK_ARCHIVE_AFTER_DAYS, 1 in
+ * Issue 27: finished task records older than the archive's window (TASK_ARCHIVE_AFTER_HOURS, 1 in
  * wrangler.toml) leave D1 for chunks in R2, and every read route answers them as it answered them
  * live: same status, same shape, same order.
  */
@@ -43,6 +43,16 @@ const PAST = 9;
 const inD1 = async (id: string) => (await env.DB.prepare("select id from tasks where id = ?").bind(id).first()) !== null;
 const chunksOf = async (accountId: string) =>
   (await env.DB.prepare("select * from task_archive where account_id = ? order by last_id").bind(accountId).all<Record<string, unknown>>()).results;
+
+/** A new account's function with `n` finished tasks. */
+async function finishedTasks(n: number) {
+  const { token, accountId } = await newAccount();
+  const fn = await deployedFunction(token);
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push(await newTask(token, fn));
+  for (const id of ids) await finishTask(id);
+  return { token, accountId, fn, ids };
+}
 
 /** What every read route answers for these tasks, as a caller sees it. */
 async function reads(token: string, ids: string[], fn: string) {
@@ -87,7 +97,7 @@ describe("the archive's move (the archive sweep)", () => {
     const done = await newTask(token, fn);
     await finishTask(done, { body: "ok", log: ["ran"] });
 
-    await sweepIn(0.5); // inside the window: nothing moves
+    await sweepIn(0.5 / 24); // inside the window (an hour): nothing moves
     expect(await inD1(done)).toBe(true);
     await sweepIn(2); // past it, but a lone record waits for a full chunk, or the hold
     expect(await inD1(done)).toBe(true);
@@ -117,9 +127,9 @@ describe("the archive's move (the archive sweep)", () => {
     await finishTask(late, { finishedAt: Date.now() + 5 * DAY_MS }); // held by a pause for days, say
     await flushedDb();
     // No hold here: every account moves whatever is past the window.
-    expect(await archiveIn(5.5, { holdMs: 0 })).toBe(0);
+    expect(await archiveIn(5 + 0.5 / 24, { holdMs: 0 })).toBe(0); // half an hour after its finish: inside the window
     expect([await inD1(waiting), await inD1(late)]).toEqual([true, true]);
-    expect(await archiveIn(7, { holdMs: 0 })).toBe(1);
+    expect(await archiveIn(5 + 2 / 24, { holdMs: 0 })).toBe(1);
     expect([await inD1(waiting), await inD1(late)]).toEqual([true, false]);
     expect(await chunksOf(accountId)).toHaveLength(1);
   });
@@ -180,12 +190,41 @@ describe("the archive's move (the archive sweep)", () => {
     expect(slices.flatMap((json) => JSON.parse(json) as string[])).toEqual(ids);
   });
 
-  it("never takes fewer days than an account's count of today needs", () => {
-    expect(archiveAfterMs({})).toBe(DAY_MS);
-    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "0.25" })).toBe(DAY_MS);
-    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "3" })).toBe(3 * DAY_MS);
+  it("runs at each of the archive sweep's three hourly triggers", async () => {
+    for (const cron of ARCHIVE_CRONS) {
+      const { token } = await newAccount();
+      const id = await newTask(token, await deployedFunction(token));
+      await finishTask(id);
+      await flushedDb();
+      await runCron(cron, Date.now() + PAST * DAY_MS);
+      expect(await inD1(id)).toBe(false);
+    }
+  });
+
+  it("waits an hour by default, never less, in TASK_ARCHIVE_AFTER_HOURS or else the days of its earlier name", () => {
+    expect(archiveAfterMs({})).toBe(HOUR_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_HOURS: "6" })).toBe(6 * HOUR_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_HOURS: "0.25" })).toBe(HOUR_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_HOURS: "soon" })).toBe(HOUR_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "0.25" })).toBe(6 * HOUR_MS);
     expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "30" })).toBe(30 * DAY_MS);
-    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "soon" })).toBe(DAY_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_DAYS: "0.01" })).toBe(HOUR_MS);
+    expect(archiveAfterMs({ TASK_ARCHIVE_AFTER_HOURS: "2", TASK_ARCHIVE_AFTER_DAYS: "30" })).toBe(2 * HOUR_MS);
+  });
+
+  it("moves a busy account's records an hour after their finish, and its count of today still holds them", async () => {
+    const { token, accountId, ids } = await finishedTasks(4);
+    const today = async () => (await callJson<{ todayTasks: number }>("/v1/metrics", 200, { token })).todayTasks;
+    const issued = (await env.DB.prepare("select issued_at from tasks where account_id = ?").bind(accountId).all<{ issued_at: number }>()).results;
+    // Those issued since 00:00 UTC, as the route reads the day when it answers.
+    const issuedToday = () => issued.filter((r) => r.issued_at >= startOfUtcDay(Date.now())).length;
+    expect(issued).toHaveLength(4);
+    expect(await today()).toBe(issuedToday());
+    await archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now() + 30 * 60_000, { chunkSize: 2 }); // inside the hour
+    expect(await Promise.all(ids.map(inD1))).toEqual([true, true, true, true]);
+    await archiveTasks(db(), env.BUCKET, archiveAfterMs(bindings), Date.now() + 2 * HOUR_MS, { chunkSize: 2 });
+    expect(await Promise.all(ids.map(inD1))).toEqual([false, false, false, false]);
+    expect(await today()).toBe(issuedToday());
   });
 });
 
@@ -210,11 +249,7 @@ function barrier(n: number): () => Promise<void> {
 
 describe("the archive's move, when runs overlap or retention purges under it", () => {
   it("moves and counts a record once when two runs read it before either commits", async () => {
-    const { token, accountId } = await newAccount();
-    const fn = await deployedFunction(token);
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await newTask(token, fn));
-    for (const id of ids) await finishTask(id);
+    const { token, accountId, fn, ids } = await finishedTasks(5);
     const bucket = bucketBeforePut(barrier(2));
     const at = Date.now() + PAST * DAY_MS;
     const runs = await Promise.all([at, at + 60_000].map((now) => archiveTasks(db(), bucket, archiveAfterMs(bindings), now)));

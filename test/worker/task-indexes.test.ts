@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
 import { archivedIssuedSince } from "../../worker/task-history/issue-minutes.js";
+import { archivedOnDay } from "../../worker/task-history/counts.js";
 import { archivedMinutesPruned } from "../../worker/task-history/issue-pruning.js";
 import { flushedDb } from "./helpers.js";
 
@@ -53,5 +54,17 @@ describe("indexes of the archive's issue times (the week's counts of archived ta
     // The one-a-task times from before the minutes (draining).
     expect((await plan({ functionId: "f" })).join("\n")).toMatch(/SEARCH task_archive_issues USING COVERING INDEX task_archive_issues_function \(function_id=\? AND issued_at>\?\)/);
     expect((await plan({ endpointId: "e" })).join("\n")).toMatch(/SEARCH task_archive_issues USING COVERING INDEX task_archive_issues_endpoint \(endpoint_id=\? AND issued_at>\?\)/);
+  });
+});
+
+describe("indexes of the archive's per-day counts (an account's today and the console's chart)", () => {
+  it("sums an account's archived tasks of a day, and reads its days since a date, from an index alone", async () => {
+    const q = new SQLiteAsyncDialect().sqlToQuery(sql`select ${archivedOnDay("a", 0)}`);
+    expect((await planOf(q.sql, ...q.params)).filter((d) => /task_archive_counts/.test(d))).toEqual([
+      "SEARCH task_archive_counts USING COVERING INDEX task_archive_counts_day (account_id=? AND day=?)",
+    ]);
+    expect(await planOf("select function_id, day, tasks from task_archive_counts where account_id = ? and day >= ?", "a", 0)).toEqual([
+      "SEARCH task_archive_counts USING INDEX task_archive_counts_day (account_id=? AND day>?)",
+    ]);
   });
 });

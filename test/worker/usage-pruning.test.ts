@@ -13,7 +13,7 @@ afterEach(() => FakeAgent.closeAll());
 
 const PERIOD = new Date().toISOString().slice(0, 7);
 /** The sweep with the task records kept in D1, so that only the usage rows move. */
-const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime, { TASK_ARCHIVE_AFTER_DAYS: "3650" });
+const sweep = (scheduledTime: number) => runCron(SWEEP_CRON, scheduledTime, { TASK_ARCHIVE_AFTER_HOURS: "87600" });
 
 const usageRows = async (accountId: string) =>
   (await (await flushedDb()).prepare("select task_id as id from usage where account_id = ? order by rowid").bind(accountId).all<{ id: string }>()).results.map((r) => r.id);

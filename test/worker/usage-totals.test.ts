@@ -117,7 +117,7 @@ describe("metering a task's outcome (the update that finishes its row)", () => {
     expect(once).toEqual([{ period: PERIOD, invocations: 1, durationMs: 40, mibMs: expect.any(Number) }]);
     await outcomesWritten(openDb(env), env.BUCKET, [outcome], at);
     // Past the usage rows' horizon: what kept it once before was a row, and it is the task's now.
-    await runCron(SWEEP_CRON, at + 3 * DAY_MS, { TASK_ARCHIVE_AFTER_DAYS: "3650" });
+    await runCron(SWEEP_CRON, at + 3 * DAY_MS, { TASK_ARCHIVE_AFTER_HOURS: "87600" });
     await outcomesWritten(openDb(env), env.BUCKET, [outcome], at);
     expect(await allTotals(accountId)).toEqual(once);
     expect((await (await flushedDb()).prepare("select count(*) as n from usage where account_id = ?").bind(accountId).first<{ n: number }>())!.n).toBe(0);

@@ -6,6 +6,7 @@ export const unixSeconds = (ms: number | null | undefined): string | null =>
 export const iso = (ms: number | null | undefined): string | null => (ms == null ? null : new Date(ms).toISOString());
 
 export const DAY_MS = 86_400_000;
+export const HOUR_MS = 3_600_000;
 
 /** 00:00 UTC of the day holding `now`. */
 export const startOfUtcDay = (now: number) => now - (now % DAY_MS);

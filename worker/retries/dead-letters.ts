@@ -1,7 +1,6 @@
-import { eq } from "drizzle-orm";
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
-import { tasks } from "../db/schema.js";
+import { recordedTask } from "../task-history/reads.js";
 import { stageInput, type NewTask } from "../tasks/row.js";
 import type { TaskRow } from "../db/rows.js";
 import { newTaskId } from "../dispatch/client.js";
@@ -84,7 +83,7 @@ export class DeadLetters {
   }
 
   private async send(l: Letter): Promise<void> {
-    const [failed] = await this.db.select().from(tasks).where(eq(tasks.id, l.taskId));
+    const failed = await recordedTask(this.db, this.env.BUCKET, l.accountId, l.taskId);
     if (!failed || failed.finishedAt == null) return this.drop(l, "the failed task is not recorded");
     if (failed.hop + 1 > MAX_HOPS) return this.drop(l, `the chain reached its limit of ${MAX_HOPS} hops`);
     const body = deadLetterBodyOf(failed, await this.inputOf(failed), await this.logOf(failed));

@@ -15,9 +15,8 @@ import { syncResponse } from "../services/sync-invoke.js";
 import { awaitCreated, createTask } from "../task-life/create.js";
 import { findTask } from "../task-life/find.js";
 import { archivedTask } from "../task-history/reads.js";
-import { MIN_ARCHIVE_AFTER_DAYS } from "../task-history/window.js";
+import { MIN_ARCHIVE_AFTER_MS } from "../task-history/window.js";
 import { idTime } from "../lib/ids.js";
-import { DAY_MS } from "../lib/time.js";
 import { inputFromRequest } from "../http/task-input.js";
 import { awaitFinished, openState, resultNotReady, resultResponse } from "../services/task-results.js";
 import { requestKey } from "../idempotency/request-key.js";
@@ -36,7 +35,7 @@ export const PUBLIC_RESULT_MS = 5 * 60_000;
 const FIRST_ID_MS = Date.UTC(2025, 0, 1);
 const archivable = (id: string) => {
   const t = idTime(id);
-  return t !== undefined && t >= FIRST_ID_MS && t < Date.now() - MIN_ARCHIVE_AFTER_DAYS * DAY_MS;
+  return t !== undefined && t >= FIRST_ID_MS && t < Date.now() - MIN_ARCHIVE_AFTER_MS;
 };
 const needsOwner = () => new ApiError("unauthorized", "this result was public for 5 minutes after the call; now it needs the owner's token");
 
@@ -156,7 +155,8 @@ export const publicRoutes = new Hono<AppEnv>()
       }
     });
     if ("replayOf" in once) {
-      const task = await findTask(c.env, c.var.db, once.replayOf);
+      // The key is kept 24 hours, the record in D1 an hour after its finish: then the archive has it.
+      const task = (await findTask(c.env, c.var.db, once.replayOf)) ?? (await archivedTask(c.var.db, c.env.BUCKET, e.accountId, once.replayOf));
       if (!task) throw notFound("task");
       const replay = await replayedResult(c.env, task, waitS, () => during((s) => awaitFinished(c.var.db, c.env, task, s)), `/gc/${task.id}/result`, cors);
       if (replay) return replay;

@@ -6,22 +6,16 @@ import { unixSeconds } from "../lib/time.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
 import { heldCopy, heldTasks, mergedPage } from "../task-life/find.js";
-import { archivedIn, archivedPage, chunksHolding, hasArchivedTasks, pageChunks } from "../task-history/reads.js";
+import { archivedPage, hasArchivedTasks, pageChunks, recordedTask } from "../task-history/reads.js";
 
 /**
  * One of the account's tasks, its newest copy (task-life/find.ts), else its archived record
  * (task-history/, looked up in D1's batch, so a record moving meanwhile is found); 404 for another account's.
  */
 export async function getOwnTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow> {
-  const row = (await heldCopy(env, id)) ?? (await recordedTask(env, db, accountId, id));
+  const row = (await heldCopy(env, id)) ?? (await recordedTask(db, env.BUCKET, accountId, id));
   if (!row || row.accountId !== accountId) throw notFound("task");
   return row;
-}
-
-/** D1's row, else the archive's record: both asked in one batch, whose one view of D1 holds a moving record in exactly one place. */
-async function recordedTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow | undefined> {
-  const [[row], chunks] = await db.batch([db.select().from(tasks).where(eq(tasks.id, id)), chunksHolding(db, accountId, id)]);
-  return row ?? (await archivedIn(env.BUCKET, chunks, accountId, id));
 }
 
 export const describeTask = (t: TaskRow) => ({

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gte, lt, lte } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive, taskArchiveFunctions } from "../db/schema.js";
+import { taskArchive, taskArchiveFunctions, tasks } from "../db/schema.js";
 import { readChunk, readSegmentOf } from "./chunk.js";
 
 /**
@@ -66,6 +66,16 @@ export async function archivedIn(bucket: R2Bucket, chunks: ChunkRow[], accountId
     if (row?.accountId === accountId) return row;
   }
   return undefined;
+}
+
+/**
+ * The account's task as recorded: D1's row, else the archive's record, both asked in one batch,
+ * whose one view of D1 holds a moving record in exactly one place. For every read by id past the
+ * shard's copy: the record may have left D1 an hour after its finish (window.ts).
+ */
+export async function recordedTask(db: Db, bucket: R2Bucket, accountId: string, id: string): Promise<TaskRow | undefined> {
+  const [[row], chunks] = await db.batch([db.select().from(tasks).where(eq(tasks.id, id)), chunksHolding(db, accountId, id)]);
+  return row ?? (await archivedIn(bucket, chunks, accountId, id));
 }
 
 /** One of the account's archived tasks, or undefined (for a caller that already looked in D1). */

@@ -1,23 +1,25 @@
 import type { StoreBindings } from "../bindings.js";
-import { DAY_MS } from "../lib/time.js";
+import { DAY_MS, HOUR_MS } from "../lib/time.js";
 
 /** The rolling period of `weekTasks`: 7 × 24 hours. */
 export const WEEK_MS = 7 * DAY_MS;
 
 /**
- * Days a finished task's record stays in D1 before the archive sweep moves it to the archive
- * (TASK_ARCHIVE_AFTER_DAYS overrides). Never fewer than 1: an account's `todayTasks` (since 00:00
- * UTC) counts D1's rows, and a day keeps every task issued today there. A function's and an
- * endpoint's `todaysTasks` and `weekTasks` need no more: the move keeps the issue times of the
- * week's archived tasks (task_archive_issues), and the counts add them to D1's rows. A value below
- * the floor, or not a number, takes the floor's place or the default, never an archive of records a
- * count still needs.
+ * How long a finished task's record stays in D1 before the archive sweep may move it:
+ * TASK_ARCHIVE_AFTER_HOURS (default 1), or TASK_ARCHIVE_AFTER_DAYS, the setting's earlier name, when
+ * only that is set. Never less than an hour. No count needs D1's rows for longer: a function's and an
+ * endpoint's `todaysTasks` and `weekTasks` add the archived tasks' issue times (issue-minutes.ts), an
+ * account's `todayTasks` the archive's per-day counts (counts.ts), and every read of a task by id
+ * asks the archive after D1. The hour keeps what is asked most (a task's first minutes: its public
+ * result's 5, an Idempotency-Key's replay, a trigger's parent, a dead letter's failed task) one D1
+ * read away. A value below the floor, or not a number, takes the floor's place or the default.
  */
-export const DEFAULT_ARCHIVE_AFTER_DAYS = 1;
-export const MIN_ARCHIVE_AFTER_DAYS = 1;
+export const DEFAULT_ARCHIVE_AFTER_HOURS = 1;
+export const MIN_ARCHIVE_AFTER_MS = HOUR_MS;
 
-export function archiveAfterMs(env: Pick<StoreBindings, "TASK_ARCHIVE_AFTER_DAYS">): number {
-  const days = Number(env.TASK_ARCHIVE_AFTER_DAYS ?? DEFAULT_ARCHIVE_AFTER_DAYS);
-  if (!Number.isFinite(days)) return DEFAULT_ARCHIVE_AFTER_DAYS * DAY_MS;
-  return Math.max(MIN_ARCHIVE_AFTER_DAYS, days) * DAY_MS;
+export function archiveAfterMs(env: Pick<StoreBindings, "TASK_ARCHIVE_AFTER_HOURS" | "TASK_ARCHIVE_AFTER_DAYS">): number {
+  const hours = env.TASK_ARCHIVE_AFTER_HOURS ?? (env.TASK_ARCHIVE_AFTER_DAYS === undefined ? undefined : String(Number(env.TASK_ARCHIVE_AFTER_DAYS) * 24));
+  const ms = Number(hours ?? DEFAULT_ARCHIVE_AFTER_HOURS) * HOUR_MS;
+  if (!Number.isFinite(ms)) return DEFAULT_ARCHIVE_AFTER_HOURS * HOUR_MS;
+  return Math.max(MIN_ARCHIVE_AFTER_MS, ms);
 }

@@ -1,6 +1,5 @@
-import { eq } from "drizzle-orm";
 import type { StoreBindings } from "../bindings.js";
-import { tasks } from "../db/schema.js";
+import { recordedTask } from "../task-history/reads.js";
 import { sqlBatch, type Db } from "../db/client.js";
 import { rowsInserted } from "./record-rows.js";
 import type { TaskRow } from "../db/rows.js";
@@ -53,7 +52,7 @@ export class ShardLife {
     const existing = held.get(req.id);
     if (existing) return { task: existing, finished: waitMs > 0 && existing.finishedAt == null ? await waiters.wait(req.id, waitMs) : existing.finishedAt != null ? existing : null };
     if (req.mayExist) {
-      const [recorded] = await this.db.select().from(tasks).where(eq(tasks.id, req.id));
+      const recorded = await recordedTask(this.db, this.env.BUCKET, req.accountId, req.id);
       if (recorded) return { task: recorded, finished: recorded.finishedAt != null ? recorded : null };
     }
     let admitted;

@@ -4,7 +4,7 @@ import { tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { startOfUtcDay } from "../lib/time.js";
 import { WEEK_MS } from "../task-history/window.js";
-import { archivedTotal } from "../task-history/counts.js";
+import { archivedOnDay, archivedTotal } from "../task-history/counts.js";
 import { archivedIssuedSince } from "../task-history/issue-minutes.js";
 
 /** Whose tasks are counted: an account's, or one of its functions' or endpoints'. */
@@ -49,11 +49,13 @@ export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: 
   const since = (time: number): SQL => (scope.functionId || scope.endpointId ? gte(tasks.issuedAt, time) : issuedSince(time));
   const count = (where?: SQL, plus?: SQL) => db.select({ n: plus ? sql<number>`count(*) + ${plus}` : sql<number>`count(*)` }).from(tasks).where(and(of, where));
   type Count = ReturnType<typeof count>;
-  // Tasks issued since a time of the last week: D1's rows, and for a function or an endpoint the
-  // issue times the archive's move kept (task-history/window.ts). An account's today needs none: the
-  // window keeps a day of rows; an account's week is not kept anywhere, so it is not asked for.
+  // Tasks issued since a time of the last week: D1's rows, and the archive's own counts of the
+  // tasks the move took: for a function or an endpoint the week's issue times (from any
+  // millisecond), for an account its UTC days (from a day's start: its today). An account's week is
+  // not kept anywhere, so it is not asked for.
   if (!scope.functionId && !scope.endpointId && o.week !== false) throw new Error("an account's week of tasks is not counted");
-  const issued = (time: number) => count(since(time), scope.functionId || scope.endpointId ? archivedIssuedSince(scope, time) : undefined);
+  const archivedSince = (time: number) => (scope.functionId || scope.endpointId ? archivedIssuedSince(scope, time) : archivedOnDay(scope.accountId, time));
+  const issued = (time: number) => count(since(time), archivedSince(time));
   // Archived tasks leave the total's rows (task-history/): a function's or an account's total adds
   // their counts; an endpoint's total, which no route shows, counts D1's rows only.
   const archived = scope.endpointId ? undefined : (archivedTotal(db, scope) as unknown as Count);

@@ -63,7 +63,9 @@ export const taskArchiveTotals = sqliteTable(
 
 /**
  * Archived tasks per function and UTC day of issue, kept by the archiver in the batch that moves
- * them: the counts that outlive their rows, for the console's daily chart.
+ * them: the counts that outlive their rows, for the console's daily chart and an account's
+ * `todayTasks`. Both read an account's days, which the covering index `(account, day, tasks)` holds
+ * in order: a row per function and day, so its bytes grow with days and functions, not tasks.
  */
 export const taskArchiveCounts = sqliteTable(
   "task_archive_counts",
@@ -74,7 +76,7 @@ export const taskArchiveCounts = sqliteTable(
     day: integer("day").notNull(),
     tasks: integer("tasks").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.accountId, t.functionId, t.day] })],
+  (t) => [primaryKey({ columns: [t.accountId, t.functionId, t.day] }), index("task_archive_counts_day").on(t.accountId, t.day, t.tasks)],
 );
 
 /**

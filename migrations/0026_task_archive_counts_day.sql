@@ -1,0 +1,1 @@
+CREATE INDEX `task_archive_counts_day` ON `task_archive_counts` (`account_id`,`day`,`tasks`);
