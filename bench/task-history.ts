@@ -35,7 +35,7 @@ import type { Outcome } from "../worker/dispatch/outcomes.js";
 import type { FunctionRow } from "../worker/db/rows.js";
 import { newId } from "../worker/lib/ids.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
-import { ms, percentile, printTable, timed } from "./stats.js";
+import { ms, percentile, printTable, timed, treeCpuByProgram } from "./stats.js";
 import { ARCHIVE_CRON, SWEEP_CRON } from "../worker/crons.js";
 
 const { values } = parseArgs({
@@ -188,18 +188,26 @@ function archived(file: string): { bytes: number; records: number; chunks: numbe
  * 16 days after the newest record is past the archive's window (an hour), the 7 days a remainder short
  * of a full chunk waits, and the week of issue times.
  */
-async function archiveAll(stateDir: string, at: number): Promise<{ runs: number; ms: number }> {
+async function archiveAll(stateDir: string, at: number): Promise<{ runs: number; ms: number; perRun: RunCost[] }> {
   const file = await d1File(stateDir);
   const worker = await LocalWorker.create({ stateDir, testScheduled: true });
   const t0 = performance.now();
   let runs = 0;
+  const perRun: RunCost[] = [];
+  let chunksBefore = archived(file).chunks;
   try {
     for (let before = -1; ; runs++) {
       const now = archived(file).records;
       if (now === before) break;
       before = now;
+      // workerd's CPU for the run: the Worker's own, and local D1's and R2's, which production runs elsewhere (an upper bound).
+      const cpu0 = workerdCpuMs(worker);
+      const w0 = performance.now();
       await worker.triggerCron(ARCHIVE_CRON, at);
-      process.stdout.write(`  ${archived(file).records.toLocaleString("en")} records archived\r`);
+      const after = archived(file);
+      perRun.push({ chunks: after.chunks - chunksBefore, cpuMs: workerdCpuMs(worker) - cpu0, wallMs: performance.now() - w0 });
+      chunksBefore = after.chunks;
+      process.stdout.write(`  ${after.records.toLocaleString("en")} records archived\r`);
     }
     // One run prunes at most 500,000 minutes (issue-pruning.ts); fired until none is wholly past the week.
     const pastTheWeek = () => countOf(file, `select count(*) as n from task_archive_minutes where minute < ${at - 7 * DAY - 60_000}`);
@@ -209,8 +217,16 @@ async function archiveAll(stateDir: string, at: number): Promise<{ runs: number;
     await worker.stop();
   }
   process.stdout.write("\n");
-  return { runs, ms: performance.now() - t0 };
+  return { runs, ms: performance.now() - t0, perRun };
 }
+
+/** An archive sweep run: the chunks it moved, and what it took. */
+interface RunCost {
+  chunks: number;
+  cpuMs: number;
+  wallMs: number;
+}
+const workerdCpuMs = (w: LocalWorker) => treeCpuByProgram(w.child!.pid!).get("workerd") ?? 0;
 
 async function measure(stateDir: string, tenant: Tenant, total: number) {
   const file = await d1File(stateDir);
@@ -263,7 +279,7 @@ async function main() {
     const big = await measure(stateDir, tenants[0]!, RECORDS);
     let smallArchived: typeof small | undefined;
     let bigArchived: typeof small | undefined;
-    let moved: { runs: number; ms: number } | undefined;
+    let moved: { runs: number; ms: number; perRun: RunCost[] } | undefined;
     let inWeek: { measured: typeof small; issueTimes: number; minutes: number; records: number } | undefined;
     if (archive) {
       // A day and a half after the newest record: what is past the window moves (in full chunks), and
@@ -273,7 +289,7 @@ async function main() {
       const minutes = countOf(file, "select count(*) as n from task_archive_minutes");
       inWeek = { measured: await measure(stateDir, tenants[0]!, RECORDS), issueTimes, minutes, records: archived(file).records };
       const rest = await archiveAll(stateDir, end + 16 * DAY);
-      moved = { runs: first.runs + rest.runs, ms: first.ms + rest.ms };
+      moved = { runs: first.runs + rest.runs, ms: first.ms + rest.ms, perRun: [...first.perRun, ...rest.perRun] };
       bigArchived = await measure(stateDir, tenants[0]!, RECORDS);
       // The small size archived: a history of its own, filled and moved the same way.
       const other = await freshState();
@@ -320,6 +336,11 @@ async function main() {
         readTable(`The same reads at ${RECORDS.toLocaleString("en")}: all in D1, then archived with the week's issue times kept (function get counts through them)`, big, inWeek.measured, ["all in D1", "archived, in the week"]);
       }
       console.log(`\nArchive: ${bigArchived.r2.records.toLocaleString("en")} records in ${bigArchived.r2.chunks.toLocaleString("en")} chunks, moved by ${moved.runs} sweep runs in ${(moved.ms / 1000).toFixed(1)} s (${(RECORDS / (moved.ms / 1000)).toFixed(0)} records/s).`);
+      // What one archive sweep run costs at its fullest: its workerd CPU (the Worker's own and local D1's and R2's) against a scheduled invocation's CPU limit.
+      const fullest = moved.perRun.reduce((a, b) => (b.chunks > a.chunks ? b : a), { chunks: 0, cpuMs: 0, wallMs: 0 });
+      const busy = moved.perRun.filter((r) => r.chunks > 0);
+      const cpuPerChunk = busy.reduce((n, r) => n + r.cpuMs, 0) / Math.max(1, busy.reduce((n, r) => n + r.chunks, 0));
+      console.log(`Archive sweep runs: the fullest moved ${fullest.chunks} chunks in ${(fullest.wallMs / 1000).toFixed(1)} s, workerd CPU ${(fullest.cpuMs / 1000).toFixed(1)} s; ${cpuPerChunk.toFixed(0)} ms of workerd CPU a chunk over every run that moved one; chunks a run: ${moved.perRun.map((r) => r.chunks).join(", ")}.`);
     }
     console.log(`\nUsage rows left by the fill (a task's outcome writes none): ${countOf(file, "select count(*) as n from usage").toLocaleString("en")}.`);
     console.log(`Fill rate through the write path: ${(SMALL / (smallMs / 1000)).toFixed(0)} and ${((RECORDS - SMALL) / (bigMs / 1000)).toFixed(0)} records/s; database file ${((await fs.stat(file)).size / 1e9).toFixed(2)} GB.`);

@@ -10,6 +10,9 @@ import { DAY_MS, HOUR_MS, startOfUtcDay } from "../../worker/lib/time.js";
 import { dailyTasks } from "../../worker/console/queries.js";
 import { archiveTasks, type ArchiveRun } from "../../worker/task-history/archiver.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
+import { purgeArchive } from "../../worker/task-history/retention.js";
+import { retentionMs } from "../../worker/tasks/retention-period.js";
+import { QueryBudget } from "../../worker/db/query-budget.js";
 import { pruneArchivedIssues } from "../../worker/task-history/issue-pruning.js";
 import { archivedIssuedSince, issueMinutes, issueMinutesAdded } from "../../worker/task-history/issue-minutes.js";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
@@ -168,6 +171,14 @@ describe("the archive's move (the archive sweep)", () => {
     // Every read finds each record in its own chunk.
     for (const id of ids) expect((await callJson(`/v1/task/${id}`, 200, { token })).id).toBe(id);
     expect((await callJson<{ id: string }[]>(`/v1/task/list?limit=10`, 200, { token })).map((t) => t.id)).toEqual([...ids].reverse());
+  });
+
+  it("starts no read once a run has encoded its most NDJSON, whose CPU time the run's limit bounds", async () => {
+    const { ids } = await finishedTasks(3);
+    await flushedDb();
+    expect(await archiveIn(PAST, { chunkSize: 1, chunksPerRead: 1, maxChars: 1 })).toBe(1);
+    await archiveIn(PAST, { chunkSize: 1 });
+    expect(await Promise.all(ids.map(inD1))).toEqual([false, false, false]);
   });
 
   it("keeps each account's records in chunks of its own", async () => {
@@ -531,6 +542,21 @@ describe("retention of archived tasks", () => {
     }
     for (const key of [taskResultKey(accountId, id), taskLogKey(accountId, id)]) expect(await env.BUCKET.head(key), key).toBeNull();
     expect((await chunksOf(accountId)).map((c) => c.purge_due)).toEqual([null]);
+  });
+
+  it("updates the index rows of 25 chunks a D1 batch: a run takes its look and a batch a group", async () => {
+    const { token, accountId, ids } = await finishedTasks(3);
+    await flushedDb();
+    await archiveIn(PAST, { chunkSize: 1 });
+    expect(await chunksOf(accountId)).toHaveLength(3);
+    const now = Date.now() + 40 * DAY_MS;
+    // Every chunk due then, the earlier tests' too.
+    const due = (await env.DB.prepare("select count(*) n from task_archive where purge_due < ?").bind(now - retentionMs(bindings)).first<number>("n"))!;
+    const budget = new QueryBudget(1000);
+    expect(await purgeArchive(db(), env.BUCKET, retentionMs(bindings), now, budget)).toBeGreaterThanOrEqual(3);
+    expect(1000 - budget.left()).toBe(1 + Math.ceil(due / 25));
+    expect((await chunksOf(accountId)).map((c) => c.purge_due)).toEqual([null, null, null]);
+    for (const id of ids) await expectError(call(`/v1/task/${id}/result`, { token }), 410, "expired");
   });
 });
 

@@ -21,6 +21,12 @@ export interface ArchiveRun {
   chunksPerRead?: number;
   /** D1 queries a run may make (each look, read and move counts), at most. */
   maxQueries?: number;
+  /**
+   * Characters of NDJSON a run encodes, at most: no new read once they are spent. The run's CPU
+   * time grows with them (JSON, gzip and the read back), and a scheduled invocation has a CPU limit
+   * (wrangler.toml's `limits.cpu_ms`).
+   */
+  maxChars?: number;
   /** The invocation's budget the run draws from (the archive sweep's, shared by its parts). */
   budget?: QueryBudget;
   /** How long past the window an account's records may wait for a full chunk before they move however few. */
@@ -30,14 +36,30 @@ export interface ArchiveRun {
 export const DEFAULT_HOLD_MS = 7 * DAY_MS;
 export const DEFAULT_CHUNKS_PER_READ = 2;
 /**
- * D1 queries a run makes at most. A read and a batch move two chunks: about 450 chunks, 450,000
- * records an hour (~125 tasks a second) when a look finds the busy accounts, down to 150 when every
- * chunk needs a look and a read of its own. The archive's retention (retention.ts) takes one query a
- * chunk 30 days later, up to 451 of the same invocation's 900. The sweep's parts before the move
- * take what they need first (retention is a rule; the move only keeps D1 small), so in their backlog
- * the move gets less.
+ * D1 queries a run makes at most. A read and a batch move two chunks: about 850 chunks, 850,000
+ * records a run (three runs an hour: ~700 tasks a second) when a look finds the busy accounts, down
+ * to ~280 when every chunk needs a look and a read of its own. The archive's retention
+ * (retention.ts) takes 35 of the same invocation's 900 first (one batch of index updates per 25
+ * chunks; retention is a rule, the move only keeps D1 small, so in its backlog the move gets less).
  */
-export const MOVE_MAX_QUERIES = 450;
+export const MOVE_MAX_QUERIES = 850;
+/**
+ * NDJSON a run encodes at most: 1,000,000,000 characters (about 1 GB). bench/task-history.ts
+ * measured 43.5 s of workerd CPU for a run of 840 chunks of its ~550-byte records (~460 MB), the
+ * Worker's own CPU with local D1's and R2's (an upper bound): about 95 ms a MB, so a run stays under
+ * ~95 s against wrangler.toml's `limits.cpu_ms` of 120,000 whatever its records' size. Records of a
+ * few hundred bytes reach MOVE_MAX_QUERIES first; large inline payloads reach this.
+ */
+export const MOVE_MAX_CHARS = 1_000_000_000;
+
+/** The NDJSON a run has encoded, against its most. */
+class Encoded {
+  chars = 0;
+  constructor(private readonly max: number) {}
+  spent(): boolean {
+    return this.chars >= this.max;
+  }
+}
 
 interface Written {
   key: string;
@@ -45,6 +67,7 @@ interface Written {
   rows: TaskRow[];
   bytes: number;
   segments: Segments;
+  ndjsonChars: number;
 }
 
 /**
@@ -75,16 +98,17 @@ export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, no
   const cutoff = now - afterMs;
   const held = idFloor(cutoff - (run.holdMs ?? DEFAULT_HOLD_MS));
   const looked = new Set<string>();
+  const encoded = new Encoded(run.maxChars ?? MOVE_MAX_CHARS);
   let moved = 0;
   const visit = async (page: { accountId: string }[], whatever: boolean) => {
     for (const { accountId } of page) {
       if (looked.has(accountId)) continue;
       looked.add(accountId);
-      moved += await moveAccount(db, bucket, { accountId, cutoff, size, per: run.chunksPerRead ?? DEFAULT_CHUNKS_PER_READ, now, whatever }, budget);
+      moved += await moveAccount(db, bucket, { accountId, cutoff, size, per: run.chunksPerRead ?? DEFAULT_CHUNKS_PER_READ, now, whatever }, budget, encoded);
     }
   };
   // Past the hold, oldest first; keyed past each page, so an unfinished old task is stepped over.
-  for (let after = ""; budget.take(); ) {
+  for (let after = ""; !encoded.spent() && budget.take(); ) {
     const page = await db
       .select({ id: tasks.id, accountId: tasks.accountId })
       .from(tasks)
@@ -96,7 +120,7 @@ export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, no
     after = page.at(-1)!.id;
   }
   // Past the window, newest first: the accounts with a full chunk.
-  for (let before = idFloor(cutoff); budget.take(); ) {
+  for (let before = idFloor(cutoff); !encoded.spent() && budget.take(); ) {
     const page = await db
       .select({ id: tasks.id, accountId: tasks.accountId })
       .from(tasks)
@@ -119,9 +143,10 @@ async function moveAccount(
   bucket: R2Bucket,
   o: { accountId: string; cutoff: number; size: number; per: number; now: number; whatever: boolean },
   budget: QueryBudget,
+  encoded: Encoded,
 ): Promise<number> {
   let moved = 0;
-  for (let after = ""; budget.take(); ) {
+  for (let after = ""; !encoded.spent() && budget.take(); ) {
     const rows = await db
       .select()
       .from(tasks)
@@ -133,6 +158,7 @@ async function moveAccount(
     after = full.at(-1)!.at(-1)!.id;
     const written: Written[] = [];
     for (const c of full) written.push(await writeChunk(bucket, c));
+    encoded.chars += written.reduce((n, w) => n + w.ndjsonChars, 0);
     try {
       await commitMove(db, written, o.now);
     } catch (e) {
@@ -153,10 +179,10 @@ async function moveAccount(
 
 async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
   const key = historyChunkKey(rows[0]!.accountId, rows[0]!.id, rows.at(-1)!.id, rows.length);
-  const { bytes, segments } = await putChunk(bucket, key, rows);
+  const { bytes, segments, ndjsonChars } = await putChunk(bucket, key, rows);
   const back = await readChunk(bucket, key, segments);
   if (back.length !== rows.length || back.some((r, i) => r.id !== rows[i]!.id)) throw new Error(`the archived chunk ${key} did not read back as written`);
-  return { key, accountId: rows[0]!.accountId, rows, bytes, segments };
+  return { key, accountId: rows[0]!.accountId, rows, bytes, segments, ndjsonChars };
 }
 
 /**

@@ -30,13 +30,16 @@ async function gzip(text: string): Promise<Uint8Array> {
   return new Uint8Array(await new Response(zipped).arrayBuffer());
 }
 
-export async function encodeChunk(rows: TaskRow[]): Promise<{ body: Uint8Array; segments: Segments }> {
+export async function encodeChunk(rows: TaskRow[]): Promise<{ body: Uint8Array; segments: Segments; ndjsonChars: number }> {
   const parts: Uint8Array[] = [];
   const segments: Segments = [];
   let offset = 0;
+  let ndjsonChars = 0;
   for (let i = 0; i < rows.length; i += SEGMENT_RECORDS) {
     const slice = rows.slice(i, i + SEGMENT_RECORDS);
-    const part = await gzip(slice.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const text = slice.map((r) => JSON.stringify(r)).join("\n") + "\n";
+    ndjsonChars += text.length;
+    const part = await gzip(text);
     segments.push([slice[0]!.id, offset]);
     parts.push(part);
     offset += part.byteLength;
@@ -47,7 +50,7 @@ export async function encodeChunk(rows: TaskRow[]): Promise<{ body: Uint8Array; 
     body.set(part, at);
     at += part.byteLength;
   }
-  return { body, segments };
+  return { body, segments, ndjsonChars };
 }
 
 export class DamagedChunk extends Error {}
@@ -138,9 +141,9 @@ const MAX_SEGMENTS_METADATA = 1_800;
  * decompress it for us, since every reader inflates it itself, segment by segment. The object
  * carries its segments too (readers trust those over an index row that may lag a rewrite).
  */
-export async function putChunk(bucket: R2Bucket, key: string, rows: TaskRow[]): Promise<{ bytes: number; segments: Segments }> {
-  const { body, segments } = await encodeChunk(rows);
+export async function putChunk(bucket: R2Bucket, key: string, rows: TaskRow[]): Promise<{ bytes: number; segments: Segments; ndjsonChars: number }> {
+  const { body, segments, ndjsonChars } = await encodeChunk(rows);
   const own = JSON.stringify(segments);
   await bucket.put(key, body, { httpMetadata: { contentType: "application/gzip" }, customMetadata: own.length <= MAX_SEGMENTS_METADATA ? { segments: own } : {} });
-  return { bytes: body.byteLength, segments };
+  return { bytes: body.byteLength, segments, ndjsonChars };
 }
