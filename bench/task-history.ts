@@ -24,6 +24,7 @@ import os from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
+import { gunzipSync } from "node:zlib";
 import { LocalWorker, api, type Api } from "../test/e2e/harness.js";
 import { openDb, sqlBatch, type Db } from "../worker/db/client.js";
 import { functions } from "../worker/db/schema.js";
@@ -209,7 +210,7 @@ async function archiveAll(stateDir: string, at: number): Promise<{ runs: number;
       chunksBefore = after.chunks;
       process.stdout.write(`  ${after.records.toLocaleString("en")} records archived\r`);
     }
-    // One run prunes at most 500,000 minutes (issue-pruning.ts); fired until none is wholly past the week.
+    // One run prunes at most 1,000,000 minutes (issue-pruning.ts); fired until none is wholly past the week.
     const pastTheWeek = () => countOf(file, `select count(*) as n from task_archive_minutes where minute < ${at - 7 * DAY - 60_000}`);
     do await worker.triggerCron(SWEEP_CRON, at);
     while (pastTheWeek() > 0);
@@ -218,6 +219,29 @@ async function archiveAll(stateDir: string, at: number): Promise<{ runs: number;
   }
   process.stdout.write("\n");
   return { runs, ms: performance.now() - t0, perRun };
+}
+
+/**
+ * The NDJSON characters a record of the archive takes (what the move encodes, and MOVE_MAX_CHARS
+ * counts): one chunk's object decoded from local R2's files (gzip bodies), over its lines.
+ */
+async function ndjsonCharsARecord(stateDir: string): Promise<number | undefined> {
+  for (const entry of await fs.readdir(stateDir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const head = Buffer.alloc(2);
+    const fd = await fs.open(file);
+    try {
+      await fd.read(head, 0, 2, 0);
+    } finally {
+      await fd.close();
+    }
+    if (head[0] !== 0x1f || head[1] !== 0x8b) continue;
+    const text = gunzipSync(await fs.readFile(file)).toString("utf8");
+    const lines = text.split("\n").filter(Boolean);
+    if (lines.length >= 100 && lines[0]!.startsWith("{")) return (text.length - lines.length) / lines.length;
+  }
+  return undefined;
 }
 
 /** An archive sweep run: the chunks it moved, and what it took. */
@@ -340,6 +364,8 @@ async function main() {
       const fullest = moved.perRun.reduce((a, b) => (b.chunks > a.chunks ? b : a), { chunks: 0, cpuMs: 0, wallMs: 0 });
       const busy = moved.perRun.filter((r) => r.chunks > 0);
       const cpuPerChunk = busy.reduce((n, r) => n + r.cpuMs, 0) / Math.max(1, busy.reduce((n, r) => n + r.chunks, 0));
+      const chars = await ndjsonCharsARecord(stateDir);
+      if (chars) console.log(`NDJSON a record: ${chars.toFixed(0)} characters; the fullest run encoded ~${((fullest.chunks * 1000 * chars) / 1e6).toFixed(0)} million, ${(fullest.cpuMs / ((fullest.chunks * 1000 * chars) / 1e6)).toFixed(0)} ms of workerd CPU a million.`);
       console.log(`Archive sweep runs: the fullest moved ${fullest.chunks} chunks in ${(fullest.wallMs / 1000).toFixed(1)} s, workerd CPU ${(fullest.cpuMs / 1000).toFixed(1)} s; ${cpuPerChunk.toFixed(0)} ms of workerd CPU a chunk over every run that moved one; chunks a run: ${moved.perRun.map((r) => r.chunks).join(", ")}.`);
     }
     console.log(`\nUsage rows left by the fill (a task's outcome writes none): ${countOf(file, "select count(*) as n from usage").toLocaleString("en")}.`);

@@ -45,10 +45,10 @@ export const DEFAULT_CHUNKS_PER_READ = 2;
 export const MOVE_MAX_QUERIES = 850;
 /**
  * NDJSON a run encodes at most: 1,000,000,000 characters (about 1 GB). bench/task-history.ts
- * measured 43.5 s of workerd CPU for a run of 840 chunks of its ~550-byte records (~460 MB), the
- * Worker's own CPU with local D1's and R2's (an upper bound): about 95 ms a MB, so a run stays under
- * ~95 s against wrangler.toml's `limits.cpu_ms` of 120,000 whatever its records' size. Records of a
- * few hundred bytes reach MOVE_MAX_QUERIES first; large inline payloads reach this.
+ * measured 43.8 s of workerd CPU for a run of 840 chunks of its records (978 characters each: ~822
+ * million), the Worker's own CPU with local D1's and R2's (an upper bound): ~53 ms a million, so a
+ * run stays near ~55 s, under wrangler.toml's `limits.cpu_ms` of 120,000. Records of this size reach
+ * MOVE_MAX_QUERIES about when they reach this; larger inline payloads reach this first.
  */
 export const MOVE_MAX_CHARS = 1_000_000_000;
 

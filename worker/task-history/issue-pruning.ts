@@ -8,11 +8,14 @@ import { WEEK_MS } from "./window.js";
 /** Rows a statement deletes: two bound parameters, 10,000 rows with one or two index entries each, well under D1's 30 s. */
 export const ISSUE_PRUNE_PAGE = 10_000;
 /**
- * Statements a run, for each of the two tables: 500,000 rows an hour in 50 of the sweep's queries.
- * A minute row holds a minute's tasks of a function, so that is far past any rate one D1 holds; the
- * table of one row a task (before the minutes) only drains.
+ * Statements a run, for each of the two tables: 1,000,000 rows an hour in 100 of the sweep's
+ * queries. A minute row holds a minute's tasks of a function, so a minute of the service leaves as
+ * many rows as functions ran in it: 16,600 a minute at most, about twice what the rate one D1
+ * database holds makes in its worst mix (one task a function-minute, ~156 tasks a second: 9,400 a
+ * minute; docs/dispatch.md, "What the window bounds now"). The table of one row a task (before the
+ * minutes) only drains.
  */
-export const ISSUE_PRUNE_MAX_PAGES = 50;
+export const ISSUE_PRUNE_MAX_PAGES = 100;
 
 /**
  * One page of the oldest minutes wholly before `cutoff`: the head of the table's key (minute,
