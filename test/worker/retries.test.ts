@@ -1,9 +1,14 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newFunction, newTrigger, sql } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, flushedDb, newAccount, newFunction, newTrigger, sql } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
-import { shardStub } from "../../worker/dispatch/client.js";
 import { backoffMs } from "../../worker/retries/backoff.js";
+import { newTaskId, shardStub } from "../../worker/dispatch/client.js";
+import { openDb } from "../../worker/db/client.js";
+import type { Bindings } from "../../worker/env.js";
+import { HOUR_MS } from "../../worker/lib/time.js";
+import { archiveTasks } from "../../worker/task-history/archiver.js";
+import { archiveAfterMs } from "../../worker/task-history/window.js";
 
 /** Retry state lives in the dispatcher's storage as long as the test file: no test may inherit another's waiting retries. */
 async function clearRetries() {
@@ -265,6 +270,31 @@ describe("dead letters", () => {
     expect(await record(token, letter.taskId)).toMatchObject({ functionId: dl, parentTaskId: id });
     agent.done(letter.taskId, "noted");
     expect(await agent.none("task.assign", 1500)).toBe(true);
+    await agent.close();
+  });
+
+  it("sends the letter of a failed task whose record moved to the archive before the letter went", async () => {
+    const agent = await FakeAgent.connect("dead-letter-archived");
+    const { token, accountId } = await newAccount();
+    const [fn, dl] = [await deployedFunction(token), await deployedFunction(token)];
+    const { id } = await callJson(`/v1/task/${fn}`, 201, { token, method: "POST", json: { item: "book" } });
+    await agent.next("task.assign");
+    agent.done(id, "boom", 500, { log: ["no stock"] });
+    await eventually(async () => (await record(token, id)).progress === 100);
+    await flushedDb();
+    // An hour after its finish the record leaves D1 (task-history/window.ts).
+    const bindings = env as unknown as Bindings;
+    await archiveTasks(openDb(bindings), env.BUCKET, archiveAfterMs(bindings), Date.now() + 2 * HOUR_MS, { chunkSize: 1 });
+    expect(await env.DB.prepare("select id from tasks where id = ?").bind(id).first()).toBeNull();
+    // Its letter, as the shard plans it, still waiting (its sends failed until now, say): the alarm sends it.
+    await runInDurableObject(shardStub(env, 0), (_o, state) => {
+      state.storage.sql.exec("insert into dead_letter (task_id, letter) values (?, ?)", id, JSON.stringify({ taskId: id, accountId, functionId: dl, letterId: newTaskId(bindings, dl) }));
+    });
+    await shardStub(env, 0).resync();
+    await runDurableObjectAlarm(shardStub(env, 0));
+    const letter = await agent.next("task.assign", RETRY_WITHIN_MS);
+    expect(letter.functionId).toBe(dl);
+    expect(JSON.parse(letter.input!.body!)).toMatchObject({ taskId: id, functionId: fn, status: 500, logTail: expect.stringContaining("no stock") });
     await agent.close();
   });
 
