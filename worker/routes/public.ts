@@ -13,8 +13,8 @@ import { newTaskId } from "../dispatch/client.js";
 import { preferredWait } from "../http/prefer.js";
 import { syncResponse } from "../services/sync-invoke.js";
 import { awaitCreated, createTask } from "../task-life/create.js";
-import { findTask } from "../task-life/find.js";
-import { archivedTask } from "../task-history/reads.js";
+import { findTask, heldCopy } from "../task-life/find.js";
+import { archivedTask, recordedTask } from "../task-history/reads.js";
 import { MIN_ARCHIVE_AFTER_MS } from "../task-history/window.js";
 import { idTime } from "../lib/ids.js";
 import { inputFromRequest } from "../http/task-input.js";
@@ -156,7 +156,7 @@ export const publicRoutes = new Hono<AppEnv>()
     });
     if ("replayOf" in once) {
       // The key is kept 24 hours, the record in D1 an hour after its finish: then the archive has it.
-      const task = (await findTask(c.env, c.var.db, once.replayOf)) ?? (await archivedTask(c.var.db, c.env.BUCKET, e.accountId, once.replayOf));
+      const task = (await heldCopy(c.env, once.replayOf)) ?? (await recordedTask(c.var.db, c.env.BUCKET, e.accountId, once.replayOf));
       if (!task) throw notFound("task");
       const replay = await replayedResult(c.env, task, waitS, () => during((s) => awaitFinished(c.var.db, c.env, task, s)), `/gc/${task.id}/result`, cors);
       if (replay) return replay;
