@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
-import { chunks, sqlBatch, type Db } from "../db/client.js";
+import { and, asc, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
+import { chunks, rowOf, sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchiveTotals, tasks } from "../db/schema.js";
+import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchivePending, taskArchiveTotals, tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
@@ -147,12 +147,14 @@ async function moveAccount(
 ): Promise<number> {
   let moved = 0;
   for (let after = ""; !encoded.spent() && budget.take(); ) {
-    const rows = await db
-      .select()
-      .from(tasks)
-      .where(and(eq(tasks.accountId, o.accountId), gt(tasks.id, after), lt(tasks.id, idFloor(o.cutoff)), lt(tasks.finishedAt, o.cutoff)))
-      .orderBy(asc(tasks.id))
-      .limit(o.size * o.per);
+    const page = and(eq(tasks.accountId, o.accountId), gt(tasks.id, after), lt(tasks.id, idFloor(o.cutoff)), lt(tasks.finishedAt, o.cutoff));
+    const limit = o.size * o.per;
+    // The mark goes in the read's own batch (no query of its own), and only when a chunk will be written.
+    const [, raw = []] = await sqlBatch(db, [
+      markPending(o.accountId, page, limit, o.whatever ? 1 : o.size, o.now),
+      sql`select * from ${tasks} where ${page} order by ${tasks.id} limit ${limit}`,
+    ]);
+    const rows = raw.map((r) => rowOf(tasks, r));
     const full = chunks(rows, o.size).filter((c) => c.length === o.size || o.whatever);
     if (!full.length || !budget.take()) return moved;
     after = full.at(-1)!.at(-1)!.id;
@@ -160,7 +162,7 @@ async function moveAccount(
     for (const c of full) written.push(await writeChunk(bucket, c));
     encoded.chars += written.reduce((n, w) => n + w.ndjsonChars, 0);
     try {
-      await commitMove(db, written, o.now);
+      await commitMove(db, written, o.now, { accountId: o.accountId, firstId: rows[0]!.id });
     } catch (e) {
       // A chunk no index row names is never read; left behind it would hold records past their retention.
       for (const w of written) {
@@ -191,7 +193,7 @@ async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
  * read them with D1's rows) and the deletion of their rows as one batch, each list one JSON
  * parameter (a chunk's ids are more than D1's 100 bound parameters).
  */
-async function commitMove(db: Db, chunks: Written[], now: number): Promise<void> {
+async function commitMove(db: Db, chunks: Written[], now: number, mark: { accountId: string; firstId: string }): Promise<void> {
   const rows = chunks.flatMap((w) => w.rows);
   const perDay = tally(rows, (r) => ({ accountId: r.accountId, functionId: r.functionId, day: startOfUtcDay(r.issuedAt) }));
   const perFunction = tally(rows, (r) => ({ accountId: r.accountId, functionId: r.functionId }));
@@ -227,8 +229,20 @@ async function commitMove(db: Db, chunks: Written[], now: number): Promise<void>
         on conflict (chain_id) do update set tasks = tasks + excluded.tasks`),
     ...issueMinutesAdded(rows, now),
     ...jsonSlices(rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
+    sql`delete from ${taskArchivePending} where account_id = ${mark.accountId} and first_id = ${mark.firstId} and at = ${now}`,
   ]);
 }
+
+/**
+ * The mark of a read (taskArchivePending): the first and last id of the account's `page`, as the read
+ * finds it in the same batch, when it holds at least `least` records (a chunk's worth, or one when
+ * whatever it has moves). Nothing when no chunk will be written.
+ */
+const markPending = (accountId: string, page: SQL | undefined, limit: number, least: number, now: number): SQL =>
+  sql`insert into ${taskArchivePending} (account_id, first_id, last_id, at)
+    select ${accountId}, min(id), max(id), ${now} from (select ${tasks.id} as id from ${tasks} where ${page} order by ${tasks.id} limit ${limit}) where true
+    having count(*) >= ${least}
+    on conflict do nothing`;
 
 /**
  * Statements that fail the move's batch (and so roll it all back) unless every row of the chunk is

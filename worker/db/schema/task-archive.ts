@@ -135,3 +135,24 @@ export const taskArchiveMinutes = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.minute, t.scope] }), index("task_archive_minutes_scope").on(t.scope, t.minute, t.tasks)],
 );
+
+/**
+ * The archive's move's marks of chunks it may be writing: one row a read of an account's records
+ * (its first and last id), written in the read's own D1 batch, before any chunk of it is put in R2,
+ * and deleted in the batch that indexes them. An invocation killed between the put and that batch
+ * (its CPU limit, an eviction) leaves the mark behind, and the archive sweep later deletes the
+ * chunks in its range that no index row names (task-history/unindexed-chunks.ts): an unindexed chunk
+ * is never read, but would hold its records' inputs, results and logs past their retention. No
+ * foreign key: a deleted account's leftover chunks go the same way.
+ */
+export const taskArchivePending = sqliteTable(
+  "task_archive_pending",
+  {
+    accountId: text("account_id").notNull(),
+    firstId: text("first_id").notNull(),
+    lastId: text("last_id").notNull(),
+    /** The run's time (ms): a mark is looked at once it is old enough that its run cannot still be going. */
+    at: integer("at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.firstId, t.at] }), index("task_archive_pending_at").on(t.at)],
+);
