@@ -9,11 +9,12 @@ import { DAY_MS, HOUR_MS } from "../../worker/lib/time.js";
 import { archiveTasks } from "../../worker/task-history/archiver.js";
 import { removeUnindexedChunks, UNINDEXED_MAX_QUERIES } from "../../worker/task-history/unindexed-chunks.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
-import { call, callJson, clearQueue, deployedFunction, finishTask, newAccount, newTask, runCron } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, finishTask, newAccount, newTask, recordsFlushed, runCron } from "./helpers.js";
+import { dispatcherFor } from "../../worker/dispatch/client.js";
 import { FakeAgent } from "./fake-agent.js";
 
 /**
- * Issue 27: an invocation of the archive's move killed between putting a chunk in R2 and the batch
+ * Issue 27, the archive's edges: a creation sent again of a task already archived, and an invocation of the archive's move killed between putting a chunk in R2 and the batch
  * that indexes it (its CPU limit, an eviction) leaves a chunk nothing reads. Its records' inputs,
  * results and logs must still go at their retention, so the archive sweep deletes it later.
  */
@@ -144,5 +145,32 @@ describe("removing unindexed chunks (the archive sweep)", () => {
     await env.DB.prepare("delete from tasks where account_id = ?").bind(again.accountId).run();
     await runCron(ARCHIVE_CRON, T0 + 2 * HOUR_MS);
     expect(await objects(again.accountId)).toEqual([]);
+  });
+});
+
+describe("a creation sent again (a trigger's firing or a dead letter) of a task whose record moved to the archive", () => {
+  it("answers the archived task and creates, queues and meters nothing", async () => {
+    const { token, accountId, fn, ids } = await finished(1);
+    const id = ids[0]!;
+    await move(T0);
+    expect(await env.DB.prepare("select 1 from tasks where id = ?").bind(id).first()).toBeNull();
+    const usage = await callJson<{ invocations: number }>("/v1/usage", 200, { token });
+    const agent = await FakeAgent.connect("resent-archived");
+
+    const answer = await dispatcherFor(bindings, fn).createTask({
+      id,
+      accountId,
+      functionId: fn,
+      input: { method: "POST", query: {}, headers: {}, body: null },
+      staged: { id, input: "{}", inputKey: null },
+      now: Date.now(),
+      mayExist: true,
+    });
+    expect(answer).toMatchObject({ task: { id, status: 200, finishedAt: expect.any(Number) }, finished: { id, resultBody: `result of ${id}` } });
+    expect(await agent.none("task.assign", 300)).toBe(true);
+    await recordsFlushed();
+    expect(await env.DB.prepare("select 1 from tasks where id = ?").bind(id).first()).toBeNull();
+    expect(await callJson("/v1/usage", 200, { token })).toEqual(usage);
+    expect((await callJson<{ id: string }[]>("/v1/task/list", 200, { token })).map((t) => t.id)).toEqual([id]);
   });
 });
