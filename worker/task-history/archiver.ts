@@ -1,14 +1,11 @@
-import { and, asc, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
-import { chunks, rowOf, sqlBatch, type Db } from "../db/client.js";
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { chunks, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchivePending, taskArchiveTotals, tasks } from "../db/schema.js";
+import { tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
-import { historyChunkKey } from "../lib/storage-keys.js";
-import { DAY_MS, startOfUtcDay } from "../lib/time.js";
-import { putChunk, readChunk, type Segments } from "./chunk.js";
-import { jsonSlices } from "../db/json-slices.js";
+import { DAY_MS } from "../lib/time.js";
 import { QueryBudget } from "../db/query-budget.js";
-import { issueMinutesAdded } from "./issue-minutes.js";
+import { committed, readMarked, writeChunk, type Written } from "./move-commit.js";
 
 export interface ArchiveRun {
   /** Records a chunk, at most: one account's, read in one page (1,000 rows of up to ~12 KB each stay well inside a Worker's memory). */
@@ -31,6 +28,8 @@ export interface ArchiveRun {
   budget?: QueryBudget;
   /** How long past the window an account's records may wait for a full chunk before they move however few. */
   holdMs?: number;
+  /** Chunks a run writes, at most: no new read once they are written. */
+  maxChunks?: number;
 }
 
 export const DEFAULT_HOLD_MS = 7 * DAY_MS;
@@ -52,22 +51,48 @@ export const MOVE_MAX_QUERIES = 850;
  */
 export const MOVE_MAX_CHARS = 1_000_000_000;
 
-/** The NDJSON a run has encoded, against its most. */
-class Encoded {
+/**
+ * Chunks a run writes at most: 2,000. Each costs R2 a put and a read back, and an invocation may make
+ * 10,000 subrequests (Workers Paid); the archive's retention, in the same invocation, takes up to
+ * three a chunk of its 850. Busy accounts' chunks reach MOVE_MAX_QUERIES first (~850 a run); this
+ * binds when the hold's accounts are many and small (below, HOLD_ACCOUNTS_A_READ).
+ */
+export const MOVE_MAX_CHUNKS = 2_000;
+/**
+ * Accounts whose records past the hold one read takes and one batch commits, at most, each in a chunk
+ * of its own: an account with fewer records than a chunk costs a run two queries, not a read and a
+ * batch of its own, so many small accounts move at the pace of their records, not of their number.
+ * 50 keeps the batch to ~150 statements and its JSON small.
+ */
+export const HOLD_ACCOUNTS_A_READ = 50;
+
+/** What a run has spent of what it may: the NDJSON it encoded, the chunks it wrote. */
+class Spent {
   chars = 0;
-  constructor(private readonly max: number) {}
-  spent(): boolean {
-    return this.chars >= this.max;
+  chunks = 0;
+  constructor(
+    private readonly maxChars: number,
+    private readonly maxChunks: number,
+  ) {}
+  add(written: Written[]): void {
+    this.chars += written.reduce((n, w) => n + w.ndjsonChars, 0);
+    this.chunks += written.length;
+  }
+  done(): boolean {
+    return this.chars >= this.maxChars || this.chunks >= this.maxChunks;
   }
 }
 
-interface Written {
-  key: string;
-  accountId: string;
-  rows: TaskRow[];
-  bytes: number;
-  segments: Segments;
-  ndjsonChars: number;
+/** One run of the move: where it stands and what it may still spend. */
+interface Move {
+  db: Db;
+  bucket: R2Bucket;
+  cutoff: number;
+  size: number;
+  per: number;
+  now: number;
+  budget: QueryBudget;
+  spent: Spent;
 }
 
 /**
@@ -81,7 +106,8 @@ interface Written {
  * busy account's records move every hour in chunks of 1,000, a quiet one's about once a week in one
  * chunk. Two looks find them, each through the primary key: the newest records past the window
  * (the busy accounts are most of them), and those past the hold (oldest first: every account found
- * there moves whatever it has, so nothing stays longer).
+ * there moves whatever it has, so nothing stays longer; up to HOLD_ACCOUNTS_A_READ of them a read
+ * and a batch).
  *
  * A chunk is moved only once it is written and read back whole; its index row, the per-day counts
  * and the deletion of its rows are then one D1 batch, so a reader that asks D1's rows and the index
@@ -94,40 +120,46 @@ interface Written {
  */
 export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, now: number, run: ArchiveRun = {}): Promise<number> {
   const size = run.chunkSize ?? 1000;
-  const budget = (run.budget ?? new QueryBudget(Infinity)).part(run.maxQueries ?? MOVE_MAX_QUERIES);
   const cutoff = now - afterMs;
+  const m: Move = {
+    db,
+    bucket,
+    cutoff,
+    size,
+    per: run.chunksPerRead ?? DEFAULT_CHUNKS_PER_READ,
+    now,
+    budget: (run.budget ?? new QueryBudget(Infinity)).part(run.maxQueries ?? MOVE_MAX_QUERIES),
+    spent: new Spent(run.maxChars ?? MOVE_MAX_CHARS, run.maxChunks ?? MOVE_MAX_CHUNKS),
+  };
   const held = idFloor(cutoff - (run.holdMs ?? DEFAULT_HOLD_MS));
   const looked = new Set<string>();
-  const encoded = new Encoded(run.maxChars ?? MOVE_MAX_CHARS);
-  let moved = 0;
-  const visit = async (page: { accountId: string }[], whatever: boolean) => {
-    for (const { accountId } of page) {
-      if (looked.has(accountId)) continue;
-      looked.add(accountId);
-      moved += await moveAccount(db, bucket, { accountId, cutoff, size, per: run.chunksPerRead ?? DEFAULT_CHUNKS_PER_READ, now, whatever }, budget, encoded);
-    }
+  const fresh = (page: { accountId: string }[]) => {
+    const out = [...new Set(page.map((r) => r.accountId))].filter((a) => !looked.has(a));
+    for (const a of out) looked.add(a);
+    return out;
   };
+  let moved = 0;
   // Past the hold, oldest first; keyed past each page, so an unfinished old task is stepped over.
-  for (let after = ""; !encoded.spent() && budget.take(); ) {
+  for (let after = ""; !m.spent.done() && m.budget.take(); ) {
     const page = await db
       .select({ id: tasks.id, accountId: tasks.accountId })
       .from(tasks)
       .where(and(gt(tasks.id, after), lt(tasks.id, held), lt(tasks.finishedAt, cutoff)))
       .orderBy(asc(tasks.id))
       .limit(size);
-    await visit(page, true);
+    moved += await moveHeld(m, fresh(page));
     if (page.length < size) break;
     after = page.at(-1)!.id;
   }
   // Past the window, newest first: the accounts with a full chunk.
-  for (let before = idFloor(cutoff); !encoded.spent() && budget.take(); ) {
+  for (let before = idFloor(cutoff); !m.spent.done() && m.budget.take(); ) {
     const page = await db
       .select({ id: tasks.id, accountId: tasks.accountId })
       .from(tasks)
       .where(and(lt(tasks.id, before), lt(tasks.finishedAt, cutoff)))
       .orderBy(desc(tasks.id))
       .limit(size);
-    await visit(page, false);
+    for (const accountId of fresh(page)) moved += await moveAccount(m, accountId, false);
     if (page.length < size) break;
     before = page.at(-1)!.id;
   }
@@ -135,166 +167,65 @@ export async function archiveTasks(db: Db, bucket: R2Bucket, afterMs: number, no
 }
 
 /**
- * Moves the account's records past the window, up to `per` full chunks a read and a batch (and the
- * last, partial chunk when `whatever`).
+ * Moves everything past the window of these accounts (found past the hold), HOLD_ACCOUNTS_A_READ
+ * at a time: one read of their records in account order, a chunk an account (or more, for one with
+ * more than a chunk), one batch. The read stops at `size × per` records; the account it cuts moves
+ * on its own (moveAccount), and those after it are read again.
  */
-async function moveAccount(
-  db: Db,
-  bucket: R2Bucket,
-  o: { accountId: string; cutoff: number; size: number; per: number; now: number; whatever: boolean },
-  budget: QueryBudget,
-  encoded: Encoded,
-): Promise<number> {
+async function moveHeld(m: Move, accounts: string[]): Promise<number> {
+  const queue = [...accounts];
   let moved = 0;
-  for (let after = ""; !encoded.spent() && budget.take(); ) {
-    const page = and(eq(tasks.accountId, o.accountId), gt(tasks.id, after), lt(tasks.id, idFloor(o.cutoff)), lt(tasks.finishedAt, o.cutoff));
-    const limit = o.size * o.per;
-    // The mark goes in the read's own batch (no query of its own), and only when a chunk will be written.
-    const [, raw = []] = await sqlBatch(db, [
-      markPending(o.accountId, page, limit, o.whatever ? 1 : o.size, o.now),
-      sql`select * from ${tasks} where ${page} order by ${tasks.id} limit ${limit}`,
-    ]);
-    const rows = raw.map((r) => rowOf(tasks, r));
-    const full = chunks(rows, o.size).filter((c) => c.length === o.size || o.whatever);
-    if (!full.length || !budget.take()) return moved;
-    after = full.at(-1)!.at(-1)!.id;
-    const written: Written[] = [];
-    for (const c of full) written.push(await writeChunk(bucket, c));
-    encoded.chars += written.reduce((n, w) => n + w.ndjsonChars, 0);
-    try {
-      await commitMove(db, written, o.now, { accountId: o.accountId, firstId: rows[0]!.id });
-    } catch (e) {
-      // A chunk no index row names is never read; left behind it would hold records past their retention.
-      for (const w of written) {
-        const lost = budget.take() && !(await indexed(db, w.key).catch(() => true));
-        if (lost) await bucket.delete(w.key).catch(() => undefined);
-      }
-      if (changedUnder(e)) return moved;
-      throw e;
+  while (queue.length && !m.spent.done() && m.budget.take()) {
+    const group = queue.splice(0, HOLD_ACCOUNTS_A_READ);
+    const limit = m.size * m.per;
+    const where = and(sql`${tasks.accountId} in (select value from json_each(${JSON.stringify(group)}))`, lt(tasks.id, idFloor(m.cutoff)), lt(tasks.finishedAt, m.cutoff));
+    const rows = await readMarked(m.db, where, { limit, least: 1, now: m.now });
+    const byAccount = new Map<string, TaskRow[]>();
+    for (const r of rows) byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), r]);
+    const marks = [...byAccount].map(([accountId, r]) => ({ accountId, firstId: r[0]!.id }));
+    // The read stopped inside the last account: its full chunks move now, the rest on its own after them.
+    let cut: { accountId: string; after: string } | undefined;
+    if (rows.length === limit) {
+      const accountId = rows.at(-1)!.accountId;
+      const full = chunks(byAccount.get(accountId)!, m.size).filter((c) => c.length === m.size);
+      if (full.length) byAccount.set(accountId, full.flat());
+      else byAccount.delete(accountId);
+      cut = { accountId, after: full.at(-1)?.at(-1)?.id ?? "" };
+      // Rows come in account order: the group's accounts after the cut one got none.
+      queue.unshift(...group.filter((a) => a > accountId));
     }
-    const count = written.reduce((n, w) => n + w.rows.length, 0);
-    moved += count;
-    if (count < o.size * o.per) return moved;
+    if (byAccount.size) {
+      if (!m.budget.take()) return moved;
+      const written: Written[] = [];
+      for (const own of byAccount.values()) for (const c of chunks(own, m.size)) written.push(await writeChunk(m.bucket, c));
+      m.spent.add(written);
+      if (!(await committed(m.db, m.bucket, written, m.now, marks, m.budget))) continue;
+      moved += written.reduce((n, w) => n + w.rows.length, 0);
+    }
+    if (cut) moved += await moveAccount(m, cut.accountId, true, cut.after);
   }
   return moved;
 }
 
-async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
-  const key = historyChunkKey(rows[0]!.accountId, rows[0]!.id, rows.at(-1)!.id, rows.length);
-  const { bytes, segments, ndjsonChars } = await putChunk(bucket, key, rows);
-  const back = await readChunk(bucket, key, segments);
-  if (back.length !== rows.length || back.some((r, i) => r.id !== rows[i]!.id)) throw new Error(`the archived chunk ${key} did not read back as written`);
-  return { key, accountId: rows[0]!.accountId, rows, bytes, segments, ndjsonChars };
-}
-
 /**
- * The chunks' index rows (each chunk's own, one per function of it), the counts (per function, per
- * function and day, per chain), the issue times of their tasks of the last week (the week's counts
- * read them with D1's rows) and the deletion of their rows as one batch, each list one JSON
- * parameter (a chunk's ids are more than D1's 100 bound parameters).
+ * Moves the account's records past the window (after the id `from`), up to `per` full chunks a read
+ * and a batch (and the last, partial chunk when `whatever`).
  */
-async function commitMove(db: Db, chunks: Written[], now: number, mark: { accountId: string; firstId: string }): Promise<void> {
-  const rows = chunks.flatMap((w) => w.rows);
-  const perDay = tally(rows, (r) => ({ accountId: r.accountId, functionId: r.functionId, day: startOfUtcDay(r.issuedAt) }));
-  const perFunction = tally(rows, (r) => ({ accountId: r.accountId, functionId: r.functionId }));
-  const perChain = tally(
-    rows.filter((r) => r.chainId !== null),
-    (r) => ({ chainId: r.chainId!, accountId: r.accountId }),
-  );
-  const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
-  await sqlBatch(db, [
-    ...chunks.flatMap((w) => {
-      const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
-      return [
-        sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
-          values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
-          on conflict (key) do nothing`,
-        ...unchangedGuards(w),
-        ...jsonSlices([...new Set(w.rows.map((r) => r.functionId))]).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, account_id)
-          select value, ${lastId}, ${w.accountId} from json_each(${json}) where true
-          on conflict do nothing`),
-      ];
-    }),
-    ...jsonSlices(perFunction).map((json) => sql`insert into ${taskArchiveTotals} (account_id, function_id, tasks)
-        select ${field("accountId")}, ${field("functionId")}, ${field("tasks")}
-        from json_each(${json}) where true
-        on conflict (account_id, function_id) do update set tasks = tasks + excluded.tasks`),
-    ...jsonSlices(perDay).map((json) => sql`insert into ${taskArchiveCounts} (account_id, function_id, day, tasks)
-        select ${field("accountId")}, ${field("functionId")}, ${field("day")}, ${field("tasks")}
-        from json_each(${json}) where true
-        on conflict (account_id, function_id, day) do update set tasks = tasks + excluded.tasks`),
-    ...jsonSlices(perChain).map((json) => sql`insert into ${taskArchiveChains} (chain_id, account_id, tasks)
-        select ${field("chainId")}, ${field("accountId")}, ${field("tasks")}
-        from json_each(${json}) where true
-        on conflict (chain_id) do update set tasks = tasks + excluded.tasks`),
-    ...issueMinutesAdded(rows, now),
-    ...jsonSlices(rows.map((r) => r.id)).map((json) => sql`delete from ${tasks} where id in (select value from json_each(${json})) and finished_at is not null`),
-    sql`delete from ${taskArchivePending} where account_id = ${mark.accountId} and first_id = ${mark.firstId} and at = ${now}`,
-  ]);
-}
-
-/**
- * The mark of a read (taskArchivePending): the first and last id of the account's `page`, as the read
- * finds it in the same batch, when it holds at least `least` records (a chunk's worth, or one when
- * whatever it has moves). Nothing when no chunk will be written.
- */
-const markPending = (accountId: string, page: SQL | undefined, limit: number, least: number, now: number): SQL =>
-  sql`insert into ${taskArchivePending} (account_id, first_id, last_id, at)
-    select ${accountId}, min(id), max(id), ${now} from (select ${tasks.id} as id from ${tasks} where ${page} order by ${tasks.id} limit ${limit}) where true
-    having count(*) >= ${least}
-    on conflict do nothing`;
-
-/**
- * Statements that fail the move's batch (and so roll it all back) unless every row of the chunk is
- * still in D1 as the move read it: there, finished, and unpurged if it was. Each sets the chunk's
- * index row's `records` to null (a NOT NULL column) when its slice of the chunk's ids finds fewer.
- * Archive sweeps may overlap (one still running when the next fires), and live retention may purge a
- * row between the move's read and its batch: the counts and the issue times are added from the rows
- * as read, so without this a record moved by two runs would count twice (in two chunks, for a
- * partial chunk whose runs saw different cutoffs), and a purge would be lost under an unpurged copy.
- * The batch that fails here moves nothing, and the rows stay for the next run.
- */
-function unchangedGuards(w: Written) {
-  return jsonSlices(w.rows.map((r) => [r.id, r.purgedAt == null ? 1 : 0])).map((json) => {
-    const expected = (JSON.parse(json) as unknown[]).length;
-    return sql`update ${taskArchive} set records = case when (
-        select count(*) = ${expected}
-        from json_each(${json}) j join ${tasks} t on t.id = json_extract(j.value, '$[0]')
-        where t.finished_at is not null and (t.purged_at is null) = json_extract(j.value, '$[1]')
-      ) then records end
-      where key = ${w.key}`;
-  });
-}
-
-/** Whether a move's batch failed for its guard (unchangedGuards): its rows changed under it, and another run or the next moves them. */
-const changedUnder = (e: unknown) => /NOT NULL constraint failed: task_archive\.records/.test(String(e instanceof Error ? `${e.message} ${String(e.cause ?? "")}` : e));
-
-/** The rows counted by what `keyOf` says of them: one entry per distinct key, with its `tasks`. */
-function tally<K extends Record<string, string | number>>(rows: TaskRow[], keyOf: (r: TaskRow) => K): (K & { tasks: number })[] {
-  const counts = new Map<string, K & { tasks: number }>();
-  for (const r of rows) {
-    const k = keyOf(r);
-    const name = Object.values(k).join(" ");
-    const c = counts.get(name) ?? { ...k, tasks: 0 };
-    c.tasks++;
-    counts.set(name, c);
+async function moveAccount(m: Move, accountId: string, whatever: boolean, from = ""): Promise<number> {
+  let moved = 0;
+  for (let after = from; !m.spent.done() && m.budget.take(); ) {
+    const where = and(eq(tasks.accountId, accountId), gt(tasks.id, after), lt(tasks.id, idFloor(m.cutoff)), lt(tasks.finishedAt, m.cutoff));
+    const rows = await readMarked(m.db, where, { limit: m.size * m.per, least: whatever ? 1 : m.size, now: m.now });
+    const full = chunks(rows, m.size).filter((c) => c.length === m.size || whatever);
+    if (!full.length || !m.budget.take()) return moved;
+    after = full.at(-1)!.at(-1)!.id;
+    const written: Written[] = [];
+    for (const c of full) written.push(await writeChunk(m.bucket, c));
+    m.spent.add(written);
+    if (!(await committed(m.db, m.bucket, written, m.now, [{ accountId, firstId: rows[0]!.id }], m.budget))) return moved;
+    const count = written.reduce((n, w) => n + w.rows.length, 0);
+    moved += count;
+    if (count < m.size * m.per) return moved;
   }
-  return [...counts.values()];
-}
-
-/**
- * After a failed move, whether the chunk's index row landed: only a chunk without one may go. A
- * batch whose answer was lost may have committed, and then the chunk holds the only copy of its
- * records; when even that cannot be read, nothing is deleted (an unindexed chunk is never read, only
- * kept).
- */
-async function indexed(db: Db, key: string): Promise<boolean> {
-  return (await db.select({ key: taskArchive.key }).from(taskArchive).where(eq(taskArchive.key, key))).length > 0;
-}
-
-/** When retention next has work in these records: the earliest finish of those not purged yet. */
-export function earliestUnpurged(rows: TaskRow[]): number | null {
-  let due: number | null = null;
-  for (const r of rows) if (r.purgedAt == null && r.finishedAt != null && (due === null || r.finishedAt < due)) due = r.finishedAt;
-  return due;
+  return moved;
 }

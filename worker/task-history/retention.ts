@@ -4,7 +4,7 @@ import type { TaskRow } from "../db/rows.js";
 import { taskArchive } from "../db/schema.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../lib/storage-keys.js";
 import { putChunk, readChunk } from "./chunk.js";
-import { earliestUnpurged } from "./archiver.js";
+import { earliestUnpurged } from "./move-commit.js";
 import { QueryBudget } from "../db/query-budget.js";
 
 /**
