@@ -46,3 +46,29 @@ describe("0022_task_archive_functions", () => {
     expect(await rows("select * from task_archive_counts")).toHaveLength(4);
   });
 });
+
+describe("0028_task_archive_without_rowid", () => {
+  it("keeps every per-day count, total and function index row of the archive, in tables keyed by themselves", async () => {
+    await applyD1Migrations(db, upTo("0027_"));
+    const before = async () => ({
+      counts: await rows("select account_id, function_id, day, tasks from task_archive_counts order by account_id, day, function_id"),
+      totals: await rows("select account_id, function_id, tasks from task_archive_totals order by account_id, function_id"),
+      functions: await rows("select function_id, last_id, account_id from task_archive_functions order by function_id, last_id"),
+    });
+    const kept = await before();
+    expect(kept.counts).toHaveLength(4);
+    expect(kept.totals).toHaveLength(3);
+    expect(kept.functions).toHaveLength(4);
+
+    await applyD1Migrations(db, upTo("0028_"));
+
+    expect(await before()).toEqual(kept);
+    for (const table of ["task_archive_counts", "task_archive_totals", "task_archive_functions"])
+      expect((await db.prepare("select sql from sqlite_schema where name = ?").bind(table).first<{ sql: string }>())!.sql, table).toMatch(/WITHOUT ROWID$/);
+    expect(await rows("select name from sqlite_schema where name = 'task_archive_counts_day'")).toEqual([]);
+    // An account's deletion still takes its rows with it (the foreign keys came along).
+    await db.prepare("delete from accounts where id = 'acct-a'").run();
+    expect((await before()).counts).toEqual([{ account_id: "acct-b", function_id: "fn-z", day: 0, tasks: 1 }]);
+    expect((await before()).functions).toEqual([{ function_id: "fn-z", last_id: "2", account_id: "acct-b" }]);
+  });
+});

@@ -19,7 +19,7 @@ export const archivedTotal = (db: Db, scope: { accountId: string; functionId?: s
 /**
  * The account's archived tasks issued on the UTC day that starts at `day`, as an expression for
  * the statement that counts D1's rows of that day (tasks/counts.ts): one statement, so a record
- * the move takes in between counts once. Read from the covering index `(account, day, tasks)`.
+ * the move takes in between counts once. Read through the table's own key `(account, day, function)` (WITHOUT ROWID).
  */
 export const archivedOnDay = (accountId: string, day: number): SQL =>
   sql`(select coalesce(sum(${taskArchiveCounts.tasks}), 0) from ${taskArchiveCounts} where ${taskArchiveCounts.accountId} = ${accountId} and ${taskArchiveCounts.day} = ${day})`;

@@ -36,6 +36,7 @@ export const taskArchive = sqliteTable(
  * through this key (function, last id), newest first, however rare the function is in its account.
  * A chunk is one account's, and a function belongs to one account, so (function, last id) names a
  * chunk; the chunk's row, and its first id, are found by (account, last id) in task_archive's index.
+ * WITHOUT ROWID (migration 0028): the key is the table.
  */
 export const taskArchiveFunctions = sqliteTable(
   "task_archive_functions",
@@ -49,7 +50,8 @@ export const taskArchiveFunctions = sqliteTable(
 
 /**
  * Archived tasks per account and function, all time: an account's completed tasks sum a row per
- * function (task_archive_counts' rows per day would grow with every day of history).
+ * function (task_archive_counts' rows per day would grow with every day of history). WITHOUT ROWID
+ * (migration 0028).
  */
 export const taskArchiveTotals = sqliteTable(
   "task_archive_totals",
@@ -64,8 +66,10 @@ export const taskArchiveTotals = sqliteTable(
 /**
  * Archived tasks per function and UTC day of issue, kept by the archiver in the batch that moves
  * them: the counts that outlive their rows, for the console's daily chart and an account's
- * `todayTasks`. Both read an account's days, which the covering index `(account, day, tasks)` holds
- * in order: a row per function and day, so its bytes grow with days and functions, not tasks.
+ * `todayTasks`. Both read an account's days, which the key `(account, day, function)` holds in
+ * order: a row per function and day, so its bytes grow with days and functions, not tasks. WITHOUT
+ * ROWID (migration 0028; drizzle cannot say so): the key is the table, one b-tree where a rowid
+ * table, its key's index and a covering index were three.
  */
 export const taskArchiveCounts = sqliteTable(
   "task_archive_counts",
@@ -76,7 +80,7 @@ export const taskArchiveCounts = sqliteTable(
     day: integer("day").notNull(),
     tasks: integer("tasks").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.accountId, t.functionId, t.day] }), index("task_archive_counts_day").on(t.accountId, t.day, t.tasks)],
+  (t) => [primaryKey({ columns: [t.accountId, t.day, t.functionId] })],
 );
 
 /**
