@@ -25,6 +25,8 @@ export interface StoreBindings {
   TASK_ARCHIVE_AFTER_HOURS?: string;
   /** The same in days, its earlier name: read only when TASK_ARCHIVE_AFTER_HOURS is not set. */
   TASK_ARCHIVE_AFTER_DAYS?: string;
+  /** Hours an account's records past the window may wait for a full chunk before they move however few (168, at least 1). */
+  TASK_ARCHIVE_HOLD_HOURS?: string;
   /** Days a failed attempt's usage row is kept to count a re-recorded attempt once (default 2); see worker/services/usage-pruning.ts. */
   USAGE_DEDUP_DAYS?: string;
   /** D1 queries the hourly sweep may make in its invocation (default 900; D1 answers 1,000 on Workers Paid, 50 on Free); see worker/sweep/hourly.ts. */

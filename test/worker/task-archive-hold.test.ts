@@ -5,8 +5,10 @@ import { QueryBudget } from "../../worker/db/query-budget.js";
 import type { Bindings } from "../../worker/env.js";
 import { DAY_MS } from "../../worker/lib/time.js";
 import { archiveTasks, type ArchiveRun } from "../../worker/task-history/archiver.js";
-import { archiveAfterMs } from "../../worker/task-history/window.js";
-import { callJson, clearQueue, deployedFunction, finishTask, newAccount, newTask } from "./helpers.js";
+import { archiveAfterMs, archiveHoldMs } from "../../worker/task-history/window.js";
+import { ARCHIVE_CRON } from "../../worker/crons.js";
+import { HOUR_MS } from "../../worker/lib/time.js";
+import { callJson, clearQueue, deployedFunction, finishTask, newAccount, newTask, runCron } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 /**
@@ -84,5 +86,25 @@ describe("the move of accounts past the hold", () => {
     expect(await move({ maxChunks: 1, chunkSize: 1, chunksPerRead: 1 })).toBe(1);
     expect((await Promise.all(more.map((a) => inD1(a.accountId)))).sort()).toEqual([0, 1]);
     expect(await Promise.all(small.map((a) => inD1(a.accountId)))).toEqual([0, 0, 0]);
+  });
+});
+
+describe("the hold (TASK_ARCHIVE_HOLD_HOURS)", () => {
+  it("is 7 days by default, never less than an hour", () => {
+    expect(archiveHoldMs({})).toBe(7 * DAY_MS);
+    expect(archiveHoldMs({ TASK_ARCHIVE_HOLD_HOURS: "24" })).toBe(DAY_MS);
+    expect(archiveHoldMs({ TASK_ARCHIVE_HOLD_HOURS: "0.1" })).toBe(HOUR_MS);
+    expect(archiveHoldMs({ TASK_ARCHIVE_HOLD_HOURS: "a week" })).toBe(7 * DAY_MS);
+  });
+
+  it("moves a small account's records once its oldest has waited the hold past the window, in the archive sweep", async () => {
+    const [small] = await accounts([2]);
+    const at = (hours: number) => Date.now() + hours * HOUR_MS;
+    // Past the window (an hour) and two more: short of the default hold, past a hold of 2 hours.
+    await runCron(ARCHIVE_CRON, at(3.5));
+    expect(await inD1(small!.accountId)).toBe(2);
+    await runCron(ARCHIVE_CRON, at(3.5), { TASK_ARCHIVE_HOLD_HOURS: "2" });
+    expect(await inD1(small!.accountId)).toBe(0);
+    expect(await chunkSizes(small!.accountId)).toEqual([2]);
   });
 });

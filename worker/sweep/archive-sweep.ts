@@ -4,7 +4,7 @@ import { QueryBudget } from "../db/query-budget.js";
 import { archiveTasks } from "../task-history/archiver.js";
 import { purgeArchive } from "../task-history/retention.js";
 import { removeUnindexedChunks } from "../task-history/unindexed-chunks.js";
-import { archiveAfterMs } from "../task-history/window.js";
+import { archiveAfterMs, archiveHoldMs } from "../task-history/window.js";
 import { retentionMs } from "../tasks/retention-period.js";
 import { runParts, sweepQueries, type Log } from "./parts.js";
 
@@ -22,7 +22,7 @@ export async function archiveSweep(db: Db, env: Bindings, now: number, log: Log)
   await runParts(
     [
       ["archived tasks purged", () => purgeArchive(db, env.BUCKET, retentionMs(env), now, budget)],
-      ["task records archived", () => archiveTasks(db, env.BUCKET, archiveAfterMs(env), now, { budget })],
+      ["task records archived", () => archiveTasks(db, env.BUCKET, archiveAfterMs(env), now, { budget, holdMs: archiveHoldMs(env) })],
       ["unindexed archive chunks deleted", () => removeUnindexedChunks(db, env.BUCKET, now, budget)],
     ],
     log,

@@ -32,6 +32,7 @@ export interface ArchiveRun {
   maxChunks?: number;
 }
 
+/** The hold when a run does not say (the sweep passes TASK_ARCHIVE_HOLD_HOURS: window.ts). */
 export const DEFAULT_HOLD_MS = 7 * DAY_MS;
 export const DEFAULT_CHUNKS_PER_READ = 2;
 /**

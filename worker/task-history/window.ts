@@ -23,3 +23,18 @@ export function archiveAfterMs(env: Pick<StoreBindings, "TASK_ARCHIVE_AFTER_HOUR
   if (!Number.isFinite(ms)) return DEFAULT_ARCHIVE_AFTER_HOURS * HOUR_MS;
   return Math.max(MIN_ARCHIVE_AFTER_MS, ms);
 }
+
+/**
+ * How long an account's records past the window may wait for a full chunk (1,000 records) before
+ * they move however few: TASK_ARCHIVE_HOLD_HOURS, 168 (7 days) by default, never less than an hour.
+ * A longer hold makes a small account's chunks fuller, so its archived records cost D1 fewer bytes
+ * for good; a shorter one keeps fewer of its full rows in D1 meanwhile (docs/dispatch.md, "Small
+ * accounts"). The sweep moves the hold's accounts 50 to a read and a batch, up to 2,000 chunks a run.
+ */
+export const DEFAULT_ARCHIVE_HOLD_HOURS = 7 * 24;
+
+export function archiveHoldMs(env: Pick<StoreBindings, "TASK_ARCHIVE_HOLD_HOURS">): number {
+  const ms = Number(env.TASK_ARCHIVE_HOLD_HOURS ?? DEFAULT_ARCHIVE_HOLD_HOURS) * HOUR_MS;
+  if (!Number.isFinite(ms)) return DEFAULT_ARCHIVE_HOLD_HOURS * HOUR_MS;
+  return Math.max(HOUR_MS, ms);
+}
