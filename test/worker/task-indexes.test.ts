@@ -5,6 +5,10 @@ import { archivedIssuedSince } from "../../worker/task-history/issue-minutes.js"
 import { archivedOnDay } from "../../worker/task-history/counts.js";
 import { archivedMinutesPruned } from "../../worker/task-history/issue-pruning.js";
 import { flushedDb } from "./helpers.js";
+import { env } from "cloudflare:test";
+import { openDb } from "../../worker/db/client.js";
+import type { Bindings } from "../../worker/env.js";
+import { chunksHolding, pageChunks } from "../../worker/task-history/reads.js";
 
 /** The plan SQLite chooses for `query` on the Worker's D1 (one line a step). */
 const planOf = async (query: string, ...binds: unknown[]) =>
@@ -66,5 +70,21 @@ describe("indexes of the archive's per-day counts (an account's today and the co
     expect(await planOf("select function_id, day, tasks from task_archive_counts where account_id = ? and day >= ?", "a", 0)).toEqual([
       "SEARCH task_archive_counts USING PRIMARY KEY (account_id=? AND day>?)",
     ]);
+  });
+});
+
+describe("the archive's index of chunks (task_archive)", () => {
+  it("finds a record's chunk, a list's chunks and a function's chunks through indexes, with no sort", async () => {
+    const db = openDb(env as unknown as Bindings);
+    const planOfQuery = (q: { toSQL(): { sql: string; params: unknown[] } }) => {
+      const { sql: text, params } = q.toSQL();
+      return planOf(text, ...params);
+    };
+    expect(await planOfQuery(chunksHolding(db, "a", "id"))).toEqual(["SEARCH task_archive USING INDEX task_archive_account (account_id=? AND last_id>?)"]);
+    expect(await planOfQuery(pageChunks(db, { accountId: "a" }, "below"))).toEqual(["SEARCH task_archive USING INDEX task_archive_account (account_id=? AND last_id<?)"]);
+    const fn = (await planOfQuery(pageChunks(db, { accountId: "a", functionId: "f", before: "b" }))).join("\n");
+    expect(fn).toMatch(/SEARCH task_archive_functions USING PRIMARY KEY \(function_id=\?\)/);
+    expect(fn).toMatch(/SEARCH task_archive USING INDEX task_archive_account \(account_id=\? AND last_id=\? AND first_id<\?\)/);
+    expect(fn).not.toMatch(/SCAN|TEMP B-TREE/);
   });
 });
