@@ -133,7 +133,7 @@ async function fill(file: string, tenants: Tenant[], count: number, window: { fr
 function bytesByTree(file: string): Map<string, number> {
   const sqlite = new DatabaseSync(file, { readOnly: true, timeout: 60_000 });
   const rows = sqlite
-    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts', 'task_archive_totals', 'task_archive_functions', 'task_archive_chains', 'task_archive_issues', 'task_archive_minutes') group by s.name order by bytes desc")
+    .prepare("select s.name as name, sum(s.pgsize) as bytes from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name in ('tasks', 'usage', 'task_archive', 'task_archive_counts', 'task_archive_totals', 'task_archive_functions', 'task_archive_chains', 'task_archive_minutes') group by s.name order by bytes desc")
     .all() as { name: string; bytes: number }[];
   sqlite.close();
   return new Map(rows.map((r) => [r.name, r.bytes]));

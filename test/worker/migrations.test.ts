@@ -72,3 +72,30 @@ describe("0028_task_archive_without_rowid", () => {
     expect((await before()).functions).toEqual([{ function_id: "fn-z", last_id: "2", account_id: "acct-b" }]);
   });
 });
+
+describe("0029_task_archive_issues_folded", () => {
+  it("folds the one-a-task issue times into their function's and endpoint's minutes, then drops their table", async () => {
+    await applyD1Migrations(db, upTo("0028_"));
+    const m = 1_800_000_000_000 - (1_800_000_000_000 % 60_000);
+    await db.batch([
+      db.prepare("insert into task_archive_minutes (minute, scope, tasks, offsets) values (?, 'fn-1', 2, '5,7')").bind(m),
+      db.prepare(
+        `insert into task_archive_issues (function_id, endpoint_id, issued_at) values
+         ('fn-1', null, ?), ('fn-1', 'ep-1', ?), ('fn-1', 'ep-1', ?), ('fn-2', null, ?)`,
+      ).bind(m + 9, m + 59_999, m + 60_000, m + 120_001),
+    ]);
+
+    await applyD1Migrations(db, upTo("0029_"));
+
+    const minutes = await rows("select minute, scope, tasks, offsets from task_archive_minutes order by scope, minute");
+    const offsets = (o: unknown) => String(o).split(",").map(Number).sort((x, y) => x - y);
+    expect(minutes.map((r) => ({ ...r, offsets: offsets(r.offsets) }))).toEqual([
+      { minute: m, scope: "ep-1", tasks: 1, offsets: [59_999] },
+      { minute: m + 60_000, scope: "ep-1", tasks: 1, offsets: [0] },
+      { minute: m, scope: "fn-1", tasks: 4, offsets: [5, 7, 9, 59_999] },
+      { minute: m + 60_000, scope: "fn-1", tasks: 1, offsets: [0] },
+      { minute: m + 120_000, scope: "fn-2", tasks: 1, offsets: [1] },
+    ]);
+    expect(await rows("select name from sqlite_schema where name like 'task_archive_issues%'")).toEqual([]);
+  });
+});

@@ -409,7 +409,7 @@ describe("the week's counts of archived tasks", () => {
     expect(await counts()).toEqual(before);
   });
 
-  it("count exactly from the millisecond the period starts, inside the minute it cuts, and add the one-a-task times kept before the minutes", async () => {
+  it("count exactly from the millisecond the period starts, inside the minute it cuts", async () => {
     const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
     const minute = Math.floor((Date.now() - 3 * DAY_MS) / 60_000) * 60_000;
@@ -432,10 +432,6 @@ describe("the week's counts of archived tasks", () => {
     expect(await since(minute + 60_000)).toBe(2);
     expect(await since(minute + 60_001)).toBe(1);
     expect(await since(minute + 120_000)).toBe(0);
-    // A deployment's times from before the minutes (one row a task) count until pruned.
-    await env.DB.prepare("insert into task_archive_issues (function_id, endpoint_id, issued_at) values (?, null, ?)").bind(fn, minute + 45_000).run();
-    expect(await since(minute + 30_001)).toBe(4);
-    expect(await since(minute + 45_001)).toBe(3);
   });
 });
 
@@ -460,27 +456,23 @@ describe("the minutes of the week's issue times", () => {
 });
 
 describe("the hourly sweep's pruning of archived issue times", () => {
-  it("deletes the minutes, and the one-a-task times kept before them, that left the week, oldest first, and no other", async () => {
-    // The earlier tests' rows, whose order in the tables is theirs.
+  it("deletes the minutes that left the week, oldest first, and no other", async () => {
+    // The earlier tests' rows, whose order in the table is theirs.
     await sql("delete from task_archive_minutes");
-    await sql("delete from task_archive_issues");
     const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
     const rows = [1.5, 2, 4, 6].map((days) => ({ ...oldRows(accountId, [fn], 1, { daysAgo: days })[0]!, finished_at: Date.now() - days * DAY_MS + 1500, status: 200 }));
     await insertOld(rows.sort((x, y) => (x.id < y.id ? -1 : 1)));
     await archiveIn(0, { holdMs: 0 });
-    const legacy = [Date.now() - 6 * DAY_MS, Date.now() - 2 * DAY_MS];
-    for (const t of legacy) await env.DB.prepare("insert into task_archive_issues (function_id, endpoint_id, issued_at) values (?, null, ?)").bind(fn, t).run();
     const minutes = async () =>
       (await env.DB.prepare("select minute, offsets from task_archive_minutes where scope = ? order by minute").bind(fn).all<{ minute: number; offsets: string }>()).results.map((r) => r.minute + Number(r.offsets));
-    const times = async () => (await env.DB.prepare("select issued_at t from task_archive_issues where function_id = ? order by t").bind(fn).all<{ t: number }>()).results.map((r) => r.t);
     const issued = rows.map((r) => r.issued_at).sort((x, y) => x - y);
     expect(await minutes()).toEqual(issued);
     expect(await pruneArchivedIssues(db(), Date.now(), { page: 1 })).toBe(0);
-    expect([await minutes(), await times()]).toEqual([issued, legacy]);
-    // Three and a half days on, the two oldest (6 and 4 days old now) are past the week, and the older legacy time.
-    expect(await pruneArchivedIssues(db(), Date.now() + 3.5 * DAY_MS, { page: 1, maxPages: 10 })).toBe(3);
-    expect([await minutes(), await times()]).toEqual([issued.slice(2), legacy.slice(1)]);
+    expect(await minutes()).toEqual(issued);
+    // Three and a half days on, the two oldest (6 and 4 days old now) are past the week.
+    expect(await pruneArchivedIssues(db(), Date.now() + 3.5 * DAY_MS, { page: 1, maxPages: 10 })).toBe(2);
+    expect(await minutes()).toEqual(issued.slice(2));
   });
 });
 

@@ -1,7 +1,7 @@
-import { eq, sql, type SQL } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { chunks } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchiveIssues, taskArchiveMinutes } from "../db/schema.js";
+import { taskArchiveMinutes } from "../db/schema.js";
 import { jsonSlices } from "../db/json-slices.js";
 import { WEEK_MS } from "./window.js";
 
@@ -56,15 +56,13 @@ export const issueMinutesAdded = (rows: TaskRow[], now: number): SQL[] =>
  * A function's or an endpoint's archived tasks issued at `time` or later, for `time` within the last
  * week: a scalar subquery that D1's count of its rows adds, so that one statement, one view of D1,
  * counts a moving task once. The minutes after the one `time` falls in count by their totals (an
- * entry of the covering index each), that minute by its offsets: exact to the millisecond. The rows of
- * task_archive_issues (one per task, before the minutes) count too, until the sweep has pruned them.
+ * entry of the covering index each), that minute by its offsets: exact to the millisecond. (The
+ * one-a-task rows kept before the minutes were folded into them by migration 0029.)
  */
 export const archivedIssuedSince = (scope: { functionId?: string | undefined; endpointId?: string | undefined }, time: number): SQL => {
   const id = scope.functionId ?? scope.endpointId ?? "";
   const minute = minuteOf(time);
-  const legacy = scope.functionId ? eq(taskArchiveIssues.functionId, id) : eq(taskArchiveIssues.endpointId, id);
   return sql`(coalesce((select sum(${taskArchiveMinutes.tasks}) from ${taskArchiveMinutes} where ${taskArchiveMinutes.scope} = ${id} and ${taskArchiveMinutes.minute} > ${minute}), 0)
     + coalesce((select (select count(*) from json_each('[' || ${taskArchiveMinutes.offsets} || ']') where value >= ${time - minute})
-        from ${taskArchiveMinutes} where ${taskArchiveMinutes.scope} = ${id} and ${taskArchiveMinutes.minute} = ${minute}), 0)
-    + (select count(*) from ${taskArchiveIssues} where ${legacy} and ${taskArchiveIssues.issuedAt} >= ${time}))`;
+        from ${taskArchiveMinutes} where ${taskArchiveMinutes.scope} = ${id} and ${taskArchiveMinutes.minute} = ${minute}), 0))`;
 };

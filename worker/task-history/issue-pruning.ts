@@ -1,19 +1,17 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { headPruned, pruneHead, type PruneRun } from "../db/rowid-head.js";
-import { taskArchiveIssues, taskArchiveMinutes } from "../db/schema.js";
+import { pruneHead, type PruneRun } from "../db/rowid-head.js";
+import { taskArchiveMinutes } from "../db/schema.js";
 import { minuteOf } from "./issue-minutes.js";
 import { WEEK_MS } from "./window.js";
 
 /** Rows a statement deletes: two bound parameters, 10,000 rows with one or two index entries each, well under D1's 30 s. */
 export const ISSUE_PRUNE_PAGE = 10_000;
 /**
- * Statements a run, for each of the two tables: 1,000,000 rows an hour in 100 of the sweep's
- * queries. A minute row holds a minute's tasks of a function, so a minute of the service leaves as
+ * Statements a run: 1,000,000 rows an hour in 100 of the sweep's queries. A minute row holds a minute's tasks of a function, so a minute of the service leaves as
  * many rows as functions ran in it: 16,600 a minute at most, about twice what the rate one D1
  * database holds makes in its worst mix (one task a function-minute, ~156 tasks a second: 9,400 a
- * minute; docs/dispatch.md, "What the window bounds now"). The table of one row a task (before the
- * minutes) only drains.
+ * minute; docs/dispatch.md, "What the window bounds now").
  */
 export const ISSUE_PRUNE_MAX_PAGES = 100;
 
@@ -26,18 +24,11 @@ export const archivedMinutesPruned = (cutoff: number, page: number) =>
     (select minute, scope from ${taskArchiveMinutes} where minute < ${minuteOf(cutoff)} order by minute, scope limit ${page})
   returning 1 as n`;
 
-/** One page of the oldest issue times, one a task, past `cutoff` (the table the minutes replaced, draining). */
-export const archivedIssuesPruned = (cutoff: number, page: number) => headPruned(taskArchiveIssues, taskArchiveIssues.issuedAt, cutoff, page);
-
 /**
  * The issue times of archived tasks that have left the week, deleted in pages (part of the hourly
- * sweep): the minutes of task_archive_minutes wholly past it, by their key, then the one-a-task
- * rows of task_archive_issues, which nothing writes since the minutes (by rowid, db/rowid-head.ts: a
- * row inserted behind newer ones waits for them, kept longer, never deleted early). The counts read
- * only the last 7 × 24 hours, so nothing they answer changes. Returns how many rows were deleted.
+ * sweep): the minutes of task_archive_minutes wholly past it, by their key. The counts read only the
+ * last 7 × 24 hours, so nothing they answer changes. Returns how many rows were deleted.
  */
 export async function pruneArchivedIssues(db: Db, now: number, o: PruneRun = {}): Promise<number> {
-  const defaults = { page: ISSUE_PRUNE_PAGE, maxPages: ISSUE_PRUNE_MAX_PAGES };
-  const minutes = await pruneHead(db, (n) => archivedMinutesPruned(now - WEEK_MS, n), o, defaults);
-  return minutes + (await pruneHead(db, (n) => archivedIssuesPruned(now - WEEK_MS, n), o, defaults));
+  return pruneHead(db, (n) => archivedMinutesPruned(now - WEEK_MS, n), o, { page: ISSUE_PRUNE_PAGE, maxPages: ISSUE_PRUNE_MAX_PAGES });
 }

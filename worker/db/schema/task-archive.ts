@@ -95,25 +95,6 @@ export const taskArchiveChains = sqliteTable("task_archive_chains", {
 });
 
 /**
- * The issue time of each archived task of the last 7 days, one row each (migration 0023): ~99 B a
- * task. No longer written since task_archive_minutes (below) took its place; still read by the
- * counts and pruned by the hourly sweep, so a deployment's rows of the week before that migration
- * count until they leave the week. A later migration may drop it once it is empty.
- */
-export const taskArchiveIssues = sqliteTable(
-  "task_archive_issues",
-  {
-    functionId: text("function_id").notNull(),
-    endpointId: text("endpoint_id"),
-    issuedAt: integer("issued_at").notNull(),
-  },
-  (t) => [
-    index("task_archive_issues_function").on(t.functionId, t.issuedAt),
-    index("task_archive_issues_endpoint").on(t.endpointId, t.issuedAt).where(sql`${t.endpointId} is not null`),
-  ],
-);
-
-/**
  * The issue times of archived tasks of the last 7 days, one row per function (or endpoint) and
  * minute of issue: how many, and each one's milliseconds into the minute, comma-separated. A
  * function's and an endpoint's `todaysTasks` and `weekTasks` (a rolling 7 × 24 hours, which per-day
