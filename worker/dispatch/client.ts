@@ -2,9 +2,9 @@ import type { Bindings } from "../env.js";
 import type { TaskRow } from "../db/rows.js";
 import type { BuildRow } from "../db/rows.js";
 import type { DispatcherRpc } from "./rpc.js";
-import type { NewWork } from "./queue.js";
 import { buildWork, taskWork } from "./work.js";
 import { newId } from "../lib/ids.js";
+import { groupBy } from "../lib/group-by.js";
 
 /**
  * Dispatch is sharded by function: every build and task of one function goes to one shard (so a
@@ -49,13 +49,10 @@ export const dispatcherFor = (env: Bindings, functionId: string) => shardStub(en
 /** Queues tasks on their shards. From inside a dispatcher, its own work is queued directly. */
 /** `once`: the tasks are never retried nor dead-lettered (dead letters themselves, worker/retries/). */
 export async function enqueueTasks(env: Bindings, tasks: TaskRow[], from?: { id: DurableObjectId; self: DispatcherRpc }, opts: { once?: boolean } = {}) {
-  const byShard = new Map<number, NewWork[]>();
-  for (const t of tasks) {
-    const s = shardOf(env, t.functionId);
-    byShard.set(s, [...(byShard.get(s) ?? []), taskWork(t)]);
-  }
+  const byShard = groupBy(tasks, (t) => shardOf(env, t.functionId));
   await Promise.all(
-    [...byShard].map(([s, work]) => {
+    [...byShard].map(([s, shardTasks]) => {
+      const work = shardTasks.map(taskWork);
       const stub = shardStub(env, s);
       const once = opts.once ?? false;
       return from && stub.id.equals(from.id) ? from.self.enqueue(work, once) : stub.enqueue(work, once);

@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { chunks, type Db } from "../db/client.js";
-import type { TaskRow } from "../db/rows.js";
 import { tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
+import { groupBy } from "../lib/group-by.js";
 import { DAY_MS } from "../lib/time.js";
 import { QueryBudget } from "../db/query-budget.js";
 import { committed, readMarked, writeChunk, type Written } from "./move-commit.js";
@@ -181,8 +181,7 @@ async function moveHeld(m: Move, accounts: string[]): Promise<number> {
     const limit = m.size * m.per;
     const where = and(sql`${tasks.accountId} in (select value from json_each(${JSON.stringify(group)}))`, lt(tasks.id, idFloor(m.cutoff)), lt(tasks.finishedAt, m.cutoff));
     const rows = await readMarked(m.db, where, { limit, least: 1, now: m.now });
-    const byAccount = new Map<string, TaskRow[]>();
-    for (const r of rows) byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), r]);
+    const byAccount = groupBy(rows, (r) => r.accountId);
     const marks = [...byAccount].map(([accountId, r]) => ({ accountId, firstId: r[0]!.id }));
     // The read stopped inside the last account: its full chunks move now, the rest on its own after them.
     let cut: { accountId: string; after: string } | undefined;
