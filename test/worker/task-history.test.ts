@@ -19,6 +19,7 @@ import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { sql as drizzleSql } from "drizzle-orm";
 import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import type { TaskRow } from "../../worker/db/rows.js";
+import { decodeSegments } from "../../worker/db/archive-segments.js";
 import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
 import { call, callJson, clearQueue, consolePage, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
@@ -286,7 +287,7 @@ describe("the archive's move, when runs overlap or retention purges under it", (
 
     expect(await archiveIn(PAST)).toBe(2);
     const [chunk] = await chunksOf(accountId);
-    const [first, second] = await readChunk(env.BUCKET, chunk!.key as string, JSON.parse(chunk!.segments as string));
+    const [first, second] = await readChunk(env.BUCKET, chunk!.key as string, decodeSegments(chunk!.segments as string)!);
     expect([first!.purgedAt, second!.purgedAt]).toEqual([purgedAt, null]);
     expect(chunk!.purge_due).toBe(second!.finishedAt);
   });
@@ -480,7 +481,14 @@ describe("a chunk's segments", () => {
   it("reads any record from its own segment alone, and the whole chunk in order", async () => {
     const rows = Array.from({ length: 2 * SEGMENT_RECORDS + 7 }, (_, i) => ({ id: newId(Date.now() - 1000 + i), accountId: "a", functionId: "f", issuedAt: i, finishedAt: i + 1, n: i }) as unknown as TaskRow);
     const { segments } = await putChunk(env.BUCKET, "history/test/segments.ndjson.gz", rows);
-    expect(segments.map(([first]) => first)).toEqual([rows[0]!.id, rows[SEGMENT_RECORDS]!.id, rows[2 * SEGMENT_RECORDS]!.id]);
+    // Each key: "" for the first; then a prefix of the segment's first id that sorts after the id before it.
+    expect(segments.map(([key]) => key)).toEqual(["", expect.any(String), expect.any(String)]);
+    for (const start of [SEGMENT_RECORDS, 2 * SEGMENT_RECORDS]) {
+      const key = segments[start / SEGMENT_RECORDS]![0];
+      expect(rows[start]!.id.startsWith(key)).toBe(true);
+      expect(key > rows[start - 1]!.id).toBe(true);
+      expect(key.length).toBeLessThan(rows[start]!.id.length);
+    }
     expect((await readChunk(env.BUCKET, "history/test/segments.ndjson.gz", segments)).map((r) => r.id)).toEqual(rows.map((r) => r.id));
     for (const i of [0, SEGMENT_RECORDS - 1, SEGMENT_RECORDS, 2 * SEGMENT_RECORDS + 6]) {
       const segment = await readSegmentOf(env.BUCKET, "history/test/segments.ndjson.gz", segments, rows[i]!.id);
@@ -503,6 +511,26 @@ describe("a chunk's segments", () => {
       expect(segment.find((r) => r.id === rows[i]!.id)).toEqual(purged[i]);
       expect(segment.length).toBeLessThanOrEqual(SEGMENT_RECORDS);
     }
+  });
+
+  it("reads a chunk written before keys were cut (whole first ids, as JSON, in its index row and its object) as it reads a new one", async () => {
+    const { token, accountId, fn, ids } = await finishedTasks(SEGMENT_RECORDS + 3);
+    const picked = [ids[0]!, ids[SEGMENT_RECORDS - 1]!, ids[SEGMENT_RECORDS]!, ids.at(-1)!];
+    // Past the week, as above, so the week's counts are the same before and after the move.
+    await sql(`update tasks set issued_at = issued_at - ${10 * DAY_MS} where id in (select value from json_each(?))`, JSON.stringify(ids));
+    await flushedDb();
+    // Read live only: a read of the new chunk would leave it decoded in this isolate's memory.
+    const live = await reads(token, picked, fn);
+    await archiveIn(PAST);
+    const [chunk] = await chunksOf(accountId);
+    expect(chunk!.records).toBe(ids.length);
+    const key = chunk!.key as string;
+    const offsets = decodeSegments(chunk!.segments as string)!.map(([, at]) => at);
+    const legacy = JSON.stringify([[ids[0], offsets[0]], [ids[SEGMENT_RECORDS], offsets[1]]]);
+    const object = (await env.BUCKET.get(key))!;
+    await env.BUCKET.put(key, await object.arrayBuffer(), { customMetadata: { segments: legacy } });
+    await env.DB.prepare("update task_archive set segments = ? where key = ?").bind(legacy, key).run();
+    expect(await reads(token, picked, fn)).toEqual(live);
   });
 
   it("answers a damaged chunk with an error, never a wrong record", async () => {

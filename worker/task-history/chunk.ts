@@ -1,20 +1,21 @@
 import { z } from "zod";
 import type { TaskRow } from "../db/rows.js";
+import { decodeSegments, encodeSegments, segmentKey, type Segments } from "../db/archive-segments.js";
 
 /**
  * A chunk of archived task records as R2 keeps it: one record a line, each the row as D1 read it
  * (JSON columns decoded), so a read of an archived task answers from the same object a read of a
  * live one does and its shape cannot drift. The lines are gzip-compressed in segments of
  * `SEGMENT_RECORDS`, each a gzip member of its own, one after the other; the index row keeps where
- * each begins (its first id and byte offset). A task get then reads one segment with a ranged R2
- * read, tens of KiB at most, however large the chunk; a list reads the whole object. Records are
+ * each begins (a key cut from its first id, and its byte offset: archive-segments.ts). A task get
+ * then reads one segment with a ranged R2 read, tens of KiB at most, however large the chunk; a list
+ * reads the whole object. Records are
  * repetitive JSON (ids, statuses, times, the same headers), which gzip takes to a small fraction
  * (docs/benchmarks.md, "Task history").
  */
 export const SEGMENT_RECORDS = 50;
 
-/** Where each segment begins: its first record's id and its byte offset in the object, in order. */
-export type Segments = [firstId: string, offset: number][];
+export type { Segments } from "../db/archive-segments.js";
 
 /** What a line must hold to be taken for a record; the rest is the row's other columns as written. */
 const archivedRecord = z.looseObject({
@@ -40,7 +41,7 @@ export async function encodeChunk(rows: TaskRow[]): Promise<{ body: Uint8Array; 
     const text = slice.map((r) => JSON.stringify(r)).join("\n") + "\n";
     ndjsonChars += text.length;
     const part = await gzip(text);
-    segments.push([slice[0]!.id, offset]);
+    segments.push([segmentKey(rows[i - 1]?.id, slice[0]!.id), offset]);
     parts.push(part);
     offset += part.byteLength;
   }
@@ -79,8 +80,6 @@ async function decodeSegment(bytes: Uint8Array): Promise<TaskRow[]> {
   return out;
 }
 
-const segmentsSchema = z.array(z.tuple([z.string(), z.int().min(0)]));
-
 /**
  * The segments the object was written with (its own metadata), else those the index row names (a
  * chunk written before objects carried them). Retention rewrites a chunk in place and updates its
@@ -90,11 +89,9 @@ const segmentsSchema = z.array(z.tuple([z.string(), z.int().min(0)]));
 function ownSegments(object: R2Object, indexed: Segments): Segments {
   const raw = object.customMetadata?.segments;
   if (raw === undefined) return indexed;
-  try {
-    return segmentsSchema.parse(JSON.parse(raw));
-  } catch {
-    throw new DamagedChunk(`the archived chunk ${object.key} names segments that are not segments`);
-  }
+  const own = decodeSegments(raw);
+  if (!own) throw new DamagedChunk(`the archived chunk ${object.key} names segments that are not segments`);
+  return own;
 }
 
 const sameSegments = (a: Segments, b: Segments) => a.length === b.length && a.every(([id, at], i) => id === b[i]![0] && at === b[i]![1]);
@@ -128,12 +125,12 @@ export async function readSegmentOf(bucket: R2Bucket, key: string, segments: Seg
   if (!whole) throw new DamagedChunk(`the archived chunk ${key} is missing from storage`);
   const own = ownSegments(whole, segments);
   const records = await decodeWhole(whole, own);
-  const first = own.filter(([firstId]) => firstId <= id).at(-1)?.[0];
-  const next = own.find(([firstId]) => firstId > id)?.[0];
+  const first = own.filter(([key]) => key <= id).at(-1)?.[0];
+  const next = own.find(([key]) => key > id)?.[0];
   return records.filter((r) => first !== undefined && r.id >= first && (next === undefined || r.id < next));
 }
 
-/** R2 keeps up to 2 KB of custom metadata an object; a chunk's segments (20 for 1,000 records) take under 1 KB. */
+/** R2 keeps up to 2 KB of custom metadata an object; a chunk's segments (20 for 1,000 records) take ~300 B. */
 const MAX_SEGMENTS_METADATA = 1_800;
 
 /**
@@ -143,7 +140,7 @@ const MAX_SEGMENTS_METADATA = 1_800;
  */
 export async function putChunk(bucket: R2Bucket, key: string, rows: TaskRow[]): Promise<{ bytes: number; segments: Segments; ndjsonChars: number }> {
   const { body, segments, ndjsonChars } = await encodeChunk(rows);
-  const own = JSON.stringify(segments);
+  const own = encodeSegments(segments);
   await bucket.put(key, body, { httpMetadata: { contentType: "application/gzip" }, customMetadata: own.length <= MAX_SEGMENTS_METADATA ? { segments: own } : {} });
   return { bytes: body.byteLength, segments, ndjsonChars };
 }

@@ -5,6 +5,7 @@ import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { startOfUtcDay } from "../lib/time.js";
 import { putChunk, readChunk, type Segments } from "./chunk.js";
+import { encodeSegments } from "../db/archive-segments.js";
 import { jsonSlices } from "../db/json-slices.js";
 import type { QueryBudget } from "../db/query-budget.js";
 import { issueMinutesAdded } from "./issue-minutes.js";
@@ -51,7 +52,7 @@ async function commitMove(db: Db, chunks: Written[], now: number, marks: Mark[])
       const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
       return [
         sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
-          values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${JSON.stringify(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
+          values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${encodeSegments(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
           on conflict (key) do nothing`,
         ...unchangedGuards(w),
         ...jsonSlices([...new Set(w.rows.map((r) => r.functionId))]).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, account_id)

@@ -1,6 +1,18 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { customType, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { accounts } from "./accounts.js";
+import { decodeSegments, encodeSegments, type Segments } from "../archive-segments.js";
+
+/** A chunk's segments, as text of either form (archive-segments.ts); a row whose text is not segments fails its read. */
+const segmentsText = customType<{ data: Segments; driverData: string }>({
+  dataType: () => "text",
+  toDriver: encodeSegments,
+  fromDriver: (text) => {
+    const segments = decodeSegments(text);
+    if (!segments) throw new Error("an archived chunk's index row names segments that are not segments");
+    return segments;
+  },
+});
 
 /**
  * The task archive's index (worker/task-history/): one row a chunk of finished task records that
@@ -18,8 +30,8 @@ export const taskArchive = sqliteTable(
     records: integer("records").notNull(),
     /** The chunk's size in R2 (gzip), for the operator's arithmetic. */
     bytes: integer("bytes").notNull(),
-    /** Where each gzip segment of the object begins, [first id, byte offset] (task-history/chunk.ts): a get reads one. */
-    segments: text("segments", { mode: "json" }).$type<[string, number][]>().notNull(),
+    /** Where each gzip segment of the object begins, [key, byte offset] (archive-segments.ts): a get reads one. */
+    segments: segmentsText("segments").notNull(),
     /** The earliest finish among its records retention has not purged yet; null once all are. */
     purgeDue: integer("purge_due"),
     archivedAt: integer("archived_at").notNull(),
