@@ -99,3 +99,33 @@ describe("0029_task_archive_issues_folded", () => {
     expect(await rows("select name from sqlite_schema where name like 'task_archive_issues%'")).toEqual([]);
   });
 });
+
+describe("0030_task_archive_functions_by_account", () => {
+  it("keeps every function index row of the archive, keyed by account first, and an account's deletion takes its rows by that key", async () => {
+    await applyD1Migrations(db, upTo("0029_"));
+    await db.batch([
+      db.prepare("insert into accounts (id, name, created_at) values ('acct-c', 'c', 0), ('acct-d', 'd', 0)"),
+      db.prepare(
+        `insert into task_archive_functions (function_id, last_id, account_id) values
+         ('fn-c1', '30', 'acct-c'), ('fn-c1', '40', 'acct-c'), ('fn-c2', '40', 'acct-c'), ('fn-d1', '35', 'acct-d')`,
+      ),
+    ]);
+    const all = () => rows("select account_id, function_id, last_id from task_archive_functions order by account_id, function_id, last_id");
+    const kept = await all();
+    expect(kept).toHaveLength(5); // with acct-b's, which 0028's test left
+
+    await applyD1Migrations(db, upTo("0030_"));
+
+    expect(await all()).toEqual(kept);
+    expect((await db.prepare("select sql from sqlite_schema where name = 'task_archive_functions'").first<{ sql: string }>())!.sql).toMatch(/WITHOUT ROWID$/);
+    expect((await rows("select name from pragma_index_info('sqlite_autoindex_task_archive_functions_1') order by seqno")).map((c) => c.name)).toEqual([
+      "account_id",
+      "function_id",
+      "last_id",
+    ]);
+    const plan = (await db.prepare("explain query plan delete from task_archive_functions where account_id = ?").bind("acct-c").all<{ detail: string }>()).results;
+    expect(plan.map((r) => r.detail)).toEqual(["SEARCH task_archive_functions USING PRIMARY KEY (account_id=?)"]);
+    await db.prepare("delete from accounts where id = 'acct-c'").run();
+    expect(await all()).toEqual(kept.filter((r) => r.account_id !== "acct-c"));
+  });
+});

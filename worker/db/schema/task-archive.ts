@@ -45,10 +45,10 @@ export const taskArchive = sqliteTable(
 
 /**
  * The functions of each chunk, a row per function a chunk holds: a function's list finds its chunks
- * through this key (function, last id), newest first, however rare the function is in its account.
- * A chunk is one account's, and a function belongs to one account, so (function, last id) names a
- * chunk; the chunk's row, and its first id, are found by (account, last id) in task_archive's index.
- * WITHOUT ROWID (migration 0028): the key is the table.
+ * through this key (account, function, last id), newest first, however rare the function is in its
+ * account. The chunk's row, and its first id, are found by (account, last id) in task_archive's
+ * index. WITHOUT ROWID (migration 0028): the key is the table. The account leads the key (migration
+ * 0030) so that an account's deletion finds its rows by the key, where it scanned the table.
  */
 export const taskArchiveFunctions = sqliteTable(
   "task_archive_functions",
@@ -57,7 +57,7 @@ export const taskArchiveFunctions = sqliteTable(
     lastId: text("last_id").notNull(),
     accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
   },
-  (t) => [primaryKey({ columns: [t.functionId, t.lastId] })],
+  (t) => [primaryKey({ columns: [t.accountId, t.functionId, t.lastId] })],
 );
 
 /**
