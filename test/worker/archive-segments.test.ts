@@ -48,7 +48,7 @@ describe("encodeSegments and decodeSegments", () => {
   });
 
   it("take nothing that is not segments", () => {
-    for (const text of ["[", '[["a",-1]]', '[["a",1.5]]', '[["a"]]', '{"a":1}', "01jz", "01jz:", "01JZ:1", "a:1,,b:2", "a:1;b:2", "a b:1"]) {
+    for (const text of ["[", '[["a",-1]]', '[["a",3]]', '[["a",0],["b",0]]', '[["b",0],["a",9]]', ":1", ":0,b:9,c:2", ":0,b:9,b:a", '[["a",1.5]]', '[["a"]]', '{"a":1}', "01jz", "01jz:", "01JZ:1", "a:1,,b:2", "a:1;b:2", "a b:1"]) {
       expect(decodeSegments(text), text).toBeUndefined();
     }
   });

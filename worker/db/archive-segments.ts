@@ -46,8 +46,19 @@ function fromJson(text: string): Segments | undefined {
   return out;
 }
 
+/**
+ * Whether the segments could be a chunk's: the first at byte 0, and keys and offsets rising, so a
+ * read's range is never empty or backwards and an id picks one segment.
+ */
+const ordered = (s: Segments) => s.every(([key, offset], i) => (i === 0 ? offset === 0 : key > s[i - 1]![0] && offset > s[i - 1]![1]));
+
 /** Segments from their text (either form); undefined when the text is not segments. */
 export function decodeSegments(text: string): Segments | undefined {
+  const segments = parse(text);
+  return segments && ordered(segments) ? segments : undefined;
+}
+
+function parse(text: string): Segments | undefined {
   if (text.startsWith("[")) return fromJson(text);
   if (text === "") return [];
   const out: Segments = [];
