@@ -129,3 +129,38 @@ describe("0030_task_archive_functions_by_account", () => {
     expect(await all()).toEqual(kept.filter((r) => r.account_id !== "acct-c"));
   });
 });
+
+describe("0031_task_archive_names_derived", () => {
+  it("keeps every row and its name, and lets rows without a name in beside the earlier code's inserts", async () => {
+    await applyD1Migrations(db, upTo("0030_"));
+    await db.prepare(
+      `insert into task_archive (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at) values
+       ('history/acct-d/10-19-10.ndjson.gz', 'acct-d', '10', '19', 10, 300, ':0', 7, 1)`,
+    ).run();
+    const columns = "key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at";
+    const all = () => rows(`select ${columns} from task_archive order by account_id, last_id`);
+    const before = await all();
+    // With acct-b's chunk, named before the count was part of names, which 0022's test left.
+    expect(before.map((r) => r.key)).toEqual(["history/acct-b/2-2.ndjson.gz", "history/acct-d/10-19-10.ndjson.gz"]);
+
+    await applyD1Migrations(db, upTo("0031_"));
+
+    // Code from before the migration runs on it until the deploy after: its rows still name their chunks.
+    expect(await all()).toEqual(before);
+    expect(await rows("select name from pragma_table_info('task_archive') where pk > 0")).toEqual([]);
+    expect((await rows("select name from sqlite_schema where tbl_name = 'task_archive' and type = 'index' order by name")).map((r) => r.name)).toEqual([
+      "task_archive_account",
+      "task_archive_key",
+      "task_archive_purge",
+    ]);
+    // That code's insert (its conflict the key) still does nothing for a chunk indexed already...
+    const earlier = `insert into task_archive (${columns}) values (?, 'acct-d', '10', '19', 10, 300, ':0', 7, 1) on conflict (key) do nothing`;
+    await db.prepare(earlier).bind("history/acct-d/10-19-10.ndjson.gz").run();
+    // ...and rows without a name, as this code writes them, go in side by side.
+    const unnamed = `insert into task_archive (account_id, first_id, last_id, records, bytes, segments, archived_at) values ('acct-d', ?, ?, 5, 100, ':0', 3)`;
+    await db.batch([db.prepare(unnamed).bind("30", "34"), db.prepare(unnamed).bind("40", "44")]);
+    expect((await all()).map((r) => r.key)).toEqual(["history/acct-b/2-2.ndjson.gz", "history/acct-d/10-19-10.ndjson.gz", null, null]);
+    await db.prepare("delete from accounts where id = 'acct-d'").run();
+    expect((await all()).map((r) => r.account_id)).toEqual(["acct-b"]);
+  });
+});

@@ -7,6 +7,9 @@ import type { Bindings } from "../../worker/env.js";
 import { historyChunkKey } from "../../worker/lib/storage-keys.js";
 import { DAY_MS, HOUR_MS } from "../../worker/lib/time.js";
 import { archiveTasks } from "../../worker/task-history/archiver.js";
+import { chunkKey, nameFields } from "../../worker/task-history/chunk-names.js";
+import { taskArchive } from "../../worker/db/schema.js";
+import { eq } from "drizzle-orm";
 import { removeUnindexedChunks, UNINDEXED_MAX_QUERIES } from "../../worker/task-history/unindexed-chunks.js";
 import { archiveAfterMs } from "../../worker/task-history/window.js";
 import { call, callJson, clearQueue, deployedFunction, finishTask, newAccount, newTask, recordsFlushed, runCron } from "./helpers.js";
@@ -48,8 +51,9 @@ function bucketKilledAfterPut(accountId: string): R2Bucket {
 const move = (now: number, bucket: R2Bucket = env.BUCKET) => archiveTasks(db(), bucket, archiveAfterMs(bindings), now);
 const sweep = (now: number) => removeUnindexedChunks(db(), env.BUCKET, now, new QueryBudget(100));
 const objects = async (accountId: string) => (await env.BUCKET.list({ prefix: `history/${accountId}/` })).objects.map((o) => o.key).sort();
+/** The names of the account's indexed chunks, as their rows make them. */
 const indexed = async (accountId: string) =>
-  (await env.DB.prepare("select key from task_archive where account_id = ? order by key").bind(accountId).all<{ key: string }>()).results.map((r) => r.key);
+  (await db().select(nameFields).from(taskArchive).where(eq(taskArchive.accountId, accountId))).map(chunkKey).sort();
 const marks = async (accountId: string) =>
   (await env.DB.prepare("select first_id, last_id from task_archive_pending where account_id = ?").bind(accountId).all()).results;
 

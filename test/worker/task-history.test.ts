@@ -45,8 +45,11 @@ const archiveIn = (days: number, run: ArchiveRun = {}) => archiveTasks(db(), env
 /** Days after which a task of now has passed the window (1 day) and the hold for a full chunk (7): it moves, however few its account has. */
 const PAST = 9;
 const inD1 = async (id: string) => (await env.DB.prepare("select id from tasks where id = ?").bind(id).first()) !== null;
+/** The account's chunks' index rows, each with the name its columns make (or keep). */
 const chunksOf = async (accountId: string) =>
-  (await env.DB.prepare("select * from task_archive where account_id = ? order by last_id").bind(accountId).all<Record<string, unknown>>()).results;
+  (await env.DB.prepare("select * from task_archive where account_id = ? order by last_id").bind(accountId).all<Record<string, unknown>>()).results.map(
+    (r): Record<string, unknown> => ({ ...r, key: (r.key as string | null) ?? historyChunkKey(accountId, r.first_id as string, r.last_id as string, r.records as number) }),
+  );
 
 /** A new account's function with `n` finished tasks. */
 async function finishedTasks(n: number) {
@@ -111,6 +114,8 @@ describe("the archive's move (the archive sweep)", () => {
     expect(await inD1(done)).toBe(false);
     const [chunk] = await chunksOf(accountId);
     expect(chunk).toMatchObject({ key: historyChunkKey(accountId, done, done, 1), first_id: done, last_id: done, records: 1 });
+    // The row keeps no name: its columns make it (migration 0031).
+    expect(await env.DB.prepare("select key from task_archive where account_id = ?").bind(accountId).first("key")).toBeNull();
     expect((await env.DB.prepare("select function_id, account_id from task_archive_functions where last_id = ?").bind(done).all()).results).toEqual([
       { function_id: fn, account_id: accountId },
     ]);
@@ -513,7 +518,7 @@ describe("a chunk's segments", () => {
     }
   });
 
-  it("reads a chunk written before keys were cut (whole first ids, as JSON, in its index row and its object) as it reads a new one", async () => {
+  it("reads a chunk written before segment keys were cut and names held the count (whole first ids as JSON; its name kept in its row) as it reads a new one", async () => {
     const { token, accountId, fn, ids } = await finishedTasks(SEGMENT_RECORDS + 3);
     const picked = [ids[0]!, ids[SEGMENT_RECORDS - 1]!, ids[SEGMENT_RECORDS]!, ids.at(-1)!];
     // Past the week, as above, so the week's counts are the same before and after the move.
@@ -527,9 +532,12 @@ describe("a chunk's segments", () => {
     const key = chunk!.key as string;
     const offsets = decodeSegments(chunk!.segments as string)!.map(([, at]) => at);
     const legacy = JSON.stringify([[ids[0], offsets[0]], [ids[SEGMENT_RECORDS], offsets[1]]]);
+    // Named as chunks were before the count was part of names, the name kept in its row.
+    const oldName = `history/${accountId}/${ids[0]}-${ids.at(-1)}.ndjson.gz`;
     const object = (await env.BUCKET.get(key))!;
-    await env.BUCKET.put(key, await object.arrayBuffer(), { customMetadata: { segments: legacy } });
-    await env.DB.prepare("update task_archive set segments = ? where key = ?").bind(legacy, key).run();
+    await env.BUCKET.put(oldName, await object.arrayBuffer(), { customMetadata: { segments: legacy } });
+    await env.BUCKET.delete(key);
+    await env.DB.prepare("update task_archive set segments = ?, key = ? where account_id = ? and last_id = ?").bind(legacy, oldName, accountId, chunk!.last_id).run();
     expect(await reads(token, picked, fn)).toEqual(live);
   });
 

@@ -34,8 +34,8 @@ export async function deletePrefix(bucket: R2Bucket, prefix: string): Promise<vo
  * key, and one of other records never overwrites it. Two overlapping moves may read the same range
  * at different moments: the later may also hold a record whose late outcome made it eligible in
  * between, and it only ever holds more, never other, records, so the count tells them apart.
- * (Chunks written before the count was part of the name keep their names: reads take the key from
- * the index row.)
+ * The index row keeps no name (task-history/chunk-names.ts makes it from the row), but for chunks
+ * written before the count was part of names, whose rows keep theirs.
  */
 export const historyChunkKey = (accountId: string, firstId: string, lastId: string, records: number) =>
   `history/${accountId}/${firstId}-${lastId}-${records}.ndjson.gz`;

@@ -1,4 +1,4 @@
-import { eq, sql, type SQL } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import { rowOf, sqlBatch, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchivePending, taskArchiveTotals, tasks } from "../db/schema.js";
@@ -6,6 +6,7 @@ import { historyChunkKey } from "../lib/storage-keys.js";
 import { startOfUtcDay } from "../lib/time.js";
 import { putChunk, readChunk, type Segments } from "./chunk.js";
 import { encodeSegments } from "../db/archive-segments.js";
+import { chunkRow } from "./chunk-names.js";
 import { jsonSlices } from "../db/json-slices.js";
 import type { QueryBudget } from "../db/query-budget.js";
 import { issueMinutesAdded } from "./issue-minutes.js";
@@ -51,9 +52,10 @@ async function commitMove(db: Db, chunks: Written[], now: number, marks: Mark[])
     ...chunks.flatMap((w) => {
       const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
       return [
-        sql`insert into ${taskArchive} (key, account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
-          values (${w.key}, ${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${encodeSegments(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})
-          on conflict (key) do nothing`,
+        // No name: the row's columns make it (chunk-names.ts). A row for these records already there
+        // (a batch whose answer was lost, run again) fails the guards below, as their rows are gone.
+        sql`insert into ${taskArchive} (account_id, first_id, last_id, records, bytes, segments, purge_due, archived_at)
+          values (${w.accountId}, ${firstId}, ${lastId}, ${w.rows.length}, ${w.bytes}, ${encodeSegments(w.segments)}, ${earliestUnpurged(w.rows)}, ${now})`,
         ...unchangedGuards(w),
         ...jsonSlices([...new Set(w.rows.map((r) => r.functionId))]).map((json) => sql`insert into ${taskArchiveFunctions} (function_id, last_id, account_id)
           select value, ${lastId}, ${w.accountId} from json_each(${json}) where true
@@ -115,7 +117,7 @@ export async function committed(db: Db, bucket: R2Bucket, written: Written[], no
     return true;
   } catch (e) {
     for (const w of written) {
-      const lost = budget.take() && !(await indexed(db, w.key).catch(() => true));
+      const lost = budget.take() && !(await indexed(db, w).catch(() => true));
       if (lost) await bucket.delete(w.key).catch(() => undefined);
     }
     if (changedUnder(e)) return false;
@@ -134,6 +136,7 @@ export async function committed(db: Db, bucket: R2Bucket, written: Written[], no
  * The batch that fails here moves nothing, and the rows stay for the next run.
  */
 function unchangedGuards(w: Written) {
+  const row = and(chunkRow(ofWritten(w)), eq(taskArchive.records, w.rows.length));
   return jsonSlices(w.rows.map((r) => [r.id, r.purgedAt == null ? 1 : 0])).map((json) => {
     const expected = (JSON.parse(json) as unknown[]).length;
     return sql`update ${taskArchive} set records = case when (
@@ -141,7 +144,7 @@ function unchangedGuards(w: Written) {
         from json_each(${json}) j join ${tasks} t on t.id = json_extract(j.value, '$[0]')
         where t.finished_at is not null and (t.purged_at is null) = json_extract(j.value, '$[1]')
       ) then records end
-      where key = ${w.key}`;
+      where ${row}`;
   });
 }
 
@@ -167,9 +170,12 @@ function tally<K extends Record<string, string | number>>(rows: TaskRow[], keyOf
  * records; when even that cannot be read, nothing is deleted (an unindexed chunk is never read, only
  * kept).
  */
-async function indexed(db: Db, key: string): Promise<boolean> {
-  return (await db.select({ key: taskArchive.key }).from(taskArchive).where(eq(taskArchive.key, key))).length > 0;
+async function indexed(db: Db, w: Written): Promise<boolean> {
+  const row = and(chunkRow(ofWritten(w)), eq(taskArchive.records, w.rows.length));
+  return (await db.select({ records: taskArchive.records }).from(taskArchive).where(row)).length > 0;
 }
+
+const ofWritten = (w: Written) => ({ accountId: w.accountId, firstId: w.rows[0]!.id, lastId: w.rows.at(-1)!.id });
 
 /** When retention next has work in these records: the earliest finish of those not purged yet. */
 export function earliestUnpurged(rows: TaskRow[]): number | null {

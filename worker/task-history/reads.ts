@@ -3,6 +3,7 @@ import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveFunctions, tasks } from "../db/schema.js";
 import { readChunk, readSegmentOf } from "./chunk.js";
+import { chunkKey, nameFields, type NamedChunk } from "./chunk-names.js";
 
 /**
  * Reads of archived task records (archiver.ts moved them): the chunks the index names, read from
@@ -12,8 +13,8 @@ import { readChunk, readSegmentOf } from "./chunk.js";
  * An archived record answers in the shape a live one does; only its latency tells where it was.
  */
 
-type ChunkRow = Pick<typeof taskArchive.$inferSelect, "key" | "firstId" | "lastId" | "purgeDue" | "segments">;
-const chunkFields = { key: taskArchive.key, firstId: taskArchive.firstId, lastId: taskArchive.lastId, purgeDue: taskArchive.purgeDue, segments: taskArchive.segments };
+type ChunkRow = NamedChunk & Pick<typeof taskArchive.$inferSelect, "purgeDue" | "segments">;
+const chunkFields = { ...nameFields, purgeDue: taskArchive.purgeDue, segments: taskArchive.segments };
 
 /**
  * Decoded chunks (and single segments) this isolate read last: paging through a list reads the same
@@ -36,14 +37,15 @@ async function remembered(name: string, read: () => Promise<TaskRow[]>): Promise
   return rows;
 }
 
-const records = (bucket: R2Bucket, c: ChunkRow) => remembered(`${c.key}|${c.purgeDue ?? ""}`, () => readChunk(bucket, c.key, c.segments));
+const records = (bucket: R2Bucket, c: ChunkRow) => remembered(`${chunkKey(c)}|${c.purgeDue ?? ""}`, () => readChunk(bucket, chunkKey(c), c.segments));
 
 /** The one segment of a chunk that would hold `id`: a get reads tens of KiB, not the whole chunk. */
 const segmentOf = (bucket: R2Bucket, c: ChunkRow, id: string) => {
-  const whole = recent.get(`${c.key}|${c.purgeDue ?? ""}`);
+  const key = chunkKey(c);
+  const whole = recent.get(`${key}|${c.purgeDue ?? ""}`);
   if (whole) return Promise.resolve(whole);
   const at = c.segments.filter(([first]) => first <= id).at(-1)?.[1] ?? -1;
-  return remembered(`${c.key}|${c.purgeDue ?? ""}|${at}`, () => readSegmentOf(bucket, c.key, c.segments, id));
+  return remembered(`${key}|${c.purgeDue ?? ""}|${at}`, () => readSegmentOf(bucket, key, c.segments, id));
 };
 
 /**

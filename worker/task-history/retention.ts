@@ -1,10 +1,11 @@
-import { and, asc, eq, lt, isNotNull } from "drizzle-orm";
+import { and, asc, lt, isNotNull } from "drizzle-orm";
 import { chunks, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive } from "../db/schema.js";
 import { taskInputKey, taskLogKey, taskResultKey } from "../lib/storage-keys.js";
 import { putChunk, readChunk } from "./chunk.js";
 import { earliestUnpurged } from "./move-commit.js";
+import { chunkKey, chunkRow, nameFields } from "./chunk-names.js";
 import { QueryBudget } from "../db/query-budget.js";
 
 /**
@@ -37,7 +38,7 @@ export async function purgeArchive(db: Db, bucket: R2Bucket, keepMs: number, now
   const budget = sweep.part(RETENTION_MAX_QUERIES);
   if (!budget.take()) return 0;
   const due = await db
-    .select({ key: taskArchive.key, segments: taskArchive.segments })
+    .select({ ...nameFields, segments: taskArchive.segments })
     .from(taskArchive)
     .where(and(isNotNull(taskArchive.purgeDue), lt(taskArchive.purgeDue, cutoff)))
     .orderBy(asc(taskArchive.purgeDue))
@@ -47,15 +48,16 @@ export async function purgeArchive(db: Db, bucket: R2Bucket, keepMs: number, now
     // Taken before R2 is touched: a group's purge ends with its index rows' update.
     if (!budget.take()) break;
     const updates = [];
-    for (const { key, segments } of group) {
-      const rows = await readChunk(bucket, key, segments);
+    for (const chunk of group) {
+      const key = chunkKey(chunk);
+      const rows = await readChunk(bucket, key, chunk.segments);
       const expired = rows.filter((r) => r.purgedAt == null && r.finishedAt != null && r.finishedAt < cutoff);
       const keys = expired.flatMap((t) => [taskInputKey(t.accountId, t.id), taskResultKey(t.accountId, t.id), taskLogKey(t.accountId, t.id)]);
       for (let i = 0; i < keys.length; i += KEYS_A_CALL) await bucket.delete(keys.slice(i, i + KEYS_A_CALL));
       const ids = new Set(expired.map((r) => r.id));
       const kept = rows.map((r): TaskRow => (ids.has(r.id) ? { ...r, input: null, inputKey: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, purgedAt: now } : r));
       const written = await putChunk(bucket, key, kept);
-      updates.push(db.update(taskArchive).set({ purgeDue: earliestUnpurged(kept), bytes: written.bytes, segments: written.segments }).where(eq(taskArchive.key, key)));
+      updates.push(db.update(taskArchive).set({ purgeDue: earliestUnpurged(kept), bytes: written.bytes, segments: written.segments }).where(chunkRow(chunk)));
       purged += expired.length;
     }
     await db.batch(updates as [(typeof updates)[number], ...typeof updates]);

@@ -4,6 +4,7 @@ import { taskArchive, taskArchivePending, tasks } from "../db/schema.js";
 import { QueryBudget } from "../db/query-budget.js";
 import { jsonSlices } from "../db/json-slices.js";
 import { HOUR_MS } from "../lib/time.js";
+import { chunkKeySql } from "./chunk-names.js";
 
 /**
  * How old a mark (and a chunk) must be before it is looked at: far past the life of the run that
@@ -98,7 +99,8 @@ async function unindexedChunks(db: Db, found: Found[]): Promise<[string, boolean
       (json) => sql`select json_extract(j.value, '$[0]') as key, exists (select 1 from ${tasks} t where t.account_id = json_extract(j.value, '$[1]')
           and t.id between json_extract(j.value, '$[2]') and json_extract(j.value, '$[3]')) as held
         from json_each(${json}) j
-        where not exists (select 1 from ${taskArchive} a where a.key = json_extract(j.value, '$[0]'))`,
+        where not exists (select 1 from ${taskArchive} a where a.account_id = json_extract(j.value, '$[1]')
+          and a.last_id = json_extract(j.value, '$[3]') and a.first_id = json_extract(j.value, '$[2]') and ${chunkKeySql} = json_extract(j.value, '$[0]'))`,
     ),
   );
   return answers.flat().map((r) => [String(r.key), Boolean(r.held)]);

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { customType, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { customType, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { accounts } from "./accounts.js";
 import { decodeSegments, encodeSegments, type Segments } from "../archive-segments.js";
 
@@ -16,14 +16,17 @@ const segmentsText = customType<{ data: Segments; driverData: string }>({
 
 /**
  * The task archive's index (worker/task-history/): one row a chunk of finished task records that
- * left `tasks` for R2 (`history/<account>/<first id>-<last id>.ndjson.gz`). A chunk holds one
- * account's records, up to 1,000, in id order; a record's D1 cost is its share of this row (well
+ * left `tasks` for R2 (`history/<account>/<first id>-<last id>-<records>.ndjson.gz`). A chunk holds
+ * one account's records, up to 1,000, in id order; a record's D1 cost is its share of this row (well
  * under a byte). Reads find a record's chunk by its id and account, a list's chunks by their ids.
+ * A chunk is named by its row's columns (chunk-names.ts), so a row written since migration 0031
+ * keeps no name (the name and its index were ~0.3 B of a busy record's ~0.8 B).
  */
 export const taskArchive = sqliteTable(
   "task_archive",
   {
-    key: text("key").primaryKey(),
+    /** The chunk's name, only when its columns do not make it: chunks named before the count was part of names. */
+    legacyKey: text("key"),
     accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
     firstId: text("first_id").notNull(),
     lastId: text("last_id").notNull(),
@@ -39,6 +42,9 @@ export const taskArchive = sqliteTable(
   (t) => [
     // With first_id in it, a record's chunk (first_id <= id <= last_id) is found from the index alone.
     index("task_archive_account").on(t.accountId, t.lastId, t.firstId),
+    // Unique as the primary key was, for the code before 0031 that may run on this schema until the
+    // deploy that follows it (its insert names the key as its conflict). A null name's entry is a few bytes.
+    uniqueIndex("task_archive_key").on(t.legacyKey),
     index("task_archive_purge").on(t.purgeDue).where(sql`${t.purgeDue} is not null`),
   ],
 );
