@@ -1,8 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decodeSegments, encodeSegments, segmentKey, type Segments } from "../../worker/db/archive-segments.js";
-
-/** The segment a record's id falls in, as readers choose it: the last whose key is at or before it. */
-const segmentOf = (segments: Segments, id: string) => segments.filter(([key]) => key <= id).length - 1;
+import { decodeSegments, encodeSegments, segmentIndexOf, segmentKey, type Segments } from "../../worker/db/archive-segments.js";
 
 describe("segmentKey", () => {
   it("is empty for a chunk's first segment", () => {
@@ -28,7 +25,24 @@ describe("segmentKey", () => {
     const perSegment = 7;
     const segments: Segments = [];
     for (let i = 0; i < ids.length; i += perSegment) segments.push([segmentKey(ids[i - 1], ids[i]!), i]);
-    ids.forEach((id, i) => expect(segmentOf(segments, id)).toBe(Math.floor(i / perSegment)));
+    ids.forEach((id, i) => expect(segmentIndexOf(segments, id)).toBe(Math.floor(i / perSegment)));
+  });
+});
+
+describe("segmentIndexOf", () => {
+  const segments: Segments = [["", 0], ["01jz3k4m5p", 812], ["01jz3k4m5q0", 1_700]];
+
+  it("is the last segment whose key is at or before the id", () => {
+    expect(segmentIndexOf(segments, "01jz3k4m5n00aaaaaaaaaaaaaaaaaa")).toBe(0);
+    expect(segmentIndexOf(segments, "01jz3k4m5p")).toBe(1);
+    expect(segmentIndexOf(segments, "01jz3k4m5pzzzzzzzzzzzzzzzzzzzz")).toBe(1);
+    expect(segmentIndexOf(segments, "01jz3k4m5q00aaaaaaaaaaaaaaaaaa")).toBe(2);
+    expect(segmentIndexOf(segments, "zz")).toBe(2);
+  });
+
+  it("is -1 with no segments, or for an id before every key", () => {
+    expect(segmentIndexOf([], "01jz3k4m5p")).toBe(-1);
+    expect(segmentIndexOf([["01jz3k4m5p", 0]], "01jz3k4m5n")).toBe(-1);
   });
 });
 

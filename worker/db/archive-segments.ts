@@ -23,6 +23,16 @@ export function segmentKey(before: string | undefined, first: string): string {
   return first.slice(0, i + 1);
 }
 
+/**
+ * Which of a chunk's segments would hold `id`: the last whose key is at or before it (the rule
+ * above), or -1 when there are no segments or the id sorts before them all.
+ */
+export function segmentIndexOf(segments: Segments, id: string): number {
+  let i = -1;
+  while (i + 1 < segments.length && segments[i + 1]![0] <= id) i++;
+  return i;
+}
+
 const KEY = /^[0-9a-z]*$/;
 const OFFSET = /^[0-9a-z]{1,11}$/;
 

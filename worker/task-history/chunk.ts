@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { TaskRow } from "../db/rows.js";
-import { decodeSegments, encodeSegments, segmentKey, type Segments } from "../db/archive-segments.js";
+import { decodeSegments, encodeSegments, segmentIndexOf, segmentKey, type Segments } from "../db/archive-segments.js";
 
 /**
  * A chunk of archived task records as R2 keeps it: one record a line, each the row as D1 read it
@@ -112,8 +112,7 @@ export async function readChunk(bucket: R2Bucket, key: string, segments: Segment
 
 /** The segment of a chunk that would hold `id` (the last one beginning at or before it), read alone. */
 export async function readSegmentOf(bucket: R2Bucket, key: string, segments: Segments, id: string): Promise<TaskRow[]> {
-  let i = -1;
-  while (i + 1 < segments.length && segments[i + 1]![0] <= id) i++;
+  const i = segmentIndexOf(segments, id);
   if (i < 0) return [];
   const offset = segments[i]![1];
   const end = segments[i + 1]?.[1];
@@ -125,8 +124,9 @@ export async function readSegmentOf(bucket: R2Bucket, key: string, segments: Seg
   if (!whole) throw new DamagedChunk(`the archived chunk ${key} is missing from storage`);
   const own = ownSegments(whole, segments);
   const records = await decodeWhole(whole, own);
-  const first = own.filter(([key]) => key <= id).at(-1)?.[0];
-  const next = own.find(([key]) => key > id)?.[0];
+  const j = segmentIndexOf(own, id);
+  const first = own[j]?.[0];
+  const next = own[j + 1]?.[0];
   return records.filter((r) => first !== undefined && r.id >= first && (next === undefined || r.id < next));
 }
 

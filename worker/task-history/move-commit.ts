@@ -136,7 +136,7 @@ export async function committed(db: Db, bucket: R2Bucket, written: Written[], no
  * The batch that fails here moves nothing, and the rows stay for the next run.
  */
 function unchangedGuards(w: Written) {
-  const row = and(chunkRow(ofWritten(w)), eq(taskArchive.records, w.rows.length));
+  const row = writtenRow(w);
   return jsonSlices(w.rows.map((r) => [r.id, r.purgedAt == null ? 1 : 0])).map((json) => {
     const expected = (JSON.parse(json) as unknown[]).length;
     return sql`update ${taskArchive} set records = case when (
@@ -171,11 +171,12 @@ function tally<K extends Record<string, string | number>>(rows: TaskRow[], keyOf
  * kept).
  */
 async function indexed(db: Db, w: Written): Promise<boolean> {
-  const row = and(chunkRow(ofWritten(w)), eq(taskArchive.records, w.rows.length));
-  return (await db.select({ records: taskArchive.records }).from(taskArchive).where(row)).length > 0;
+  return (await db.select({ records: taskArchive.records }).from(taskArchive).where(writtenRow(w))).length > 0;
 }
 
 const ofWritten = (w: Written) => ({ accountId: w.accountId, firstId: w.rows[0]!.id, lastId: w.rows.at(-1)!.id });
+/** The index row of the chunk just written, as the move wrote it: its range and its count. */
+const writtenRow = (w: Written) => and(chunkRow(ofWritten(w)), eq(taskArchive.records, w.rows.length));
 
 /** When retention next has work in these records: the earliest finish of those not purged yet. */
 export function earliestUnpurged(rows: TaskRow[]): number | null {

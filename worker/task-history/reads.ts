@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gte, lt, lte } from "drizzle-orm";
 import type { Db } from "../db/client.js";
+import { segmentIndexOf } from "../db/archive-segments.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveFunctions, tasks } from "../db/schema.js";
 import { readChunk, readSegmentOf } from "./chunk.js";
@@ -44,7 +45,7 @@ const segmentOf = (bucket: R2Bucket, c: ChunkRow, id: string) => {
   const key = chunkKey(c);
   const whole = recent.get(`${key}|${c.purgeDue ?? ""}`);
   if (whole) return Promise.resolve(whole);
-  const at = c.segments.filter(([first]) => first <= id).at(-1)?.[1] ?? -1;
+  const at = c.segments[segmentIndexOf(c.segments, id)]?.[1] ?? -1;
   return remembered(`${key}|${c.purgeDue ?? ""}|${at}`, () => readSegmentOf(bucket, key, c.segments, id));
 };
 
