@@ -6,7 +6,8 @@
  * row insert (worker/task-life/record-rows.ts) and the dispatcher's outcome batch (dispatch/records.ts), 64
  * outcomes a batch as in production — run over node:sqlite on the stopped Worker's database file,
  * then the Worker is started again on it and read over HTTP. Each size's figures stand next to the
- * small size's, and next to a bare route (/healthz), measured in the same run. The outcome batch
+ * small size's, and next to a bare route (/healthz), measured in the same run: the two sizes' Workers
+ * run side by side and are read in turns, a call on one and the same call on the other. The outcome batch
  * meters each task by the update that finishes its row (migrations/0024), so a record leaves no
  * usage row: its bytes are those D1 holds while the record is in the window. Inputs, results and
  * logs stay inline (the 30-day retention, longer than the fill's spread, has not cleared them).
@@ -139,24 +140,35 @@ function bytesByTree(file: string): Map<string, number> {
   return new Map(rows.map((r) => [r.name, r.bytes]));
 }
 
-async function readLatencies(worker: LocalWorker, tenant: Tenant, ids: string[]) {
-  const user = api(worker.url, tenant.token);
-  const cookie = { cookie: `gc_console=${tenant.token}` };
-  const reads: [string, (i: number) => Promise<unknown>][] = [
-    ["bare /healthz (baseline)", () => fetch(`${worker.url}/healthz`).then((r) => r.text())],
-    ["task get", (i) => ok(user, "GET", `/v1/task/${ids[i % ids.length]}`)],
-    ["a function's task list (first page)", () => ok(user, "GET", `/v1/task/list?functionId=${tenant.functionIds[0]}`)],
-    ["the account's usage", () => ok(user, "GET", "/v1/usage")],
-    ["function get (with its task metrics)", () => ok(user, "GET", `/v1/function/${tenant.functionIds[0]}`)],
-    ["the account's metrics", () => ok(user, "GET", "/v1/metrics")],
-    ["the console's runs page", () => ok(user, "GET", "/console/tasks", cookie)],
-  ];
-  const out = new Map<string, { p50: number; p95: number }>();
-  for (const [name, read] of reads) {
-    for (let i = 0; i < 10; i++) await read(i);
-    const lat: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) lat.push((await timed(() => read(i)))[0]);
-    out.set(name, { p50: percentile(lat, 50), p95: percentile(lat, 95) });
+/**
+ * The reads' latencies on each side, sampled in turns: each call on one side is followed by the
+ * same call on the other (which goes first alternates), so the machine's load moves both sides'
+ * figures alike and their ratio keeps only what the sizes make.
+ */
+async function readLatencies(sides: { worker: LocalWorker; tenant: Tenant; ids: string[] }[]) {
+  const readsOf = ({ worker, tenant, ids }: (typeof sides)[number]): [string, (i: number) => Promise<unknown>][] => {
+    const user = api(worker.url, tenant.token);
+    const cookie = { cookie: `gc_console=${tenant.token}` };
+    return [
+      ["bare /healthz (baseline)", () => fetch(`${worker.url}/healthz`).then((r) => r.text())],
+      ["task get", (i) => ok(user, "GET", `/v1/task/${ids[i % ids.length]}`)],
+      ["a function's task list (first page)", () => ok(user, "GET", `/v1/task/list?functionId=${tenant.functionIds[0]}`)],
+      ["the account's usage", () => ok(user, "GET", "/v1/usage")],
+      ["function get (with its task metrics)", () => ok(user, "GET", `/v1/function/${tenant.functionIds[0]}`)],
+      ["the account's metrics", () => ok(user, "GET", "/v1/metrics")],
+      ["the console's runs page", () => ok(user, "GET", "/console/tasks", cookie)],
+    ];
+  };
+  const reads = sides.map(readsOf);
+  const out = sides.map(() => new Map<string, { p50: number; p95: number }>());
+  for (const [r, [name]] of reads[0]!.entries()) {
+    for (const side of reads) for (let i = 0; i < 10; i++) await side[r]![1](i);
+    const lat: number[][] = sides.map(() => []);
+    for (let i = 0; i < SAMPLES; i++) {
+      const order = i % 2 === 0 ? sides.map((_, k) => k) : sides.map((_, k) => sides.length - 1 - k);
+      for (const k of order) lat[k]!.push((await timed(() => reads[k]![r]![1](i)))[0]);
+    }
+    lat.forEach((l, k) => out[k]!.set(name, { p50: percentile(l, 50), p95: percentile(l, 95) }));
   }
   return out;
 }
@@ -252,16 +264,35 @@ interface RunCost {
 }
 const workerdCpuMs = (w: LocalWorker) => treeCpuByProgram(w.child!.pid!).get("workerd") ?? 0;
 
-async function measure(stateDir: string, tenant: Tenant, total: number) {
-  const file = await d1File(stateDir);
-  const trees = bytesByTree(file);
-  const r2 = archived(file);
-  const worker = await LocalWorker.create({ stateDir });
+interface Side {
+  stateDir: string;
+  tenant: Tenant;
+  total: number;
+}
+
+interface Measured {
+  total: number;
+  trees: Map<string, number>;
+  r2: ReturnType<typeof archived>;
+  reads: Map<string, { p50: number; p95: number }>;
+}
+
+/** Each side's bytes, and its reads sampled in turns with the others' (readLatencies), every Worker up at once. */
+async function measure<S extends Side[]>(...sides: S): Promise<{ [K in keyof S]: Measured }> {
+  const workers: LocalWorker[] = [];
   try {
-    const ids = (await api(worker.url, tenant.token).json<{ id: string }[]>("GET", `/v1/task/list?functionId=${tenant.functionIds[1]}&limit=1000`, 200)).map((t) => t.id);
-    return { total, trees, r2, reads: await readLatencies(worker, tenant, ids) };
+    const measured = [];
+    for (const { stateDir, tenant, total } of sides) {
+      const file = await d1File(stateDir);
+      const worker = await LocalWorker.create({ stateDir });
+      workers.push(worker);
+      const ids = (await api(worker.url, tenant.token).json<{ id: string }[]>("GET", `/v1/task/list?functionId=${tenant.functionIds[1]}&limit=1000`, 200)).map((t) => t.id);
+      measured.push({ total, trees: bytesByTree(file), r2: archived(file), worker, tenant, ids });
+    }
+    const reads = await readLatencies(measured);
+    return measured.map(({ total, trees, r2 }, k) => ({ total, trees, r2, reads: reads[k]! })) as { [K in keyof S]: Measured };
   } finally {
-    await worker.stop();
+    for (const w of workers) await w.stop();
   }
 }
 
@@ -298,33 +329,34 @@ async function main() {
     const archive = !values["no-archive"];
 
     const smallMs = await fill(file, tenants, SMALL, { from: start, to: smallEnd });
-    const small = await measure(stateDir, tenants[0]!, SMALL);
+    // The small size kept as it is, to be read beside the large one (in turns, the same minutes).
+    const smallDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-history-"));
+    dirs.push(smallDir);
+    await fs.cp(stateDir, smallDir, { recursive: true });
     const bigMs = await fill(file, tenants, RECORDS - SMALL, { from: smallEnd, to: end });
-    const big = await measure(stateDir, tenants[0]!, RECORDS);
-    let smallArchived: typeof small | undefined;
-    let bigArchived: typeof small | undefined;
+    const [small, big] = await measure({ stateDir: smallDir, tenant: tenants[0]!, total: SMALL }, { stateDir, tenant: tenants[0]!, total: RECORDS });
+    let smallArchived: Measured | undefined;
+    let bigArchived: Measured | undefined;
     let moved: { runs: number; ms: number; perRun: RunCost[] } | undefined;
-    let inWeek: { measured: typeof small; issueTimes: number; minutes: number; records: number } | undefined;
+    let inWeek: { measured: Measured; issueTimes: number; minutes: number; records: number } | undefined;
     if (archive) {
       // A day and a half after the newest record: what is past the window moves (in full chunks), and
       // the records of the last 7 days keep their issue times for the week's counts.
       const first = await archiveAll(stateDir, end + 1.5 * DAY);
       const issueTimes = countOf(file, "select coalesce(sum(tasks), 0) as n from task_archive_minutes where scope in (select id from functions)");
       const minutes = countOf(file, "select count(*) as n from task_archive_minutes");
-      inWeek = { measured: await measure(stateDir, tenants[0]!, RECORDS), issueTimes, minutes, records: archived(file).records };
+      inWeek = { measured: (await measure({ stateDir, tenant: tenants[0]!, total: RECORDS }))[0], issueTimes, minutes, records: archived(file).records };
       const rest = await archiveAll(stateDir, end + 16 * DAY);
       moved = { runs: first.runs + rest.runs, ms: first.ms + rest.ms, perRun: [...first.perRun, ...rest.perRun] };
-      bigArchived = await measure(stateDir, tenants[0]!, RECORDS);
       // The small size archived: a history of its own, filled and moved the same way.
       const other = await freshState();
       dirs.push(other.stateDir);
       const otherFile = await d1File(other.stateDir);
       await fill(otherFile, other.tenants, SMALL, { from: start, to: smallEnd });
       await archiveAll(other.stateDir, smallEnd + 16 * DAY);
-      smallArchived = await measure(other.stateDir, other.tenants[0]!, SMALL);
+      [smallArchived, bigArchived] = await measure({ stateDir: other.stateDir, tenant: other.tenants[0]!, total: SMALL }, { stateDir, tenant: tenants[0]!, total: RECORDS });
     }
 
-    type Measured = typeof small;
     const perTask = (m: Measured, name?: string) => {
       const bytes = name ? (m.trees.get(name) ?? 0) : [...m.trees.values()].reduce((a, b) => a + b, 0);
       return (bytes / m.total).toFixed(name ? 1 : 0);
