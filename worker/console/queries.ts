@@ -4,7 +4,7 @@ import { accounts, builds, tasks } from "../db/schema.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 import { issuedSince } from "../tasks/counts.js";
 import { shardIssued } from "../task-life/held-reads.js";
-import { archivedDays } from "../task-history/counts.js";
+import { ARCHIVED_DAYS_READ, archivedDays } from "../task-history/counts.js";
 import type { Bindings } from "../env.js";
 
 /**
@@ -31,6 +31,8 @@ export async function lastBuildStatus(db: Db, accountId: string, functionIds: st
  * the archive's per-day counts of what left D1 (task-history/counts.ts).
  */
 export async function dailyTasks(env: Bindings, db: Db, accountId: string, days: number, now = Date.now()): Promise<{ byFunction: Map<string, number[]>; total: { day: string; count: number }[] }> {
+  // The archive keeps its per-day counts only that long (task-history/counts.ts).
+  if (days > ARCHIVED_DAYS_READ) throw new RangeError(`a daily chart of ${days} days is past the ${ARCHIVED_DAYS_READ} the archive keeps`);
   const first = startOfUtcDay(now) - (days - 1) * DAY_MS;
   const held = await shardIssued(env, accountId, first);
   const fromD1 = await db

@@ -1,7 +1,8 @@
 import { and, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { taskArchiveChains, taskArchiveCounts, taskArchiveTotals, tasks } from "../db/schema.js";
-import { DAY_MS } from "../lib/time.js";
+import { jsonSlices } from "../db/json-slices.js";
+import { DAY_MS, startOfUtcDay } from "../lib/time.js";
 
 /**
  * The counts of archived tasks (archiver.ts keeps them per function, per function and UTC day of
@@ -23,6 +24,25 @@ export const archivedTotal = (db: Db, scope: { accountId: string; functionId?: s
  */
 export const archivedOnDay = (accountId: string, day: number): SQL =>
   sql`(select coalesce(sum(${taskArchiveCounts.tasks}), 0) from ${taskArchiveCounts} where ${taskArchiveCounts.accountId} = ${accountId} and ${taskArchiveCounts.day} = ${day})`;
+
+/**
+ * The UTC days of per-day counts that anything reads: the console's usage page charts the last 30
+ * (today and the 29 before it), its functions page 7, and an account's metrics today.
+ */
+export const ARCHIVED_DAYS_READ = 30;
+
+/**
+ * Statements for the move's batch (move-commit.ts): these accounts' per-day counts from before the
+ * days anything reads, and one day more (a read begun before midnight still finds its first day),
+ * deleted. Each account's rows are a range of the table's key `(account, day, function)`, so the
+ * statement reads only what it deletes. An account that keeps running so keeps about a month of
+ * rows, a function's day each, however long its history; one that stopped keeps what its last move
+ * left, at most the same.
+ */
+export const archivedDaysPruned = (accountIds: string[], now: number): SQL[] =>
+  jsonSlices([...new Set(accountIds)]).map(
+    (json) => sql`delete from ${taskArchiveCounts} where ${taskArchiveCounts.accountId} in (select value from json_each(${json})) and ${taskArchiveCounts.day} < ${startOfUtcDay(now) - ARCHIVED_DAYS_READ * DAY_MS}`,
+  );
 
 /** The account's archived tasks per function and UTC day since `first` (a day's start), `day` counted from it. */
 export async function archivedDays(db: Db, accountId: string, first: number): Promise<{ functionId: string; day: number; count: number }[]> {

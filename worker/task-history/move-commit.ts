@@ -10,6 +10,7 @@ import { chunkRow } from "./chunk-names.js";
 import { jsonSlices } from "../db/json-slices.js";
 import type { QueryBudget } from "../db/query-budget.js";
 import { issueMinutesAdded } from "./issue-minutes.js";
+import { archivedDaysPruned } from "./counts.js";
 
 /**
  * The archive's move, from a read of D1's rows on (archiver.ts): the chunks written to R2, and the one
@@ -35,7 +36,7 @@ export async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Wri
 
 /**
  * The chunks' index rows (each chunk's own, one per function of it), the counts (per function, per
- * function and day, per chain), the issue times of their tasks of the last week (the week's counts
+ * function and day, per chain; the days no read reaches any more go), the issue times of their tasks of the last week (the week's counts
  * read them with D1's rows) and the deletion of their rows as one batch, each list one JSON
  * parameter (a chunk's ids are more than D1's 100 bound parameters).
  */
@@ -70,6 +71,7 @@ async function commitMove(db: Db, chunks: Written[], now: number, marks: Mark[])
         select ${field("accountId")}, ${field("functionId")}, ${field("day")}, ${field("tasks")}
         from json_each(${json}) where true
         on conflict (account_id, function_id, day) do update set tasks = tasks + excluded.tasks`),
+    ...archivedDaysPruned(chunks.map((w) => w.accountId), now),
     ...jsonSlices(perChain).map((json) => sql`insert into ${taskArchiveChains} (chain_id, account_id, tasks)
         select ${field("chainId")}, ${field("accountId")}, ${field("tasks")}
         from json_each(${json}) where true
