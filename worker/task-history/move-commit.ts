@@ -36,9 +36,9 @@ export async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Wri
 
 /**
  * The chunks' index rows (each chunk's own, one per function of it), the counts (per function, per
- * function and day, per chain; the days no read reaches any more go), the issue times of their tasks of the last week (the week's counts
- * read them with D1's rows) and the deletion of their rows as one batch, each list one JSON
- * parameter (a chunk's ids are more than D1's 100 bound parameters).
+ * function and day, per chain; the days no read reaches any more go), the issue times of their
+ * tasks of the last week (the week's counts read them with D1's rows) and the deletion of their rows
+ * as one batch, each list one JSON parameter (a chunk's ids are more than D1's 100 bound parameters).
  */
 async function commitMove(db: Db, chunks: Written[], now: number, marks: Mark[]): Promise<void> {
   const rows = chunks.flatMap((w) => w.rows);
