@@ -17,6 +17,7 @@ import { pruneArchivedIssues } from "../../worker/task-history/issue-pruning.js"
 import { archivedIssuedSince, issueMinutes, issueMinutesAdded } from "../../worker/task-history/issue-minutes.js";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { sql as drizzleSql } from "drizzle-orm";
+import { chunkKey } from "../../worker/task-history/chunk-names.js";
 import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import type { TaskRow } from "../../worker/db/rows.js";
 import { decodeSegments } from "../../worker/db/archive-segments.js";
@@ -48,7 +49,10 @@ const inD1 = async (id: string) => (await env.DB.prepare("select id from tasks w
 /** The account's chunks' index rows, each with the name its columns make (or keep). */
 const chunksOf = async (accountId: string) =>
   (await env.DB.prepare("select * from task_archive where account_id = ? order by last_id").bind(accountId).all<Record<string, unknown>>()).results.map(
-    (r): Record<string, unknown> => ({ ...r, key: (r.key as string | null) ?? historyChunkKey(accountId, r.first_id as string, r.last_id as string, r.records as number) }),
+    (r): Record<string, unknown> => ({
+      ...r,
+      key: chunkKey({ accountId, firstId: r.first_id as string, lastId: r.last_id as string, records: r.records as number, legacyKey: r.key as string | null }),
+    }),
   );
 
 /** A new account's function with `n` finished tasks. */

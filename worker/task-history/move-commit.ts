@@ -51,7 +51,7 @@ async function commitMove(db: Db, chunks: Written[], now: number, marks: Mark[])
   const field = (name: string) => sql.raw(`json_extract(value, '$.${name}')`);
   await sqlBatch(db, [
     ...chunks.flatMap((w) => {
-      const [firstId, lastId] = [w.rows[0]!.id, w.rows.at(-1)!.id];
+      const { firstId, lastId } = ofWritten(w);
       return [
         // No name: the row's columns make it (chunk-names.ts). A row for these records already there
         // (a batch whose answer was lost, run again) fails the guards below, as their rows are gone.
