@@ -5,6 +5,7 @@ import { startMetricsServer } from "./metrics/server.js";
 import { Runner } from "./runner/index.js";
 import { ensureOfflineImages } from "./runtimes/images.js";
 import { dockerClient } from "./docker/client.js";
+import { awaitEngine } from "./docker/engine-patience.js";
 import { resolveSandbox } from "./docker/sandbox-runtime.js";
 import { prepareEgress } from "./egress/index.js";
 
@@ -19,12 +20,15 @@ async function main() {
   delete process.env.GCFAAS_AGENT_TOKEN;
   if (process.argv.some((a) => a === "--token" || a.startsWith("--token="))) log("warn", "--token shows in the process list (ps) to every user of this host; use --token-file or GCFAAS_AGENT_TOKEN");
   if (config.buildImages) await ensureOfflineImages(config.langs, (line) => log("info", line, { component: "images" }));
-  const sandbox = await resolveSandbox(dockerClient(), config.sandbox);
+  const sandbox = await awaitEngine("its runtimes (docker info)", resolveSandbox(dockerClient(), config.sandbox));
   log("info", "sandbox runtime", { runtime: sandbox, asked: config.sandbox });
   const egress = config.egress
-    ? await prepareEgress({ docker: dockerClient(), network: config.egressNetwork, subnet: config.egressSubnet, allow: config.egressAllow, ...(config.egressDns ? { dns: config.egressDns } : {}), stateDir: config.stateDir, sandbox })
+    ? await awaitEngine(
+        "the egress network",
+        prepareEgress({ docker: dockerClient(), network: config.egressNetwork, subnet: config.egressSubnet, allow: config.egressAllow, ...(config.egressDns ? { dns: config.egressDns } : {}), stateDir: config.stateDir, sandbox }),
+      )
     : null;
-  const runner = await Runner.create({
+  const runner = await awaitEngine("the containers an earlier agent left (docker ps)", Runner.create({
     runtime: sandbox === "runsc" ? "runsc" : "",
     stateDir: config.stateDir,
     agentId: config.nodeId,
@@ -35,7 +39,7 @@ async function main() {
     allowPrivileged: config.privileged,
     egress,
     pool: { size: config.poolSize, max: Math.max(config.poolSize, config.poolMax), idleMs: config.poolIdleMs, languages: config.poolLangs },
-  });
+  }));
   const agent = new Agent(config, runner, sandbox);
   await agent.start();
   if (config.metrics) {

@@ -270,7 +270,11 @@ def handle(event, context):
       const { id } = await user.json("POST", `/v1/task/${fn.functionId}?size=${size}`, 201, {});
       const res = await result(user, id);
       const log = (await user.json("GET", `/v1/task/${id}/log`, 200)).log as string[];
-      if (res.status !== 200) throw new Error(`size ${size}: ${res.status} ${res.body.slice(0, 300)}\n${log.join("\n").slice(0, 2000)}`);
+      if (res.status !== 200) {
+        // The agent's own reason for a failed exchange goes to its log, never the tenant's: shown here.
+        const warnings = agent.log.split("\n").filter((l) => l.includes('"warn"')).slice(-10).join("\n");
+        throw new Error(`size ${size}: ${res.status} ${res.body.slice(0, 300)}\n${log.join("\n").slice(0, 2000)}\nagent warnings:\n${warnings}`);
+      }
       return { got: Number(res.body), log };
     };
     await call(1000 * 1024);
