@@ -16,6 +16,10 @@ using System.Threading.Tasks;
 
 namespace Gcfaas.Shim
 {
+    // The runner's connection ended (or a line passed 4 MiB) inside a request. Never run as a
+    // shorter request: the handler would see headers or a body cut short.
+    public class IncompleteRequest : Exception { }
+
     public static class Program
     {
         const string InvocationHeader = "x-gcfaas-invocation";
@@ -195,8 +199,11 @@ namespace Gcfaas.Shim
             }
             var length = 0;
             string line;
-            while (!string.IsNullOrEmpty(line = ReadLine(stream)))
+            while (true)
             {
+                line = ReadLine(stream);
+                if (line == null) throw new IncompleteRequest();
+                if (line.Length == 0) break;
                 var colon = line.IndexOf(':');
                 if (colon < 0) continue;
                 var name = line.Substring(0, colon).Trim().ToLowerInvariant();
@@ -211,23 +218,25 @@ namespace Gcfaas.Shim
             while (read < length)
             {
                 var n = stream.Read(body, read, length - read);
-                if (n <= 0) break;
+                if (n <= 0) throw new IncompleteRequest();
                 read += n;
             }
             request.BodyBytes = body;
             return request;
         }
 
+        // A line without its end is a request cut short; null only for a connection closed before any byte.
         static string ReadLine(Stream stream)
         {
             var bytes = new List<byte>();
             int b;
             while ((b = stream.ReadByte()) != -1 && bytes.Count < 4 * 1024 * 1024)
             {
-                if (b == '\n') break;
+                if (b == '\n') return Encoding.UTF8.GetString(bytes.ToArray());
                 if (b != '\r') bytes.Add((byte)b);
             }
-            return Encoding.UTF8.GetString(bytes.ToArray());
+            if (b == -1 && bytes.Count == 0) return null;
+            throw new IncompleteRequest();
         }
     }
 }

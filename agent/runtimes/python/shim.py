@@ -191,14 +191,30 @@ def run_handler(event, context):
         return 500, {"Content-Type": "application/json"}, json.dumps({"error": message}).encode()
 
 
+class IncompleteRequest(Exception):
+    """The runner's connection ended (or a line passed MAX_HEADER_LINE) inside a request.
+
+    Never handled as a shorter request: the handler would run on headers or a body cut short.
+    """
+
+
+def read_line(rfile):
+    line = rfile.readline(MAX_HEADER_LINE)
+    if not line.endswith(b"\n"):
+        raise IncompleteRequest()
+    return line.decode("latin-1").rstrip("\r\n")
+
+
 def read_request(rfile):
-    request_line = rfile.readline(MAX_HEADER_LINE).decode("latin-1").rstrip("\r\n")
-    if not request_line:
-        return None
-    method, target, _version = request_line.split(" ", 2)
+    first = rfile.readline(MAX_HEADER_LINE)
+    if not first:
+        return None  # closed before a request: the container is being removed
+    if not first.endswith(b"\n"):
+        raise IncompleteRequest()
+    method, target, _version = first.decode("latin-1").rstrip("\r\n").split(" ", 2)
     headers = {}
     while True:
-        line = rfile.readline(MAX_HEADER_LINE).decode("latin-1").rstrip("\r\n")
+        line = read_line(rfile)
         if not line:
             break
         name, _, value = line.partition(":")
@@ -207,6 +223,8 @@ def read_request(rfile):
         headers[name] = headers[name] + ", " + value if name in headers else value
     length = int(headers.get("content-length", "0") or 0)
     body = rfile.read(length) if length else b""
+    if len(body) != length:
+        raise IncompleteRequest()
     return method, target, headers, body
 
 

@@ -143,14 +143,25 @@ rescue Exception => e # rubocop:disable Lint/RescueException -- one bad call mus
   failure(e.message)
 end
 
+# The runner's connection ended (or a line passed MAX_HEADER_LINE) inside a request. Never handled
+# as a shorter request: the handler would run on headers or a body cut short.
+class IncompleteRequest < StandardError; end
+
+def read_line(client)
+  line = client.gets("\r\n", MAX_HEADER_LINE)
+  raise IncompleteRequest unless line&.end_with?("\n")
+
+  line.chomp("\r\n")
+end
+
 def read_request(client)
   request_line = client.gets("\r\n", MAX_HEADER_LINE)
-  return nil if request_line.nil? || request_line.strip.empty?
+  return nil if request_line.nil? # closed before a request: the container is being removed
+  raise IncompleteRequest unless request_line.end_with?("\n")
 
   method, target, = request_line.strip.split(" ", 3)
   headers = {}
-  while (line = client.gets("\r\n", MAX_HEADER_LINE))
-    line = line.chomp("\r\n")
+  while (line = read_line(client))
     break if line.empty?
 
     name, value = line.split(":", 2)
@@ -159,7 +170,9 @@ def read_request(client)
     headers[name] = headers.key?(name) ? "#{headers[name]}, #{value}" : value
   end
   length = headers.fetch("content-length", "0").to_i
-  body = length.positive? ? client.read(length) : ""
+  body = length.positive? ? client.read(length).to_s : +""
+  raise IncompleteRequest unless body.bytesize == length
+
   [method, target, headers, body.force_encoding(Encoding::UTF_8)]
 end
 

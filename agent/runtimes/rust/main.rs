@@ -27,15 +27,43 @@ fn main() {
         };
         // A broken exchange costs only that call.
         if let Err(err) = serve(stream, &mut config) {
-            eprintln!("shim: {:?}", err.kind());
+            if err.get_ref().map_or(false, |e| e.is::<IncompleteRequest>()) {
+                eprintln!("shim: IncompleteRequest");
+            } else {
+                eprintln!("shim: {:?}", err.kind());
+            }
         }
     }
 }
 
-fn read_line(reader: &mut BufReader<UnixStream>) -> std::io::Result<String> {
+/// The runner's connection ended (or a line passed MAX_HEADER_LINE) inside a request. Never run as a
+/// shorter request: the handler would see headers or a body cut short.
+#[derive(Debug)]
+struct IncompleteRequest;
+
+impl std::fmt::Display for IncompleteRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IncompleteRequest")
+    }
+}
+
+impl std::error::Error for IncompleteRequest {}
+
+fn incomplete() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, IncompleteRequest)
+}
+
+/// One line of the request's head; None only for a connection closed before any byte.
+fn read_line(reader: &mut BufReader<UnixStream>) -> std::io::Result<Option<String>> {
     let mut line = String::new();
     reader.by_ref().take(MAX_HEADER_LINE).read_line(&mut line)?;
-    Ok(line.trim_end_matches(|c| c == '\r' || c == '\n').to_string())
+    if line.is_empty() {
+        return Ok(None);
+    }
+    if !line.ends_with('\n') {
+        return Err(incomplete());
+    }
+    Ok(Some(line.trim_end_matches(|c| c == '\r' || c == '\n').to_string()))
 }
 
 /// The environment the process started with, and the names the last call's configuration set.
@@ -161,10 +189,10 @@ fn parse_json_string(chars: &mut std::iter::Peekable<std::str::Chars>) -> Option
 
 fn serve(stream: UnixStream, config: &mut EnvConfig) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
-    let request_line = read_line(&mut reader)?;
-    if request_line.is_empty() {
-        return Ok(());
-    }
+    let request_line = match read_line(&mut reader)? {
+        Some(line) if !line.is_empty() => line,
+        _ => return Ok(()),
+    };
     let mut parts = request_line.splitn(3, ' ');
     let method = parts.next().unwrap_or("GET").to_string();
     let target = parts.next().unwrap_or("/").to_string();
@@ -173,7 +201,7 @@ fn serve(stream: UnixStream, config: &mut EnvConfig) -> std::io::Result<()> {
     let mut invocation = String::new();
     let mut env_config = String::new();
     loop {
-        let line = read_line(&mut reader)?;
+        let line = read_line(&mut reader)?.ok_or_else(incomplete)?;
         if line.is_empty() {
             break;
         }
@@ -195,7 +223,7 @@ fn serve(stream: UnixStream, config: &mut EnvConfig) -> std::io::Result<()> {
         }
     }
     let mut body = vec![0u8; length];
-    reader.read_exact(&mut body)?;
+    reader.read_exact(&mut body).map_err(|e| if e.kind() == std::io::ErrorKind::UnexpectedEof { incomplete() } else { e })?;
     let (path, query_string) = match target.split_once('?') {
         Some((p, q)) => (p.to_string(), q.to_string()),
         None => (target.clone(), String::new()),
