@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomInt } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import fs from "node:fs/promises";
 import net from "node:net";
@@ -16,15 +17,35 @@ export const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "node_modules/.bin");
 export const ADMIN_TOKEN = "e2e-admin-token";
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Where the kernel's ephemeral ports (those of every `listen(0)` and outgoing connection) begin. */
+async function ephemeralFloor(): Promise<number> {
+  const range = await fs.readFile("/proc/sys/net/ipv4/ip_local_port_range", "utf8").catch(() => "");
+  const low = Number(range.trim().split(/\s+/)[0]);
+  return Number.isInteger(low) && low > 11_000 ? low : 32_768;
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on("error", reject);
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
+}
+
+/**
+ * A loopback port free now, for a process to listen on a little later. Drawn below the kernel's
+ * ephemeral range: a port the kernel handed out and took back (listen(0) then close) may go to the
+ * next listen(0) meanwhile, and the Worker's own start makes several (workerd's sockets, wrangler's
+ * migrations), so a Worker once found its port taken (EADDRINUSE). The kernel never hands out a port
+ * below the range by itself; only another caller of this function could take it, at random among
+ * thousands.
+ */
+export async function freePort(): Promise<number> {
+  const floor = await ephemeralFloor();
+  for (;;) {
+    const port = 10_000 + randomInt(floor - 10_000);
+    if (await canListen(port)) return port;
+  }
 }
 
 function waitForLine(child: ChildProcess, re: RegExp, timeoutMs: number, what: string): Promise<void> {
