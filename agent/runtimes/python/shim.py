@@ -199,22 +199,25 @@ class IncompleteRequest(Exception):
 
 
 def read_line(rfile):
+    """One line of the request's head; None only for a connection closed before any byte."""
     line = rfile.readline(MAX_HEADER_LINE)
+    if not line:
+        return None
     if not line.endswith(b"\n"):
         raise IncompleteRequest()
     return line.decode("latin-1").rstrip("\r\n")
 
 
 def read_request(rfile):
-    first = rfile.readline(MAX_HEADER_LINE)
-    if not first:
+    first = read_line(rfile)
+    if first is None:
         return None  # closed before a request: the container is being removed
-    if not first.endswith(b"\n"):
-        raise IncompleteRequest()
-    method, target, _version = first.decode("latin-1").rstrip("\r\n").split(" ", 2)
+    method, target, _version = first.split(" ", 2)
     headers = {}
     while True:
         line = read_line(rfile)
+        if line is None:
+            raise IncompleteRequest()
         if not line:
             break
         name, _, value = line.partition(":")

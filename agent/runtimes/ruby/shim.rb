@@ -147,21 +147,24 @@ end
 # as a shorter request: the handler would run on headers or a body cut short.
 class IncompleteRequest < StandardError; end
 
+# One line of the request's head; nil only for a connection closed before any byte.
 def read_line(client)
   line = client.gets("\r\n", MAX_HEADER_LINE)
-  raise IncompleteRequest unless line&.end_with?("\n")
+  return nil if line.nil?
+  raise IncompleteRequest unless line.end_with?("\n")
 
   line.chomp("\r\n")
 end
 
 def read_request(client)
-  request_line = client.gets("\r\n", MAX_HEADER_LINE)
+  request_line = read_line(client)
   return nil if request_line.nil? # closed before a request: the container is being removed
-  raise IncompleteRequest unless request_line.end_with?("\n")
 
   method, target, = request_line.strip.split(" ", 3)
   headers = {}
-  while (line = read_line(client))
+  loop do
+    line = read_line(client)
+    raise IncompleteRequest if line.nil?
     break if line.empty?
 
     name, value = line.split(":", 2)
