@@ -43,6 +43,8 @@ import type { TaskScope } from "../tasks/counts.js";
 import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";
 import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
+import { FinishedRecords } from "../shard-history/finished-records.js";
+import { archiveAfterMs } from "../task-history/window.js";
 
 /**
  * One dispatch shard: it owns a queue of builds and tasks and the WebSockets of the agents that
@@ -54,6 +56,8 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   private readonly db: Db;
   private readonly waiters = new Waiters();
   private readonly finished: RecentlyFinished;
+  /** Finished records kept in the shard for the window (step 1 of the shard-resident history). */
+  readonly history: FinishedRecords;
   private readonly marks: AssignedMarks;
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
@@ -114,9 +118,11 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     });
     this.configs = new TaskConfigs((functionId) => taskConfigOf(this.db, env.SECRETS_KEY, functionId));
     this.heldRows = new HeldTasks(ctx.storage.sql);
+    // Never past the retention period: a record kept longer would outlive the purge of its payloads.
+    this.history = new FinishedRecords(ctx.storage.sql, Math.min(archiveAfterMs(env), retentionMs(env)));
     const elements = new Map<string, Promise<OutcomeElement>>();
     this.commits = new GroupCommit({
-      db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, waiters: this.waiters, chains: this.chains,
+      db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, history: this.history, waiters: this.waiters, chains: this.chains,
       held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission,
       onError: async (e) => {
         log("error", "recording outcomes failed; retrying", { error: String(e) });

@@ -9,6 +9,7 @@ import type { HeldTasks } from "../task-life/held-tasks.js";
 import { MAX_STATEMENT_JSON_BYTES, rowsInserted } from "../task-life/record-rows.js";
 import type { OutcomeElement } from "../task-life/finished-row.js";
 import type { ShardAdmission } from "../shard-admission/leases.js";
+import type { FinishedRecords } from "../shard-history/finished-records.js";
 
 /** What a commit hands its results to, once D1 has them. */
 export interface CommitParts {
@@ -16,6 +17,8 @@ export interface CommitParts {
   bucket: R2Bucket;
   outcomes: OutcomeLog;
   finished: RecentlyFinished;
+  /** The shard's own copy of its finished records (worker/shard-history/), kept as D1 gets them. */
+  history: FinishedRecords;
   waiters: Waiters;
   chains: ChainFiring;
   /** Tasks created in the shard: their rows go to D1 in the same batches, ahead of their outcomes. */
@@ -104,7 +107,7 @@ export class GroupCommit {
   /** Writes one batch of outcomes; false when there was none. */
   private async batch(): Promise<boolean> {
     if (this.held) return false;
-    const { db, bucket, outcomes, finished, waiters, chains, held, elements } = this.parts;
+    const { db, bucket, outcomes, finished, history, waiters, chains, held, elements } = this.parts;
     const batch = outcomes.next();
     const ids = batch.map((o) => o.taskId);
     const rows = held.unrecorded(ids, MAX_STATEMENT_JSON_BYTES);
@@ -116,6 +119,8 @@ export class GroupCommit {
     await storageWritten(db, bucket, batch);
     outcomes.remove(ids);
     held.committed(rows, ids);
+    // In the storage step that drops the outcomes: the shard keeps a record exactly when D1 has it.
+    history.keep([...written.finished.values(), ...rows.filter((r) => r.finishedAt != null)], now);
     for (const id of ids) elements.delete(id);
     for (const row of written.finished.values()) finished.add(row, now);
     for (const o of batch) waiters.wake(o.taskId, written.finished.get(o.taskId) ?? null);

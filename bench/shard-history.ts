@@ -1,0 +1,146 @@
+/**
+ * What keeping finished records in the shard costs (step 1 of the shard-resident history,
+ * docs/dispatch.md): a shard's storage work per task with and without `FinishedRecords.keep`, on
+ * the shard's own classes (the outcome log, the held rows) over node:sqlite, in batches of 64 as a
+ * group commit writes them, and the bytes a kept record takes against D1's row of the same task
+ * (the migrations' `tasks` table with its indexes) measured in the same run.
+ * Run: npx tsx bench/shard-history.ts [--tasks 20000] [--rounds 5]
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { parseArgs } from "node:util";
+import { getTableColumns } from "drizzle-orm";
+import type { TaskRow } from "../worker/db/rows.js";
+import { tasks } from "../worker/db/schema/tasks.js";
+import { OutcomeLog, type Outcome } from "../worker/dispatch/outcomes.js";
+import { newId } from "../worker/lib/ids.js";
+import { FinishedRecords } from "../worker/shard-history/finished-records.js";
+import { HeldTasks } from "../worker/task-life/held-tasks.js";
+import { sqlStorageOver } from "./lib/sql-storage-over-sqlite.js";
+import { percentile, printTable } from "./stats.js";
+
+const { values } = parseArgs({ options: { tasks: { type: "string", default: "20000" }, rounds: { type: "string", default: "5" } } });
+const TASKS = Number(values.tasks);
+const ROUNDS = Number(values.rounds);
+const BATCH = 64;
+const HOUR_MS = 3_600_000;
+
+const accounts = Array.from({ length: 50 }, () => newId());
+const functions = Array.from({ length: 200 }, () => newId());
+
+/** A task of the benchmark: the payloads of a small JSON function, a few dozen bytes each (as bench/task-history.ts). */
+function taskOf(i: number, now: number): { row: TaskRow; outcome: Outcome } {
+  const issuedAt = now - 40;
+  const row: TaskRow = {
+    id: newId(issuedAt), accountId: accounts[i % accounts.length]!, functionId: functions[i % functions.length]!, lang: "py", buildId: newId(issuedAt - 86_400_000),
+    endpointId: i % 3 ? null : newId(issuedAt - 86_400_000), triggerId: null, parentTaskId: null, chainId: null, hop: 0, issuedAt, assignedAt: null,
+    finishedAt: null, progress: 0, status: 0, node: null, timeout: 30, cpuCount: 0.5, memSize: 256, privileged: false, egress: "none",
+    networkLatency: 0, runtime: null, input: JSON.stringify({ method: "POST", query: {}, body: JSON.stringify({ n: i }) }), inputKey: null,
+    resultStatus: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, durationMs: null, attempts: 0, purgedAt: null, scheduledId: null,
+  };
+  const outcome: Outcome = { taskId: row.id, accountId: row.accountId, functionId: row.functionId, at: now, node: "node-1", assignedAt: now - 30, rttMs: 1, report: null };
+  return { row, outcome };
+}
+
+const finishedRow = (row: TaskRow, o: Outcome): TaskRow => ({
+  ...row, assignedAt: o.assignedAt, finishedAt: o.at, progress: 100, status: 200, node: o.node, networkLatency: 1, runtime: "runsc",
+  resultStatus: 200, resultHeaders: { "content-type": "application/json" }, resultBody: JSON.stringify({ ok: true, n: row.id.slice(-6) }),
+  log: ["started", "done"], durationMs: 12, attempts: 1,
+});
+
+function shardDb(dir: string, name: string) {
+  const db = new DatabaseSync(path.join(dir, `${name}.sqlite`));
+  // The statements' own cost: a Durable Object's storage makes writes durable its own way, not by a local fsync each.
+  db.exec("pragma journal_mode = wal");
+  db.exec("pragma synchronous = off");
+  return db;
+}
+
+/** Per task, µs of the shard's storage work: accepted (held row, outcome logged), then committed in batches. */
+function run(dir: string, name: string, keep: boolean): number {
+  const db = shardDb(dir, name);
+  const sql = sqlStorageOver(db);
+  const held = new HeldTasks(sql);
+  const outcomes = new OutcomeLog(sql);
+  const history = new FinishedRecords(sql, HOUR_MS);
+  const tx = (fn: () => void) => {
+    db.exec("begin");
+    fn();
+    db.exec("commit");
+  };
+  const t0 = performance.now();
+  for (let b = 0; b < TASKS; b += BATCH) {
+    const now = Date.now();
+    const batch = Array.from({ length: Math.min(BATCH, TASKS - b) }, (_, i) => taskOf(b + i, now));
+    for (const { row } of batch) tx(() => held.add(row));
+    for (const { outcome } of batch) tx(() => outcomes.add(outcome));
+    const ids = batch.map((t) => t.outcome.taskId);
+    tx(() => {
+      const rows = held.unrecorded(ids, Infinity);
+      outcomes.remove(ids);
+      held.committed(rows, ids);
+      if (keep) history.keep(batch.map((t) => finishedRow(t.row, t.outcome)), now);
+    });
+  }
+  const us = ((performance.now() - t0) * 1000) / TASKS;
+  db.close();
+  return us;
+}
+
+/** Bytes a record takes (table and indexes, dbstat) kept by the shard, and as D1's `tasks` row. */
+function bytesPerRecord(dir: string): { shard: number; d1: number } {
+  const now = Date.now();
+  const rows = Array.from({ length: TASKS }, (_, i) => taskOf(i, now)).map((t) => finishedRow(t.row, t.outcome));
+  const shard = shardDb(dir, "bytes-shard");
+  const history = new FinishedRecords(sqlStorageOver(shard), HOUR_MS);
+  shard.exec("begin");
+  for (let i = 0; i < rows.length; i += BATCH) history.keep(rows.slice(i, i + BATCH), now);
+  shard.exec("commit");
+  const d1 = shardDb(dir, "bytes-d1");
+  d1.exec("pragma foreign_keys = off");
+  for (const f of fs.readdirSync("migrations").filter((f) => f.endsWith(".sql")).sort()) d1.exec(fs.readFileSync(path.join("migrations", f), "utf8"));
+  const columns = Object.entries(getTableColumns(tasks));
+  const insert = d1.prepare(`insert into tasks (${columns.map(([, c]) => c.name).join(", ")}) values (${columns.map(() => "?").join(", ")})`);
+  const driverValue = (row: TaskRow, [field, c]: (typeof columns)[number]) => {
+    const v = row[field as keyof TaskRow];
+    return v == null ? null : (c.mapToDriverValue(v as never) as string | number);
+  };
+  d1.exec("begin");
+  for (const row of rows) insert.run(...columns.map((c) => driverValue(row, c)));
+  d1.exec("commit");
+  const size = (db: DatabaseSync, table: string) =>
+    Number((db.prepare("select sum(s.pgsize) as b from dbstat s join sqlite_schema m on m.name = s.name where m.tbl_name = ?").get(table) as { b: number }).b);
+  const out = { shard: size(shard, "shard_record") / rows.length, d1: size(d1, "tasks") / rows.length };
+  shard.close();
+  d1.close();
+  return out;
+}
+
+function main() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gcfaas-bench-shard-history-"));
+  try {
+    const base: number[] = [];
+    const kept: number[] = [];
+    run(dir, "warm", true);
+    for (let r = 0; r < ROUNDS; r++) {
+      base.push(run(dir, `base-${r}`, false));
+      kept.push(run(dir, `kept-${r}`, true));
+    }
+    const med = (s: number[]) => percentile(s, 50);
+    printTable(`A shard's storage work per task, ${TASKS.toLocaleString("en")} tasks in batches of ${BATCH}, median of ${ROUNDS} rounds (node:sqlite, WAL, no fsync)`, ["", "µs a task", "tasks/s of one thread", "vs baseline"], [
+      ["baseline: held row, outcome logged, committed", med(base).toFixed(1), Math.round(1e6 / med(base)).toLocaleString("en"), "1.00×"],
+      ["with the finished record kept", med(kept).toFixed(1), Math.round(1e6 / med(kept)).toLocaleString("en"), `${(med(kept) / med(base)).toFixed(2)}×`],
+    ]);
+    const bytes = bytesPerRecord(dir);
+    printTable(`Bytes a finished record takes, ${TASKS.toLocaleString("en")} records (dbstat: table and indexes)`, ["", "B a record", "vs D1"], [
+      ["D1's tasks row (baseline)", bytes.d1.toFixed(0), "1.00×"],
+      ["the shard's compact record", bytes.shard.toFixed(0), `${(bytes.shard / bytes.d1).toFixed(2)}×`],
+    ]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main();

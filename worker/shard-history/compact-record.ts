@@ -1,0 +1,67 @@
+import { getTableColumns } from "drizzle-orm";
+import { rowOf } from "../db/client.js";
+import type { TaskRow } from "../db/rows.js";
+import { tasks } from "../db/schema/tasks.js";
+import { idBytes, idText } from "./id-bytes.js";
+
+/**
+ * A finished task's record as its shard keeps it (docs/dispatch.md, "The design"): every column of
+ * D1's `tasks` row, under the same names, from the drizzle schema so that a new column cannot be
+ * forgotten here. What makes it compact: ids (any text shaped like one) packed into 19 bytes rather
+ * than 30 characters, integers as SQLite's own variable-length integers, and the payloads (input,
+ * result headers and body, log) inline only up to `INLINE_PAYLOAD_CHARS` each. A larger payload is
+ * left out and named in `far` (a bit a column): the reader then takes the record from D1 or the
+ * archive, as it does for a task the shard does not hold. A shard keeps an hour of its tasks, at up
+ * to a few hundred a second, within a Durable Object's 10 GB only because of that cap.
+ */
+export const INLINE_PAYLOAD_CHARS = 512;
+
+const COLUMNS = Object.entries(getTableColumns(tasks)).map(([field, column]) => ({ field: field as keyof TaskRow, column }));
+/** The columns a record may leave out, in the order of their bits in `far`. */
+const PAYLOADS: (keyof TaskRow)[] = ["input", "resultHeaders", "resultBody", "log"];
+
+/** SQL column names of the record, `far` last. */
+export const RECORD_COLUMNS = [...COLUMNS.map((c) => c.column.name), "far"];
+
+/**
+ * Each column's declared type, D1's: its affinity stores an integral number as a variable-length
+ * integer (a JS number arrives as a double, 8 bytes) and leaves packed ids, blobs, as they are.
+ */
+export const RECORD_TYPES: Record<string, string> = { ...Object.fromEntries(COLUMNS.map(({ column }) => [column.name, column.getSQLType()])), far: "integer" };
+
+export type RecordValue = string | number | ArrayBuffer | null;
+
+/** The values of `RECORD_COLUMNS` for a row (as `rowOf` reads it from D1). */
+export function encodeRecord(row: TaskRow): RecordValue[] {
+  let far = 0;
+  const values = COLUMNS.map(({ field, column }) => {
+    const v = row[field];
+    if (v == null) return null;
+    const driver = column.mapToDriverValue(v) as string | number;
+    if (typeof driver !== "string") return driver;
+    const payload = PAYLOADS.indexOf(field);
+    if (payload >= 0 && driver.length > INLINE_PAYLOAD_CHARS) {
+      far |= 1 << payload;
+      return null;
+    }
+    return idBytes(driver)?.buffer as ArrayBuffer | undefined ?? driver;
+  });
+  return [...values, far];
+}
+
+export interface KeptRecord {
+  row: TaskRow;
+  /** The payload fields this record left out (null in `row`): D1 or the archive holds them. */
+  far: (keyof TaskRow)[];
+}
+
+/** A stored record back to the row D1 would answer, but for the payloads named in `far`. */
+export function decodeRecord(stored: Record<string, SqlStorageValue>): KeptRecord {
+  const raw: Record<string, unknown> = {};
+  for (const { column } of COLUMNS) {
+    const v = stored[column.name];
+    raw[column.name] = v instanceof ArrayBuffer ? idText(new Uint8Array(v)) : v;
+  }
+  const bits = Number(stored.far ?? 0);
+  return { row: rowOf(tasks, raw), far: PAYLOADS.filter((_, i) => bits & (1 << i)) };
+}

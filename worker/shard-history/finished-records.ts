@@ -1,0 +1,67 @@
+import type { TaskRow } from "../db/rows.js";
+import { decodeRecord, encodeRecord, RECORD_COLUMNS, RECORD_TYPES, type KeptRecord } from "./compact-record.js";
+import { idBytes, idFloorAt } from "./id-bytes.js";
+
+/** Pruning runs at most this often: a look at the oldest ids, whatever the batch rate. */
+const PRUNE_EVERY_MS = 10_000;
+/** Records dropped by one pruning, so that a backlog never makes one storage step long. */
+const PRUNE_ROWS = 2_000;
+
+/**
+ * The finished tasks of a shard's functions, kept in the shard's own SQLite for the window
+ * (`windowMs`: TASK_ARCHIVE_AFTER_HOURS, the hour D1 holds them at least, or the retention period
+ * should it be shorter), beside the rows D1 gets
+ * today. Step 1 of the shard-resident history (docs/dispatch.md): written with every group commit,
+ * in the storage step that drops its outcomes from the log, so a record is here exactly when D1
+ * has its finished row; nothing reads it for an answer yet. Keyed by packed id, with the two
+ * indexes the lists will page: (function, id) and (account, id).
+ */
+export class FinishedRecords {
+  private lastPrune = 0;
+
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly windowMs: number,
+  ) {
+    sql.exec(`create table if not exists shard_record (
+      id ${RECORD_TYPES.id} primary key, account_id ${RECORD_TYPES.account_id} not null, function_id ${RECORD_TYPES.function_id} not null) without rowid`);
+    // A column D1's schema gained since the table was made is added here.
+    const have = new Set(sql.exec("select * from shard_record limit 0").columnNames);
+    for (const c of RECORD_COLUMNS) if (!have.has(c)) sql.exec(`alter table shard_record add column ${c} ${RECORD_TYPES[c]}${c === "far" ? " not null default 0" : ""}`);
+    sql.exec("create index if not exists shard_record_function on shard_record (function_id, id)");
+    sql.exec("create index if not exists shard_record_account on shard_record (account_id, id)");
+  }
+
+  /** Keeps these finished rows (a row kept before is replaced: a retried write reads it back again). */
+  keep(rows: Iterable<TaskRow>, now: number): void {
+    const insert = `insert or replace into shard_record (${RECORD_COLUMNS.join(", ")}) values (${RECORD_COLUMNS.map(() => "?").join(", ")})`;
+    for (const row of rows) if (row.finishedAt != null) this.sql.exec(insert, ...encodeRecord(row));
+    if (now - this.lastPrune >= PRUNE_EVERY_MS) this.prune(now);
+  }
+
+  get(taskId: string): KeptRecord | undefined {
+    const key = idBytes(taskId)?.buffer ?? taskId;
+    const [stored] = this.sql.exec("select * from shard_record where id = ?", key).toArray();
+    return stored ? decodeRecord(stored) : undefined;
+  }
+
+  /**
+   * Drops records that finished before the window. Ids sort by issue time, so only records issued
+   * before the window's start can be due: the look is a range of the primary key, and what it
+   * passes over is the few issued before the window that finished inside it.
+   */
+  prune(now: number): number {
+    this.lastPrune = now;
+    const cutoff = now - this.windowMs;
+    return this.sql.exec(
+      `delete from shard_record where id in (select id from shard_record where id < ? and finished_at < ? limit ${PRUNE_ROWS})`,
+      idFloorAt(cutoff).buffer,
+      cutoff,
+    ).rowsWritten;
+  }
+
+  /** How many records the shard holds (tests and the benchmark). */
+  count(): number {
+    return Number(this.sql.exec("select count(*) as n from shard_record").one().n);
+  }
+}
