@@ -22,7 +22,7 @@ import { eventually, FakeAgent } from "./fake-agent.js";
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
 
-const kept = (taskId: string) => runInDurableObject(shardStub(env, 0), (o) => (o as unknown as Dispatcher).history.get(taskId));
+const keptRecord = (taskId: string) => runInDurableObject(shardStub(env, 0), (o) => (o as unknown as Dispatcher).history.get(taskId, Date.now()));
 const keptCount = () => runInDurableObject(shardStub(env, 0), (o) => (o as unknown as Dispatcher).history.count());
 
 async function d1Row(taskId: string): Promise<TaskRow> {
@@ -53,7 +53,7 @@ describe("a shard's record of a finished task", () => {
     for (const id of [viaApi, viaGc]) {
       await finished(token, id);
       const row = await d1Row(id);
-      expect(await kept(id)).toEqual({ row, far: [] });
+      expect(await keptRecord(id)).toEqual({ row, far: [] });
     }
   });
 
@@ -68,10 +68,10 @@ describe("a shard's record of a finished task", () => {
     await finished(token, id);
     const row = await d1Row(id);
     expect(row.resultBody!.length).toBeGreaterThan(INLINE_PAYLOAD_CHARS);
-    expect(await kept(id)).toEqual({ row: { ...row, input: null, resultBody: null, log: null }, far: ["input", "resultBody", "log"] });
+    expect(await keptRecord(id)).toEqual({ row: { ...row, input: null, resultBody: null, log: null }, far: ["input", "resultBody", "log"] });
   });
 
-  it("is kept for a task ended in the shard before any node took it", async () => {
+  it("is not kept for a task its function's deletion cancelled, which D1 may have ended first at its own time", async () => {
     const { token } = await newAccount();
     const fn = await deployedFunction(token);
     const id = (await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} })).id;
@@ -81,7 +81,8 @@ describe("a shard's record of a finished task", () => {
       const r = await d1Row(id);
       return r.finishedAt != null && r;
     });
-    expect(await kept(id)).toEqual({ row, far: [] });
+    expect(await keptRecord(id)).toBeUndefined();
+    expect(await callJson(`/v1/task/${id}`, 200, { token })).toMatchObject({ status: row.status, finished: String(Math.floor(row.finishedAt! / 1000)) });
   });
 
   it("is not kept while the task is unfinished", async () => {
@@ -90,8 +91,62 @@ describe("a shard's record of a finished task", () => {
     const fn = await deployedFunction(token);
     const id = (await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: {} })).id;
     expect((await d1Row(id)).finishedAt).toBeNull();
-    expect(await kept(id)).toBeUndefined();
+    expect(await keptRecord(id)).toBeUndefined();
     expect(await keptCount()).toBe(before);
+  });
+});
+
+/** Edits D1's copy of a finished task behind the shard's back: an answer that shows the edit came from D1. */
+const editInD1 = (taskId: string) =>
+  env.DB.prepare("update tasks set node = 'edited-in-d1', result_body = 'edited in D1', log = '[\"edited in D1\"]' where id = ?").bind(taskId).run();
+
+async function finishedTask(o: { body?: string } = {}) {
+  const agent = await FakeAgent.connect("history-reads");
+  const account = await newAccount();
+  const fn = await deployedFunction(account.token);
+  // Through a public endpoint, so that its public result can be read too.
+  const ep = await newEndpoint(account.token, fn);
+  const id = (await callJson<{ id: string }>(`/gc/${ep}`, 201, { token: null, json: {} })).id;
+  await agent.next("task.assign");
+  agent.done(id, o.body ?? "from the agent", 200, { log: ["from the agent"] });
+  await finished(account.token, id);
+  await editInD1(id);
+  return { ...account, id };
+}
+
+const answers = async (token: string, id: string) => ({
+  node: (await callJson<{ node: string }>(`/v1/task/${id}`, 200, { token })).node,
+  result: await (await call(`/v1/task/${id}/result`, { token })).text(),
+  waited: await (await call(`/v1/task/${id}/result?wait=2`, { token })).text(),
+  log: (await callJson<{ log: string[] }>(`/v1/task/${id}/log`, 200, { token })).log,
+  publicResult: await (await call(`/gc/${id}/result`)).text(),
+});
+
+describe("GET /v1/task/<id>, its result and its log, for a task its shard keeps", () => {
+  it("answer from the shard's record, without D1", async () => {
+    const { token, id } = await finishedTask();
+    expect(await answers(token, id)).toEqual({
+      node: "history-reads", result: "from the agent", waited: "from the agent", log: ["from the agent"], publicResult: "from the agent",
+    });
+  });
+
+  it("answer another account 404, as D1 would", async () => {
+    const { id } = await finishedTask();
+    const other = await newAccount("other");
+    for (const path of [`/v1/task/${id}`, `/v1/task/${id}/result`, `/v1/task/${id}/log`]) expect((await call(path, { token: other.token })).status).toBe(404);
+  });
+
+  it("answer from D1 for a record that left a payload out", async () => {
+    const { token, id } = await finishedTask({ body: "y".repeat(INLINE_PAYLOAD_CHARS + 1) });
+    expect(await answers(token, id)).toMatchObject({ node: "edited-in-d1", result: "edited in D1", log: ["edited in D1"] });
+  });
+
+  it("answer from D1 once the record finished before the window, pruned or not", async () => {
+    const { token, id } = await finishedTask();
+    await runInDurableObject(shardStub(env, 0), (_o, state) => {
+      state.storage.sql.exec("update shard_record set finished_at = finished_at - ?", 2 * HOUR_MS);
+    });
+    expect(await answers(token, id)).toMatchObject({ node: "edited-in-d1", result: "edited in D1", log: ["edited in D1"] });
   });
 });
 
@@ -107,10 +162,10 @@ describe("the window of a shard's records", () => {
       const oddId = { ...row(now - 3 * HOUR_MS, now - 2 * HOUR_MS), id: "legacy-7" };
       records.keep([old, late, recent, oddId], now - 5 * HOUR_MS);
       expect(records.prune(now)).toBe(2);
-      expect(records.get(old.id)).toBeUndefined();
-      expect(records.get(oddId.id)).toBeUndefined();
-      expect(records.get(late.id)?.row).toEqual(late);
-      expect(records.get(recent.id)?.row).toEqual(recent);
+      expect(records.get(old.id, now)).toBeUndefined();
+      expect(records.get(oddId.id, now)).toBeUndefined();
+      expect(records.get(late.id, now)?.row).toEqual(late);
+      expect(records.get(recent.id, now)?.row).toEqual(recent);
       state.storage.sql.exec("delete from shard_record");
     });
   });

@@ -158,7 +158,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       endings: this.endings, pump: this.pump, commits: this.commits, retries: this.retries, outcomes: this.outcomes, scheduleAlarm,
     });
     this.reads = new HeldReads({
-      queue: this.queue, outcomes: this.outcomes, held: this.heldRows, life: this.life, retries: this.retries, finished: this.finished, waiters: this.waiters, chains: this.chains,
+      queue: this.queue, outcomes: this.outcomes, held: this.heldRows, life: this.life, retries: this.retries, finished: this.finished, history: this.history, waiters: this.waiters, chains: this.chains,
     });
     // Finished tasks whose triggers had not fired when the last instance went.
     this.chains.reload();
@@ -225,7 +225,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.places.release(chainId, taskIds);
   }
 
-  /** The shard's copy of a task it holds (newer than D1's, or not in D1 yet); null when D1 has the final record. */
+  /** The shard's copy of a task it holds (newer than D1's, or not in D1 yet), or its kept record of one finished within the window; null when only D1 or the archive has it. */
   async heldTask(taskId: string): Promise<TaskRow | null> {
     return this.reads.task(taskId);
   }

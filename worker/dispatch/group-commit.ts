@@ -119,8 +119,10 @@ export class GroupCommit {
     await storageWritten(db, bucket, batch);
     outcomes.remove(ids);
     held.committed(rows, ids);
-    // In the storage step that drops the outcomes: the shard keeps a record exactly when D1 has it.
-    history.keep([...written.finished.values(), ...rows.filter((r) => r.finishedAt != null)], now);
+    // In the storage step that drops the outcomes: the shard keeps a record exactly when D1 has it,
+    // and only as D1 read it back. Rows the shard finished itself (cancelled by their function's
+    // deletion) are not kept: D1 may have finished them first, at another time, and keeps its own.
+    history.keep(written.finished.values(), now);
     for (const id of ids) elements.delete(id);
     for (const row of written.finished.values()) finished.add(row, now);
     for (const o of batch) waiters.wake(o.taskId, written.finished.get(o.taskId) ?? null);

@@ -7,6 +7,7 @@ import type { Waiters } from "./waiters.js";
 import type { Retries } from "../retries/retries.js";
 import type { HeldTasks } from "../task-life/held-tasks.js";
 import type { ShardLife } from "../task-life/shard-life.js";
+import type { FinishedRecords } from "../shard-history/finished-records.js";
 
 /** Where a shard's copy of a task, and its end, can be found. */
 export interface ReadParts {
@@ -16,6 +17,8 @@ export interface ReadParts {
   life: ShardLife;
   retries: Retries;
   finished: RecentlyFinished;
+  /** The finished records the shard keeps for the window: a read by id needs no D1 read for them. */
+  history: FinishedRecords;
   waiters: Waiters;
   chains: ChainFiring;
 }
@@ -26,7 +29,7 @@ export class HeldReads {
 
   async task(taskId: string): Promise<TaskRow | null> {
     const row = await this.parts.life.current(taskId);
-    return row ? this.withAssignment(row) : null;
+    return row ? this.withAssignment(row) : (this.parts.history.whole(taskId, Date.now()) ?? null);
   }
 
   async ofAccount(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
@@ -39,7 +42,7 @@ export class HeldReads {
     const { queue, outcomes, retries, finished, waiters } = this.parts;
     const here = await this.finishedHere(taskId);
     if (here) return here;
-    if (!queue.has(taskId) && !outcomes.has(taskId) && !retries.waiting(taskId)) return finished.get(taskId, Date.now()) ?? null;
+    if (!queue.has(taskId) && !outcomes.has(taskId) && !retries.waiting(taskId)) return finished.get(taskId, Date.now()) ?? this.parts.history.whole(taskId, Date.now()) ?? null;
     return waiters.wait(taskId, ms);
   }
 
@@ -47,7 +50,7 @@ export class HeldReads {
     const { queue, outcomes, retries, finished } = this.parts;
     // Finished here, its outcome maybe not yet in D1 (a lag, an outage): the shard's copy is the
     // answer, as for a read without ?wait; waiting for D1 would hold the reader for the whole wait.
-    const recent = finished.get(taskId, Date.now()) ?? (await this.finishedHere(taskId));
+    const recent = finished.get(taskId, Date.now()) ?? (await this.finishedHere(taskId)) ?? this.parts.history.whole(taskId, Date.now());
     if (recent) return recent.accountId === accountId ? { row: recent } : null;
     const owner = queue.get(taskId)?.account_id ?? outcomes.accountOf(taskId) ?? retries.runs.get(taskId)?.accountId;
     if (owner !== accountId) return null;

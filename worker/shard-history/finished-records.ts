@@ -12,9 +12,10 @@ const PRUNE_ROWS = 2_000;
  * (`windowMs`: TASK_ARCHIVE_AFTER_HOURS, the hour D1 holds them at least, or the retention period
  * should it be shorter), beside the rows D1 gets
  * today. Step 1 of the shard-resident history (docs/dispatch.md): written with every group commit,
- * in the storage step that drops its outcomes from the log, so a record is here exactly when D1
- * has its finished row; nothing reads it for an answer yet. Keyed by packed id, with the two
- * indexes the lists will page: (function, id) and (account, id).
+ * in the storage step that drops its outcomes from the log, so a record is here only once D1 has
+ * its finished row. Step 2: a read by id (get, result, log, a wait) answers from it before
+ * D1 (dispatch/held-reads.ts). Keyed by packed id, with the two indexes the lists will page:
+ * (function, id) and (account, id).
  */
 export class FinishedRecords {
   private lastPrune = 0;
@@ -39,10 +40,17 @@ export class FinishedRecords {
     if (now - this.lastPrune >= PRUNE_EVERY_MS) this.prune(now);
   }
 
-  get(taskId: string): KeptRecord | undefined {
+  /** The record of a task that finished within the window at `now` (one pruning has not yet dropped may be past it). */
+  get(taskId: string, now: number): KeptRecord | undefined {
     const key = idBytes(taskId)?.buffer ?? taskId;
-    const [stored] = this.sql.exec("select * from shard_record where id = ?", key).toArray();
+    const [stored] = this.sql.exec("select * from shard_record where id = ? and finished_at >= ?", key, now - this.windowMs).toArray();
     return stored ? decodeRecord(stored) : undefined;
+  }
+
+  /** The row of a task finished within the window, when the record holds all of it: a read by id answers from it. */
+  whole(taskId: string, now: number): TaskRow | undefined {
+    const kept = this.get(taskId, now);
+    return kept && !kept.far.length ? kept.row : undefined;
   }
 
   /**
