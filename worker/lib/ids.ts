@@ -1,4 +1,5 @@
-const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"; // Crockford base32, lowercase
+export const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"; // Crockford base32, lowercase
+const ALPHABET = ID_ALPHABET;
 const TIME_CHARS = 10;
 const SEQ_CHARS = 2;
 const SEQ_LIMIT = 32 ** SEQ_CHARS;
@@ -36,6 +37,9 @@ export function newId(now = Date.now(), accept?: (id: string) => boolean): strin
     if (!accept || accept(id)) return id;
   }
 }
+
+/** The time part of the ids made at `ms`: every id of that millisecond starts with it. */
+export const idTimePrefix = (ms: number): string => base32(ms, TIME_CHARS);
 
 function base32(n: number, width: number): string {
   let out = "";

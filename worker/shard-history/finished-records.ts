@@ -7,6 +7,8 @@ const PRUNE_EVERY_MS = 10_000;
 /** Records dropped by one pruning, so that a backlog never makes one storage step long. */
 const PRUNE_ROWS = 2_000;
 
+const INSERT = `insert or replace into shard_record (${RECORD_COLUMNS.join(", ")}) values (${RECORD_COLUMNS.map(() => "?").join(", ")})`;
+
 /**
  * The finished tasks of a shard's functions, kept in the shard's own SQLite for the window
  * (`windowMs`: TASK_ARCHIVE_AFTER_HOURS, the hour D1 holds them at least, or the retention period
@@ -35,8 +37,7 @@ export class FinishedRecords {
 
   /** Keeps these finished rows (a row kept before is replaced: a retried write reads it back again). */
   keep(rows: Iterable<TaskRow>, now: number): void {
-    const insert = `insert or replace into shard_record (${RECORD_COLUMNS.join(", ")}) values (${RECORD_COLUMNS.map(() => "?").join(", ")})`;
-    for (const row of rows) if (row.finishedAt != null) this.sql.exec(insert, ...encodeRecord(row));
+    for (const row of rows) if (row.finishedAt != null) this.sql.exec(INSERT, ...encodeRecord(row));
     if (now - this.lastPrune >= PRUNE_EVERY_MS) this.prune(now);
   }
 

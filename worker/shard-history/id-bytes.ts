@@ -5,7 +5,8 @@
  * other shape (ids made before newId, names, bodies that are not ids) is kept as text: a blob can
  * only have come from here, so decoding is exact either way.
  */
-const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+import { ID_ALPHABET as ALPHABET, idTimePrefix } from "../lib/ids.js";
+
 const ID_CHARS = 30;
 export const ID_BYTES = 19;
 const ID_SHAPE = /^[0-9a-hjkmnp-tv-z]{30}$/;
@@ -48,8 +49,4 @@ export function idText(bytes: Uint8Array): string {
 }
 
 /** The smallest packed id of a millisecond: every id made at or after `ms` sorts at or after it. */
-export function idFloorAt(ms: number): Uint8Array {
-  let time = "";
-  for (let i = 0, n = ms; i < 10; i++, n = Math.floor(n / 32)) time = ALPHABET[n % 32] + time;
-  return idBytes(time.padEnd(ID_CHARS, "0"))!;
-}
+export const idFloorAt = (ms: number): Uint8Array => idBytes(idTimePrefix(ms).padEnd(ID_CHARS, "0"))!;
