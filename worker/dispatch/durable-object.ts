@@ -44,6 +44,7 @@ import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";
 import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
 import { FinishedRecords } from "../shard-history/finished-records.js";
+import { distinctIssues, IssueCounts } from "../shard-history/issue-counts.js";
 import { archiveAfterMs } from "../task-history/window.js";
 
 /**
@@ -58,6 +59,8 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   private readonly finished: RecentlyFinished;
   /** Finished records kept in the shard for the window (step 1 of the shard-resident history). */
   readonly history: FinishedRecords;
+  /** The week's issue times of the shard's functions and endpoints (step 3). */
+  readonly issues: IssueCounts;
   private readonly marks: AssignedMarks;
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
@@ -120,6 +123,9 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.heldRows = new HeldTasks(ctx.storage.sql);
     // Never past the retention period: a record kept longer would outlive the purge of its payloads.
     this.history = new FinishedRecords(ctx.storage.sql, Math.min(archiveAfterMs(env), retentionMs(env)));
+    this.issues = new IssueCounts(ctx.storage.sql, Date.now(), () =>
+      distinctIssues(Array.from(this.heldRows.entries(), (e) => e.row), this.history.issues()),
+    );
     const elements = new Map<string, Promise<OutcomeElement>>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, history: this.history, waiters: this.waiters, chains: this.chains,
@@ -140,6 +146,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       enqueue: (work, once) => this.enqueue(work, once),
       flush: () => this.commits.later(),
       logged: (taskId) => this.outcomes.get(taskId),
+      issues: this.issues,
     });
     this.sockets = new AgentSockets(ctx);
     this.alarms = new AlarmSchedule(ctx, { outcomes: this.outcomes, held: this.heldRows, chains: this.chains, queue: this.queue, retries: this.retries });

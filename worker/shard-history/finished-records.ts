@@ -1,6 +1,7 @@
 import type { TaskRow } from "../db/rows.js";
 import { decodeRecord, encodeRecord, RECORD_COLUMNS, RECORD_TYPES, type KeptRecord } from "./compact-record.js";
-import { idBytes, idFloorAt } from "./id-bytes.js";
+import { idBytes, idFloorAt, idText } from "./id-bytes.js";
+import type { Issue } from "./issue-counts.js";
 
 /** Pruning runs at most this often: a look at the oldest ids, whatever the batch rate. */
 const PRUNE_EVERY_MS = 10_000;
@@ -67,6 +68,13 @@ export class FinishedRecords {
       idFloorAt(cutoff).buffer,
       cutoff,
     ).rowsWritten;
+  }
+
+  /** The issue of every record kept (issue-counts.ts counts them once, when the shard first counts issues). */
+  *issues(): Generator<Issue & { id: string }> {
+    const text = (v: unknown) => (v instanceof ArrayBuffer ? idText(new Uint8Array(v)) : (v as string | null));
+    for (const r of this.sql.exec("select id, function_id, endpoint_id, issued_at from shard_record"))
+      yield { id: text(r.id)!, functionId: text(r.function_id)!, endpointId: text(r.endpoint_id), issuedAt: Number(r.issued_at) };
   }
 
   /** How many records the shard holds (tests and the benchmark). */

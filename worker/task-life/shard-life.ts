@@ -12,6 +12,7 @@ import type { Outcome } from "../dispatch/outcomes.js";
 import type { RecentlyFinished } from "../dispatch/recently-finished.js";
 import type { Waiters } from "../dispatch/waiters.js";
 import type { HeldTasks } from "./held-tasks.js";
+import type { IssueCounts } from "../shard-history/issue-counts.js";
 import { finishedRow, type OutcomeElement } from "./finished-row.js";
 import { newTaskRow } from "./new-row.js";
 import { refusalOf, type Refusal } from "./refusal.js";
@@ -33,6 +34,8 @@ export interface LifeParts {
   flush: () => void;
   /** The task's outcome in the shard's outcome log (accepted, not yet in D1). */
   logged: (taskId: string) => Outcome | undefined;
+  /** The week's issue times, which a created task adds to in the step that writes it (shard-history/issue-counts.ts). */
+  issues: Pick<IssueCounts, "issued">;
 }
 
 /**
@@ -67,6 +70,7 @@ export class ShardLife {
     if ("refused" in admitted) return { refused: admitted.refused as Refusal };
     const row = newTaskRow(req, req.staged, req.now, admitted.fn, admitted.buildId);
     held.add(row);
+    this.parts.issues.issued(row, req.now);
     // Registered before the task is queued: no outcome can slip past it.
     const finished = waitMs > 0 ? waiters.wait(row.id, waitMs) : null;
     await enqueue([taskWork(row)], req.once === true || waitMs > 0);

@@ -1,0 +1,142 @@
+import { HOUR_MS } from "../lib/time.js";
+import { WEEK_MS } from "../task-history/window.js";
+import { idBytes } from "./id-bytes.js";
+
+/** A task as its issue is counted: under its function, and its endpoint when it came through one. */
+export interface Issue {
+  functionId: string;
+  endpointId?: string | null | undefined;
+  issuedAt: number;
+}
+
+/** Each task of these once, by id: a task may be both held and kept for a moment (its record is kept as its held row goes). */
+export function* distinctIssues(...sources: Iterable<Issue & { id: string }>[]): Generator<Issue> {
+  const seen = new Set<string>();
+  for (const source of sources)
+    for (const issue of source) {
+      if (seen.has(issue.id)) continue;
+      seen.add(issue.id);
+      yield issue;
+    }
+}
+
+const SECOND_MS = 1_000;
+/** Pruning runs at most this often, as the finished records' does. */
+const PRUNE_EVERY_MS = 10_000;
+/** Scope-hours one pruning drops (each with its seconds), so that a backlog never makes one storage step long. */
+const PRUNE_HOURS = 500;
+
+/**
+ * A millisecond within its second (0–999) as two characters of a 32-letter alphabet: a second's
+ * issues are then text that `||` appends to, and each costs two bytes.
+ */
+const encodeOffset = (ms: number) => String.fromCharCode(48 + (ms >> 5), 48 + (ms & 31));
+const offsetAt = (text: string, i: number) => ((text.charCodeAt(i) - 48) << 5) | (text.charCodeAt(i + 1) - 48);
+
+const scopeKey = (id: string): ArrayBuffer | string => (idBytes(id)?.buffer as ArrayBuffer | undefined) ?? id;
+
+/**
+ * The week's issue times of a shard's functions and endpoints (step 3 of the shard-resident
+ * history, docs/dispatch.md): what a function's and an endpoint's `todaysTasks` and `weekTasks`
+ * count, kept where every task of the function is issued, so that D1 need not keep them.
+ *
+ * Exact to the millisecond at a cost that follows a scope's rate: an hour's count a row
+ * (`shard_issue_hour`), read for whole hours, and each second's issues as two bytes a task
+ * (`shard_issue_second`), read only for the one hour a count's start cuts. A week's count so reads
+ * at most 169 hour rows and 3,600 second rows, however busy the function; a task adds to one row of
+ * each, per scope, in the storage step that creates it.
+ *
+ * Counting starts when a shard first runs this code (`since`). Its finished records of the window
+ * and the tasks it still holds are counted then too, so the counts also hold the tasks issued in the
+ * window before that (but for the few the shard does not keep: note in docs/dispatch.md).
+ */
+export class IssueCounts {
+  private lastPrune = 0;
+  /** Since when every task the shard issues is counted. */
+  readonly since: number;
+
+  constructor(
+    private readonly sql: SqlStorage,
+    now: number,
+    existing: () => Iterable<Issue>,
+  ) {
+    sql.exec(`create table if not exists shard_issue_hour (
+      scope blob not null, hour integer not null, tasks integer not null, primary key (scope, hour)) without rowid`);
+    // Pruning walks the hours oldest first; the table is a row a scope and hour, so this is small.
+    sql.exec("create index if not exists shard_issue_hour_age on shard_issue_hour (hour)");
+    sql.exec(`create table if not exists shard_issue_second (
+      scope blob not null, second integer not null, offsets text not null, primary key (scope, second)) without rowid`);
+    sql.exec("create table if not exists shard_issue_since (since integer not null)");
+    const [kept] = sql.exec<{ since: number }>("select since from shard_issue_since").toArray();
+    if (kept) this.since = kept.since;
+    else {
+      for (const issue of existing()) if (issue.issuedAt >= now - WEEK_MS) this.add(issue);
+      sql.exec("insert into shard_issue_since (since) values (?)", now);
+      this.since = now;
+    }
+  }
+
+  /** Counts a task's issue: called in the storage step that creates it, which also prunes now and then. */
+  issued(issue: Issue, now: number): void {
+    this.add(issue);
+    this.prune(now);
+  }
+
+  private add(issue: Issue): void {
+    const hour = Math.floor(issue.issuedAt / HOUR_MS);
+    const second = Math.floor(issue.issuedAt / SECOND_MS);
+    const offset = encodeOffset(issue.issuedAt % SECOND_MS);
+    for (const id of issue.endpointId ? [issue.functionId, issue.endpointId] : [issue.functionId]) {
+      const scope = scopeKey(id);
+      this.sql.exec("insert into shard_issue_hour (scope, hour, tasks) values (?, ?, 1) on conflict do update set tasks = tasks + 1", scope, hour);
+      this.sql.exec(
+        "insert into shard_issue_second (scope, second, offsets) values (?, ?, ?) on conflict do update set offsets = offsets || excluded.offsets",
+        scope,
+        second,
+        offset,
+      );
+    }
+  }
+
+  /**
+   * Tasks of a function or an endpoint issued at `from` or later, for `from` within the last week:
+   * the hours from the one `from` falls in, less that hour's tasks before `from` (its seconds before
+   * `from`'s, and the issues of `from`'s own second before its millisecond).
+   */
+  issuedSince(scopeId: string, from: number): number {
+    const scope = scopeKey(scopeId);
+    const hour = Math.floor(from / HOUR_MS);
+    const second = Math.floor(from / SECOND_MS);
+    const hours = this.sql.exec<{ n: number | null }>("select sum(tasks) as n from shard_issue_hour where scope = ? and hour >= ?", scope, hour).one().n ?? 0;
+    const before = this.sql
+      .exec<{ n: number | null }>(
+        "select sum(length(offsets)) / 2 as n from shard_issue_second where scope = ? and second >= ? and second < ?",
+        scope,
+        (hour * HOUR_MS) / SECOND_MS,
+        second,
+      )
+      .one().n ?? 0;
+    let cut = 0;
+    const [own] = this.sql.exec<{ offsets: string }>("select offsets from shard_issue_second where scope = ? and second = ?", scope, second).toArray();
+    const ms = from % SECOND_MS;
+    if (own) for (let i = 0; i < own.offsets.length; i += 2) if (offsetAt(own.offsets, i) < ms) cut++;
+    return hours - before - cut;
+  }
+
+  /** Drops hours wholly past the week, with their seconds, oldest first, at most every 10 seconds. */
+  prune(now: number, force = false): number {
+    if (!force && now - this.lastPrune < PRUNE_EVERY_MS) return 0;
+    this.lastPrune = now;
+    const past = Math.floor((now - WEEK_MS) / HOUR_MS);
+    const due = this.sql.exec<{ scope: ArrayBuffer | string; hour: number }>(
+      `select scope, hour from shard_issue_hour where hour < ? order by hour limit ${PRUNE_HOURS}`,
+      past,
+    ).toArray();
+    for (const { scope, hour } of due) {
+      const first = (hour * HOUR_MS) / SECOND_MS;
+      this.sql.exec("delete from shard_issue_second where scope = ? and second >= ? and second < ?", scope, first, first + HOUR_MS / SECOND_MS);
+      this.sql.exec("delete from shard_issue_hour where scope = ? and hour = ?", scope, hour);
+    }
+    return due.length;
+  }
+}
