@@ -1,6 +1,8 @@
 import { createExecutionContext, createScheduledController, env, runInDurableObject, SELF, waitOnExecutionContext } from "cloudflare:test";
 import worker from "../../worker/index.js";
 import { shardStub } from "../../worker/dispatch/client.js";
+import { forgetShardsCountIssuesFrom } from "../../worker/tasks/issue-counts-from.js";
+import type { IssueCounts, Issue } from "../../worker/shard-history/issue-counts.js";
 import { expect } from "vitest";
 import { createApp } from "../../worker/app.js";
 
@@ -350,4 +352,25 @@ export async function restartShard(o: { held: boolean }) {
 export async function flushedDb() {
   await d1IsTruth();
   return env.DB;
+}
+
+/** Sets when the shards began to count every task's issue (migration 0032's row), and makes the Worker read it again. */
+export async function shardsCountIssuesFrom(ms: number) {
+  await env.DB.prepare("update issue_counts_from set from_ms = ?").bind(ms - (ms % 60_000)).run();
+  forgetShardsCountIssuesFrom();
+}
+
+/**
+ * The shard's counts of issues made again from D1's rows: a test that edits issue times or
+ * endpoints in D1 (tasks of days ago, made now) stands in for the shard that would have counted
+ * them at those times.
+ */
+export async function recountShardIssues() {
+  await d1IsTruth();
+  const { results } = await env.DB.prepare("select function_id as functionId, endpoint_id as endpointId, issued_at as issuedAt from tasks").all<Issue>();
+  await runInDurableObject(shardStub(env, 0), (o, state) => {
+    for (const t of ["shard_issue_hour", "shard_issue_second"]) state.storage.sql.exec(`delete from ${t}`);
+    const now = Date.now();
+    for (const issue of results) (o as unknown as { issues: IssueCounts }).issues.issued(issue, now);
+  });
 }

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, newFunction, newTask, sql, uploadBuild } from "./helpers.js";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, newFunction, newTask, recountShardIssues, shardsCountIssuesFrom, sql, uploadBuild } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { fleetCounts } from "../../worker/services/platform-metrics.js";
 
@@ -30,36 +30,54 @@ async function agedTasks(token: string, fn: string) {
   ];
 }
 
-describe("function metrics in GET /v1/function/<function_id>", () => {
-  it("counts today's (since 00:00 UTC), pending, last-7-days and completed tasks", async () => {
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    const other = await deployedFunction(token, { name: "other" });
-    await newTask(token, other);
-    const stranger = await newAccount();
-    await newTask(stranger.token, await deployedFunction(stranger.token));
+/**
+ * A function's and an endpoint's today and week are counted by D1's rows before the shards began to
+ * count issues (migration 0032), and by the shards since: the same answers either way. With the
+ * shards counting, the tasks' issue times edited in D1 are counted again in the shard, as it would
+ * have counted them then.
+ */
+const MODES = [
+  { mode: "counted from D1's rows (before the shards count issues)", from: () => 9e15, counted: async () => {} },
+  { mode: "counted by the shards", from: () => Date.now() - 30 * DAY, counted: recountShardIssues },
+];
 
-    expect((await callJson(`/v1/function/${fn}`, 200, { token })).metrics).toEqual({ todaysTasks: 0, pendingTasks: 0, weekTasks: 0, completedTasks: 0 });
-    await agedTasks(token, fn);
-    expect((await callJson(`/v1/function/${fn}`, 200, { token })).metrics).toEqual({ todaysTasks: 3, pendingTasks: 4, weekTasks: 6, completedTasks: 4 });
-    expect((await callJson(`/v1/function/${other}`, 200, { token })).metrics).toEqual({ todaysTasks: 1, pendingTasks: 1, weekTasks: 1, completedTasks: 0 });
+describe.each(MODES)("task counts, $mode", ({ from, counted }) => {
+  beforeEach(() => shardsCountIssuesFrom(from()));
+  afterAll(() => shardsCountIssuesFrom(Date.now()));
+
+  describe("function metrics in GET /v1/function/<function_id>", () => {
+    it("counts today's (since 00:00 UTC), pending, last-7-days and completed tasks", async () => {
+      const { token } = await newAccount();
+      const fn = await deployedFunction(token);
+      const other = await deployedFunction(token, { name: "other" });
+      await newTask(token, other);
+      const stranger = await newAccount();
+      await newTask(stranger.token, await deployedFunction(stranger.token));
+
+      expect((await callJson(`/v1/function/${fn}`, 200, { token })).metrics).toEqual({ todaysTasks: 0, pendingTasks: 0, weekTasks: 0, completedTasks: 0 });
+      await agedTasks(token, fn);
+      await counted();
+      expect((await callJson(`/v1/function/${fn}`, 200, { token })).metrics).toEqual({ todaysTasks: 3, pendingTasks: 4, weekTasks: 6, completedTasks: 4 });
+      expect((await callJson(`/v1/function/${other}`, 200, { token })).metrics).toEqual({ todaysTasks: 1, pendingTasks: 1, weekTasks: 1, completedTasks: 0 });
+    });
   });
-});
 
-describe("GET /v1/endpoint/<endpoint_id>/metrics", () => {
-  it("counts the endpoint's tasks: today, pending and last 7 days", async () => {
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    const ep = await newEndpoint(token, fn);
-    const otherEp = await newEndpoint(token, fn);
-    const ids = await agedTasks(token, fn);
-    // Every aged task but the first came through `ep`; the first through the other endpoint.
-    await sql(`update tasks set endpoint_id = ? where id in (${ids.slice(1).map(() => "?").join(",")})`, ep, ...ids.slice(1));
-    await sql("update tasks set endpoint_id = ? where id = ?", otherEp, ids[0]);
-    await newTask(token, fn); // an API task, through no endpoint
+  describe("GET /v1/endpoint/<endpoint_id>/metrics", () => {
+    it("counts the endpoint's tasks: today, pending and last 7 days", async () => {
+      const { token } = await newAccount();
+      const fn = await deployedFunction(token);
+      const ep = await newEndpoint(token, fn);
+      const otherEp = await newEndpoint(token, fn);
+      const ids = await agedTasks(token, fn);
+      // Every aged task but the first came through `ep`; the first through the other endpoint.
+      await sql(`update tasks set endpoint_id = ? where id in (${ids.slice(1).map(() => "?").join(",")})`, ep, ...ids.slice(1));
+      await sql("update tasks set endpoint_id = ? where id = ?", otherEp, ids[0]);
+      await newTask(token, fn); // an API task, through no endpoint
+      await counted();
 
-    expect(await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token })).toEqual({ todayTasks: 2, pendingTasks: 4, weekTasks: 5 });
-    expect(await callJson(`/v1/endpoint/${otherEp}/metrics`, 200, { token })).toEqual({ todayTasks: 1, pendingTasks: 0, weekTasks: 1 });
+      expect(await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token })).toEqual({ todayTasks: 2, pendingTasks: 4, weekTasks: 5 });
+      expect(await callJson(`/v1/endpoint/${otherEp}/metrics`, 200, { token })).toEqual({ todayTasks: 1, pendingTasks: 0, weekTasks: 1 });
+    });
   });
 });
 

@@ -164,3 +164,16 @@ describe("0031_task_archive_names_derived", () => {
     expect((await all()).map((r) => r.account_id)).toEqual(["acct-b"]);
   });
 });
+
+describe("0032_shard_issue_counts", () => {
+  it("sets the cutover once, to the next whole minute after it runs", async () => {
+    const before = Date.now();
+    await applyD1Migrations(db, upTo("0032_"));
+    const set = await rows("select from_ms from issue_counts_from");
+    expect(set).toHaveLength(1);
+    const from = Number(set[0]!.from_ms);
+    expect(from % 60_000).toBe(0);
+    expect(from).toBeGreaterThan(before);
+    expect(from).toBeLessThanOrEqual(Date.now() + 60_000);
+  });
+});

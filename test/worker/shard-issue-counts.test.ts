@@ -24,7 +24,7 @@ const shardIssued = (scopeId: string, from: number) =>
 /** A fresh store in an object of its own (not a shard: nothing else writes there). */
 function inScratch<T>(name: string, f: (sql: SqlStorage) => T): Promise<T> {
   return runInDurableObject(env.DISPATCHER.get(env.DISPATCHER.idFromName(`issue-counts-${name}`)), (_o, state) => {
-    for (const t of ["shard_issue_hour", "shard_issue_second", "shard_issue_since"]) state.storage.sql.exec(`drop table if exists ${t}`);
+    for (const t of ["shard_issue_scope", "shard_issue_hour", "shard_issue_second", "shard_issue_since"]) state.storage.sql.exec(`drop table if exists ${t}`);
     return f(state.storage.sql);
   });
 }

@@ -22,7 +22,7 @@ import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } fro
 import type { TaskRow } from "../../worker/db/rows.js";
 import { decodeSegments } from "../../worker/db/archive-segments.js";
 import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
-import { call, callJson, clearQueue, consolePage, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, sql } from "./helpers.js";
+import { call, callJson, clearQueue, consolePage, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, shardsCountIssuesFrom, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 
 /**
@@ -391,6 +391,12 @@ describe("reads of archived tasks", () => {
   });
 });
 
+/** A function's metrics and its endpoint's, as the routes answer them. */
+const fnAndEndpointCounts = async (token: string, fn: string, ep: string) => ({
+  fn: (await callJson(`/v1/function/${fn}`, 200, { token })).metrics,
+  ep: await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token }),
+});
+
 describe("the week's counts of archived tasks", () => {
   it("count a function's and an endpoint's tasks of the last 7 × 24 hours the same before and after their records move", async () => {
     const { token, accountId } = await newAccount();
@@ -403,10 +409,7 @@ describe("the week's counts of archived tasks", () => {
     const today = await newTask(token, fn);
     await finishTask(today);
     await flushedDb();
-    const counts = async () => ({
-      fn: (await callJson(`/v1/function/${fn}`, 200, { token })).metrics,
-      ep: await callJson(`/v1/endpoint/${ep}/metrics`, 200, { token }),
-    });
+    const counts = () => fnAndEndpointCounts(token, fn, ep);
     const before = await counts();
     expect(before.fn).toMatchObject({ todaysTasks: 1, weekTasks: 6, completedTasks: 9 });
     expect(before.ep).toMatchObject({ weekTasks: 2 });
@@ -417,6 +420,33 @@ describe("the week's counts of archived tasks", () => {
     const kept = (scope: string) => env.DB.prepare("select sum(tasks) n from task_archive_minutes where scope = ?").bind(scope).first("n");
     expect([await kept(fn), await kept(ep)]).toEqual([5, 2]);
     expect(await counts()).toEqual(before);
+  });
+
+  it("once the shards count issues, keep no minutes of the tasks issued since, and count the same before and after the move", async () => {
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const ep = await newEndpoint(token, fn);
+    await shardsCountIssuesFrom(Date.now() - DAY_MS);
+    try {
+      // Before the shards counted: issued 2 to 3 days ago, in D1 only. Since: issued now, through the API and the endpoint.
+      const rows = [2, 2.5, 3].map((days, i) => ({ ...oldRows(accountId, [fn], 1, { daysAgo: days, endpointId: i ? ep : undefined })[0]!, finished_at: Date.now() - days * DAY_MS + 1500, status: 200 }));
+      await insertOld(rows.sort((x, y) => (x.id < y.id ? -1 : 1)));
+      const now = [await newTask(token, fn), (await callJson<{ id: string }>(`/gc/${ep}`, 201, { token: null, json: {} })).id];
+      for (const id of now) await finishTask(id);
+      await flushedDb();
+      const counts = () => fnAndEndpointCounts(token, fn, ep);
+      const before = await counts();
+      expect(before.fn).toMatchObject({ todaysTasks: 2, weekTasks: 5, completedTasks: 5 });
+      expect(before.ep).toMatchObject({ todayTasks: 1, weekTasks: 3 });
+      // A day on: every record is past the window (other tests' too, which move with them).
+      expect(await archiveIn(1, { holdMs: 0 })).toBeGreaterThanOrEqual(5);
+      expect(await Promise.all([...rows.map((r) => r.id), ...now].map(inD1))).toEqual([false, false, false, false, false]);
+      const kept = (scope: string) => env.DB.prepare("select sum(tasks) n from task_archive_minutes where scope = ?").bind(scope).first("n");
+      expect([await kept(fn), await kept(ep)]).toEqual([3, 2]);
+      expect(await counts()).toEqual(before);
+    } finally {
+      await shardsCountIssuesFrom(Date.now());
+    }
   });
 
   it("count exactly from the millisecond the period starts, inside the minute it cuts", async () => {

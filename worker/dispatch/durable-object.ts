@@ -45,7 +45,8 @@ import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
 import { FinishedRecords } from "../shard-history/finished-records.js";
 import { distinctIssues, IssueCounts } from "../shard-history/issue-counts.js";
-import { archiveAfterMs } from "../task-history/window.js";
+import { archiveAfterMs, WEEK_MS } from "../task-history/window.js";
+import { startOfUtcDay } from "../lib/time.js";
 
 /**
  * One dispatch shard: it owns a queue of builds and tasks and the WebSockets of the agents that
@@ -242,9 +243,17 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     return this.reads.ofAccount(q);
   }
 
-  /** What this shard adds to D1's task counts of a scope (task-life/held-counts.ts). */
-  async heldCounts(scope: TaskScope, now: number): Promise<HeldCounts> {
-    return heldCounts(this.heldRows, (id) => this.outcomes.has(id), scope, now);
+  /**
+   * What this shard adds to D1's task counts of a scope (task-life/held-counts.ts). With
+   * `countsFrom` (when the shards began to count issues) and a function's or an endpoint's scope,
+   * today's and the week's tasks issued since then are this shard's own count of them.
+   */
+  async heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
+    const id = scope.functionId ?? scope.endpointId;
+    if (countsFrom === undefined || !id) return heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now);
+    const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, countsFrom);
+    const since = (from: number) => this.issues.issuedSince(id, Math.max(from, countsFrom));
+    return { ...held, today: held.today + since(startOfUtcDay(now)), week: held.week + since(now - WEEK_MS) };
   }
 
   /** The account's rows D1 does not have yet, per function and day since `since` (the console's charts). */

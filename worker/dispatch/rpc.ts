@@ -34,7 +34,7 @@ export interface DispatcherRpc extends Rpc.DurableObjectBranded {
   releaseChainPlaces(chainId: string, taskIds: string[]): Promise<void>;
   heldTask(taskId: string): Promise<TaskRow | null>;
   heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]>;
-  heldCounts(scope: TaskScope, now: number): Promise<HeldCounts>;
+  heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts>;
   heldIssued(accountId: string, since: number): Promise<{ functionId: string; day: number; count: number }[]>;
   heldMeters(accountId: string, period: string): Promise<HeldMeter[]>;
   flushRecords(): Promise<number>;

@@ -25,6 +25,8 @@ const SECOND_MS = 1_000;
 const PRUNE_EVERY_MS = 10_000;
 /** Scope-hours one pruning drops (each with its seconds), so that a backlog never makes one storage step long. */
 const PRUNE_HOURS = 500;
+/** Scope numbers an instance keeps in memory. */
+const SCOPES_CACHED = 10_000;
 
 /**
  * A millisecond within its second (0–999) as two characters of a 32-letter alphabet: a second's
@@ -33,7 +35,6 @@ const PRUNE_HOURS = 500;
 const encodeOffset = (ms: number) => String.fromCharCode(48 + (ms >> 5), 48 + (ms & 31));
 const offsetAt = (text: string, i: number) => ((text.charCodeAt(i) - 48) << 5) | (text.charCodeAt(i + 1) - 48);
 
-const scopeKey = (id: string): ArrayBuffer | string => (idBytes(id)?.buffer as ArrayBuffer | undefined) ?? id;
 
 /**
  * The week's issue times of a shard's functions and endpoints (step 3 of the shard-resident
@@ -52,6 +53,7 @@ const scopeKey = (id: string): ArrayBuffer | string => (idBytes(id)?.buffer as A
  */
 export class IssueCounts {
   private lastPrune = 0;
+  private readonly scopes = new Map<string, number>();
   /** Since when every task the shard issues is counted. */
   readonly since: number;
 
@@ -60,12 +62,14 @@ export class IssueCounts {
     now: number,
     existing: () => Iterable<Issue>,
   ) {
+    // A function's or an endpoint's id is a small number here (a byte or two in each key, not 19).
+    sql.exec("create table if not exists shard_issue_scope (n integer primary key, id blob not null unique)");
     sql.exec(`create table if not exists shard_issue_hour (
-      scope blob not null, hour integer not null, tasks integer not null, primary key (scope, hour)) without rowid`);
+      scope integer not null, hour integer not null, tasks integer not null, primary key (scope, hour)) without rowid`);
     // Pruning walks the hours oldest first; the table is a row a scope and hour, so this is small.
     sql.exec("create index if not exists shard_issue_hour_age on shard_issue_hour (hour)");
     sql.exec(`create table if not exists shard_issue_second (
-      scope blob not null, second integer not null, offsets text not null, primary key (scope, second)) without rowid`);
+      scope integer not null, second integer not null, offsets text not null, primary key (scope, second)) without rowid`);
     sql.exec("create table if not exists shard_issue_since (since integer not null)");
     const [kept] = sql.exec<{ since: number }>("select since from shard_issue_since").toArray();
     if (kept) this.since = kept.since;
@@ -87,7 +91,7 @@ export class IssueCounts {
     const second = Math.floor(issue.issuedAt / SECOND_MS);
     const offset = encodeOffset(issue.issuedAt % SECOND_MS);
     for (const id of issue.endpointId ? [issue.functionId, issue.endpointId] : [issue.functionId]) {
-      const scope = scopeKey(id);
+      const scope = this.scopeOf(id, true)!;
       this.sql.exec("insert into shard_issue_hour (scope, hour, tasks) values (?, ?, 1) on conflict do update set tasks = tasks + 1", scope, hour);
       this.sql.exec(
         "insert into shard_issue_second (scope, second, offsets) values (?, ?, ?) on conflict do update set offsets = offsets || excluded.offsets",
@@ -104,7 +108,8 @@ export class IssueCounts {
    * `from`'s, and the issues of `from`'s own second before its millisecond).
    */
   issuedSince(scopeId: string, from: number): number {
-    const scope = scopeKey(scopeId);
+    const scope = this.scopeOf(scopeId, false);
+    if (scope === undefined) return 0;
     const hour = Math.floor(from / HOUR_MS);
     const second = Math.floor(from / SECOND_MS);
     const hours = this.sql.exec<{ n: number | null }>("select sum(tasks) as n from shard_issue_hour where scope = ? and hour >= ?", scope, hour).one().n ?? 0;
@@ -123,12 +128,26 @@ export class IssueCounts {
     return hours - before - cut;
   }
 
+  /** A scope's number, looked up once an instance (and made on its first issue). */
+  private scopeOf(id: string, add: boolean): number | undefined {
+    let n = this.scopes.get(id);
+    if (n !== undefined) return n;
+    const key = (idBytes(id)?.buffer as ArrayBuffer | undefined) ?? id;
+    n = this.sql.exec<{ n: number }>("select n from shard_issue_scope where id = ?", key).toArray()[0]?.n;
+    if (n === undefined && add) n = this.sql.exec<{ n: number }>("insert into shard_issue_scope (id) values (?) returning n", key).one().n;
+    if (n === undefined) return undefined;
+    // Bounded: a shard of very many functions and endpoints looks the rest up again.
+    if (this.scopes.size >= SCOPES_CACHED) this.scopes.clear();
+    this.scopes.set(id, n);
+    return n;
+  }
+
   /** Drops hours wholly past the week, with their seconds, oldest first, at most every 10 seconds. */
   prune(now: number, force = false): number {
     if (!force && now - this.lastPrune < PRUNE_EVERY_MS) return 0;
     this.lastPrune = now;
     const past = Math.floor((now - WEEK_MS) / HOUR_MS);
-    const due = this.sql.exec<{ scope: ArrayBuffer | string; hour: number }>(
+    const due = this.sql.exec<{ scope: number; hour: number }>(
       `select scope, hour from shard_issue_hour where hour < ? order by hour limit ${PRUNE_HOURS}`,
       past,
     ).toArray();

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { chunks } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
-import { taskArchiveMinutes } from "../db/schema.js";
+import { issueCountsFrom, taskArchiveMinutes } from "../db/schema.js";
 import { jsonSlices } from "../db/json-slices.js";
 import { WEEK_MS } from "./window.js";
 
@@ -44,11 +44,19 @@ export function issueMinutes(rows: TaskRow[], now: number): Entry[] {
   return entries;
 }
 
-/** The statements of a move's batch that add these records' issue times of the week (one JSON parameter each). */
+/** Minutes of issue from this one on are the shards' to count (issue_counts_from, a whole minute); none before its row exists. */
+const shardsCountFrom = sql`coalesce((select ${issueCountsFrom.fromMs} from ${issueCountsFrom}), 9e15)`;
+
+/**
+ * The statements of a move's batch that add these records' issue times of the week (one JSON
+ * parameter each): only the minutes before the shards began to count (the cutover row, read in the
+ * same statement), which are a week past within a week of it.
+ */
 export const issueMinutesAdded = (rows: TaskRow[], now: number): SQL[] =>
   jsonSlices(issueMinutes(rows, now)).map(
     (json) => sql`insert into ${taskArchiveMinutes} (minute, scope, tasks, offsets)
-      select json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') from json_each(${json}) where true
+      select json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') from json_each(${json})
+      where json_extract(value, '$[0]') < ${shardsCountFrom}
       on conflict (minute, scope) do update set tasks = tasks + excluded.tasks, offsets = offsets || ',' || excluded.offsets`,
   );
 
@@ -57,12 +65,15 @@ export const issueMinutesAdded = (rows: TaskRow[], now: number): SQL[] =>
  * week: a scalar subquery that D1's count of its rows adds, so that one statement, one view of D1,
  * counts a moving task once. The minutes after the one `time` falls in count by their totals (an
  * entry of the covering index each), that minute by its offsets: exact to the millisecond. (The
- * one-a-task rows kept before the minutes were folded into them by migration 0029.)
+ * one-a-task rows kept before the minutes were folded into them by migration 0029.) `before`: only
+ * the minutes before it, when the shards count the tasks issued since.
  */
-export const archivedIssuedSince = (scope: { functionId?: string | undefined; endpointId?: string | undefined }, time: number): SQL => {
+export const archivedIssuedSince = (scope: { functionId?: string | undefined; endpointId?: string | undefined }, time: number, before = Infinity): SQL => {
   const id = scope.functionId ?? scope.endpointId ?? "";
   const minute = minuteOf(time);
-  return sql`(coalesce((select sum(${taskArchiveMinutes.tasks}) from ${taskArchiveMinutes} where ${taskArchiveMinutes.scope} = ${id} and ${taskArchiveMinutes.minute} > ${minute}), 0)
+  // `before` is a whole minute (issue_counts_from): minutes before it are wholly before it.
+  const until = Number.isFinite(before) ? sql` and ${taskArchiveMinutes.minute} < ${before}` : sql``;
+  return sql`(coalesce((select sum(${taskArchiveMinutes.tasks}) from ${taskArchiveMinutes} where ${taskArchiveMinutes.scope} = ${id} and ${taskArchiveMinutes.minute} > ${minute}${until}), 0)
     + coalesce((select (select count(*) from json_each('[' || ${taskArchiveMinutes.offsets} || ']') where value >= ${time - minute})
         from ${taskArchiveMinutes} where ${taskArchiveMinutes.scope} = ${id} and ${taskArchiveMinutes.minute} = ${minute}), 0))`;
 };

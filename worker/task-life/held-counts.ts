@@ -31,8 +31,12 @@ export const NO_HELD_COUNTS: HeldCounts = { today: 0, week: 0, total: 0, pending
 const inScope = (row: TaskRow, s: TaskScope) =>
   row.accountId === s.accountId && (!s.functionId || row.functionId === s.functionId) && (!s.endpointId || row.endpointId === s.endpointId);
 
-/** `accepted`: whether the shard's outcome log holds the task's outcome (its finished view may not be made yet). */
-export function heldCounts(held: HeldTasks, accepted: (taskId: string) => boolean, scope: TaskScope, now: number): HeldCounts {
+/**
+ * `accepted`: whether the shard's outcome log holds the task's outcome (its finished view may not be made yet).
+ * `issuedBefore`: today's and the week's count only the tasks issued before it (the shards count the
+ * rest of a function's or an endpoint's from their issue: held-reads.ts).
+ */
+export function heldCounts(held: HeldTasks, accepted: (taskId: string) => boolean, scope: TaskScope, now: number, issuedBefore = Infinity): HeldCounts {
   const out: HeldCounts = { today: 0, week: 0, total: 0, pending: 0, finishedHere: [], pendingHere: [] };
   const today = startOfUtcDay(now);
   const week = now - 7 * DAY_MS;
@@ -44,8 +48,8 @@ export function heldCounts(held: HeldTasks, accepted: (taskId: string) => boolea
       continue;
     }
     out.total++;
-    if (row.issuedAt >= today) out.today++;
-    if (row.issuedAt >= week) out.week++;
+    if (row.issuedAt >= today && row.issuedAt < issuedBefore) out.today++;
+    if (row.issuedAt >= week && row.issuedAt < issuedBefore) out.week++;
     if (!finished) {
       out.pending++;
       out.pendingHere.push(row.id);

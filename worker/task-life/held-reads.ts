@@ -4,6 +4,7 @@ import { allShards, dispatcherFor } from "../dispatch/client.js";
 import { taskCounts, type TaskCounts, type TaskScope } from "../tasks/counts.js";
 import { usageOf, type UnrecordedUsage } from "../billing/usage.js";
 import { periodOf, type Plan } from "../billing/plans.js";
+import { shardsCountIssuesFrom } from "../tasks/issue-counts-from.js";
 import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.js";
 
 /**
@@ -16,10 +17,15 @@ import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.j
  * marked it yet), never missed. Pending is exact either way: the shard names the tasks it counts
  * as pending and those it finished that D1 still has unfinished, and D1's count leaves both out.
  */
-const shardsOf = (env: Bindings, scope: { functionId?: string | undefined }) => (scope.functionId ? [dispatcherFor(env, scope.functionId)] : allShards(env));
+/**
+ * A function's tasks are in its shard, but its counted issues may be in another one too, should
+ * DISPATCH_SHARDS have changed within the week: once the shards count issues, every shard is asked.
+ */
+const shardsOf = (env: Bindings, scope: { functionId?: string | undefined }, countsFrom: number | undefined) =>
+  scope.functionId && countsFrom === undefined ? [dispatcherFor(env, scope.functionId)] : allShards(env);
 
-export async function shardCounts(env: Bindings, scope: TaskScope, now: number): Promise<HeldCounts> {
-  const all = await Promise.all(shardsOf(env, scope).map((s) => s.heldCounts(scope, now).catch(() => NO_HELD_COUNTS)));
+export async function shardCounts(env: Bindings, scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
+  const all = await Promise.all(shardsOf(env, scope, countsFrom).map((s) => s.heldCounts(scope, now, countsFrom).catch(() => NO_HELD_COUNTS)));
   return all.reduce((a, b) => ({
     today: a.today + b.today,
     week: a.week + b.week,
@@ -32,8 +38,11 @@ export async function shardCounts(env: Bindings, scope: TaskScope, now: number):
 
 /** The task counters of the metrics routes (tasks/counts.ts), with the shards' own new and finished tasks. */
 export async function currentTaskCounts(env: Bindings, db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean } = {}): Promise<TaskCounts> {
-  const held = await shardCounts(env, scope, now);
-  const d1 = await taskCounts(db, scope, now, { ...o, pendingElsewhere: [...held.finishedHere, ...held.pendingHere] });
+  // A function's and an endpoint's today and week: the shards count the tasks issued since they
+  // began to, D1's rows and the archive's minutes those before (task-history/issue-minutes.ts).
+  const countsFrom = scope.functionId || scope.endpointId ? await shardsCountIssuesFrom(db) : undefined;
+  const held = await shardCounts(env, scope, now, countsFrom);
+  const d1 = await taskCounts(db, scope, now, { ...o, pendingElsewhere: [...held.finishedHere, ...held.pendingHere], issuedBefore: countsFrom });
   return { today: d1.today + held.today, week: d1.week + held.week, total: d1.total + held.total, pending: d1.pending + held.pending };
 }
 

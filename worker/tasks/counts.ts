@@ -1,4 +1,4 @@
-import { and, eq, gte, isNull, sql, type SQL } from "drizzle-orm";
+import { and, eq, gte, isNull, lt, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { tasks } from "../db/schema.js";
 import { idFloor } from "../lib/ids.js";
@@ -43,7 +43,7 @@ export const issuedSince = (time: number): SQL => and(gte(tasks.id, idFloor(time
  * endpoints keep the week's archived issue times.
  * `pendingElsewhere`: tasks whose pending state their shard accounts for, left out of D1's pending count (task-life/held-reads.ts).
  */
-export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean; pendingElsewhere?: string[] } = {}): Promise<TaskCounts> {
+export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean; pendingElsewhere?: string[]; issuedBefore?: number } = {}): Promise<TaskCounts> {
   const of = scope.functionId ? eq(tasks.functionId, scope.functionId) : scope.endpointId ? eq(tasks.endpointId, scope.endpointId) : eq(tasks.accountId, scope.accountId);
   // A function's or an endpoint's issue times are in its index; an account's are read through its ids' time.
   const since = (time: number): SQL => (scope.functionId || scope.endpointId ? gte(tasks.issuedAt, time) : issuedSince(time));
@@ -54,8 +54,12 @@ export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: 
   // millisecond), for an account its UTC days (from a day's start: its today). An account's week is
   // not kept anywhere, so it is not asked for.
   if (!scope.functionId && !scope.endpointId && o.week !== false) throw new Error("an account's week of tasks is not counted");
-  const archivedSince = (time: number) => (scope.functionId || scope.endpointId ? archivedIssuedSince(scope, time) : archivedOnDay(scope.accountId, time));
-  const issued = (time: number) => count(since(time), archivedSince(time));
+  // A function's or an endpoint's tasks issued since the shards began to count them are the shards'
+  // to count (held-reads.ts): here only those issued before, which are none once that is a week past.
+  const before = scope.functionId || scope.endpointId ? (o.issuedBefore ?? Infinity) : Infinity;
+  const archivedSince = (time: number) => (scope.functionId || scope.endpointId ? archivedIssuedSince(scope, time, before) : archivedOnDay(scope.accountId, time));
+  const issued = (time: number) =>
+    time >= before ? undefined : count(Number.isFinite(before) ? and(since(time), lt(tasks.issuedAt, before)) : since(time), archivedSince(time));
   // Archived tasks leave the total's rows (task-history/): a function's or an account's total adds
   // their counts; an endpoint's total, which no route shows, counts D1's rows only.
   const archived = scope.endpointId ? undefined : (archivedTotal(db, scope) as unknown as Count);

@@ -159,3 +159,11 @@ export const taskArchivePending = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.accountId, t.firstId, t.at] }), index("task_archive_pending_at").on(t.at)],
 );
+
+/**
+ * Since when the dispatcher shards count every task's issue (step 3 of the shard-resident history,
+ * docs/dispatch.md): a whole minute, set once by the migration that made the table. A function's
+ * and an endpoint's counts ask the shards from then on, and the move writes no issue minutes for
+ * tasks issued since, so task_archive_minutes drains within the week after.
+ */
+export const issueCountsFrom = sqliteTable("issue_counts_from", { fromMs: integer("from_ms").notNull() });
