@@ -35,7 +35,6 @@ const SCOPES_CACHED = 10_000;
 const encodeOffset = (ms: number) => String.fromCharCode(48 + (ms >> 5), 48 + (ms & 31));
 const offsetAt = (text: string, i: number) => ((text.charCodeAt(i) - 48) << 5) | (text.charCodeAt(i + 1) - 48);
 
-
 /**
  * The week's issue times of a shard's functions and endpoints (step 3 of the shard-resident
  * history, docs/dispatch.md): what a function's and an endpoint's `todaysTasks` and `weekTasks`

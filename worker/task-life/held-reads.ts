@@ -1,6 +1,7 @@
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import { allShards, dispatcherFor } from "../dispatch/client.js";
+import type { DispatcherRpc } from "../dispatch/rpc.js";
 import { taskCounts, type TaskCounts, type TaskScope } from "../tasks/counts.js";
 import { usageOf, type UnrecordedUsage } from "../billing/usage.js";
 import { periodOf, type Plan } from "../billing/plans.js";
@@ -10,7 +11,9 @@ import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.j
 /**
  * Aggregates read your own writes (issue 26): D1's answer plus what the shards hold that D1 does
  * not show yet (held-counts.ts). A function's tasks are in its shard; an account's or an endpoint's
- * may be in any. A shard out of reach adds nothing (D1 alone answers, as before).
+ * may be in any. A shard out of reach adds nothing (D1 alone answers, as before), but for the issues
+ * the shards count (a function's and an endpoint's today and week since the cutover): those only
+ * the shards know, so a shard out of reach fails the read rather than answer counts short.
  *
  * The shards are asked first and D1 after: a batch that reaches D1 in between is then counted
  * twice for a moment in today's, the week's and the total counts (D1 has it, the shard had not
@@ -25,7 +28,8 @@ const shardsOf = (env: Bindings, scope: { functionId?: string | undefined }, cou
   scope.functionId && countsFrom === undefined ? [dispatcherFor(env, scope.functionId)] : allShards(env);
 
 export async function shardCounts(env: Bindings, scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
-  const all = await Promise.all(shardsOf(env, scope, countsFrom).map((s) => s.heldCounts(scope, now, countsFrom).catch(() => NO_HELD_COUNTS)));
+  const asked = (s: DurableObjectStub<DispatcherRpc>) => s.heldCounts(scope, now, countsFrom);
+  const all = await Promise.all(shardsOf(env, scope, countsFrom).map((s) => (countsFrom === undefined ? asked(s).catch(() => NO_HELD_COUNTS) : asked(s))));
   return all.reduce((a, b) => ({
     today: a.today + b.today,
     week: a.week + b.week,
