@@ -124,19 +124,25 @@ describe("the first count of a shard", () => {
   it("counts the tasks it holds and the finished records it keeps, each once, and then every task it issues", async () => {
     const now = Date.now();
     const fn = newId();
-    const held = [1, 2, 3].map((i) => ({ id: newId(now - i), functionId: fn, issuedAt: now - i }));
-    const kept = [3, 4].map((i) => held[i - 1] ?? { id: newId(now - 10 * i), functionId: fn, issuedAt: now - 10 * i });
-    const old = { id: newId(now - WEEK_MS - 1), functionId: fn, issuedAt: now - WEEK_MS - 1 };
+    const ep = newId();
+    // Several in one second and one hour (added up before they are written), some through an endpoint.
+    const at = (ms: number, i: number) => ({ id: newId(ms), functionId: fn, endpointId: i % 2 ? ep : null, issuedAt: ms });
+    const held = [1, 2, 3, 1_500, 2 * HOUR_MS].map((ago, i) => at(now - ago, i));
+    const kept = [held[2]!, held[3]!, at(now - 40, 5), at(now - 41, 6)];
+    const old = at(now - WEEK_MS - 1, 7);
+    const counted = [...held, ...kept.slice(2)];
+    const froms = [now - WEEK_MS - 10, ...counted.flatMap((i) => [i.issuedAt, i.issuedAt + 1])];
     const [first, since, again] = await inScratch("first", (sql) => {
       const counts = new IssueCounts(sql, now, () => distinctIssues(held, [...kept, old]));
-      const first = counts.issuedSince(fn, now - WEEK_MS - 10);
+      const first = froms.map((from) => [counts.issuedSince(fn, from), counts.issuedSince(ep, from)]);
       counts.issued({ functionId: fn, issuedAt: now + 1 }, now + 1);
       // A later instance over the same storage counts nothing again.
       const later = new IssueCounts(sql, now + 5, () => distinctIssues(held, kept));
       return [first, later.since, later.issuedSince(fn, now - WEEK_MS - 10)];
     });
-    expect(first).toBe(4);
+    expect(first).toEqual(froms.map((from) => [brute(counted, fn, from), brute(counted, ep, from)]));
+    expect(brute(counted, fn, now - WEEK_MS - 10)).toBe(7);
     expect(since).toBe(now);
-    expect(again).toBe(5);
+    expect(again).toBe(8);
   });
 });

@@ -35,6 +35,12 @@ const SCOPES_CACHED = 10_000;
 const encodeOffset = (ms: number) => String.fromCharCode(48 + (ms >> 5), 48 + (ms & 31));
 const offsetAt = (text: string, i: number) => ((text.charCodeAt(i) - 48) << 5) | (text.charCodeAt(i + 1) - 48);
 
+const ADD_TO_HOUR = "insert into shard_issue_hour (scope, hour, tasks) values (?, ?, ?) on conflict do update set tasks = tasks + excluded.tasks";
+const ADD_TO_SECOND = "insert into shard_issue_second (scope, second, offsets) values (?, ?, ?) on conflict do update set offsets = offsets || excluded.offsets";
+
+/** The scopes an issue counts under: its function, and its endpoint when it came through one. */
+const scopesOf = (issue: Issue) => (issue.endpointId ? [issue.functionId, issue.endpointId] : [issue.functionId]);
+
 /**
  * The week's issue times of a shard's functions and endpoints (step 3 of the shard-resident
  * history, docs/dispatch.md): what a function's and an endpoint's `todaysTasks` and `weekTasks`
@@ -73,7 +79,7 @@ export class IssueCounts {
     const [kept] = sql.exec<{ since: number }>("select since from shard_issue_since").toArray();
     if (kept) this.since = kept.since;
     else {
-      for (const issue of existing()) if (issue.issuedAt >= now - WEEK_MS) this.add(issue);
+      this.addAll(existing(), now - WEEK_MS);
       sql.exec("insert into shard_issue_since (since) values (?)", now);
       this.since = now;
     }
@@ -89,16 +95,36 @@ export class IssueCounts {
     const hour = Math.floor(issue.issuedAt / HOUR_MS);
     const second = Math.floor(issue.issuedAt / SECOND_MS);
     const offset = encodeOffset(issue.issuedAt % SECOND_MS);
-    for (const id of issue.endpointId ? [issue.functionId, issue.endpointId] : [issue.functionId]) {
+    for (const id of scopesOf(issue)) {
       const scope = this.scopeOf(id, true)!;
-      this.sql.exec("insert into shard_issue_hour (scope, hour, tasks) values (?, ?, 1) on conflict do update set tasks = tasks + 1", scope, hour);
-      this.sql.exec(
-        "insert into shard_issue_second (scope, second, offsets) values (?, ?, ?) on conflict do update set offsets = offsets || excluded.offsets",
-        scope,
-        second,
-        offset,
-      );
+      this.sql.exec(ADD_TO_HOUR, scope, hour, 1);
+      this.sql.exec(ADD_TO_SECOND, scope, second, offset);
     }
+  }
+
+  /**
+   * Issues at `from` or later, added up first: a shard's first count (up to an hour of a busy
+   * shard's tasks, in its constructor) writes a row an hour and a second, not two a task.
+   */
+  private addAll(issues: Iterable<Issue>, from: number): void {
+    const hours = new Map<string, [scope: number, hour: number, tasks: number]>();
+    const seconds = new Map<string, [scope: number, second: number, offsets: string]>();
+    for (const issue of issues) {
+      if (issue.issuedAt < from) continue;
+      const hour = Math.floor(issue.issuedAt / HOUR_MS);
+      const second = Math.floor(issue.issuedAt / SECOND_MS);
+      for (const id of scopesOf(issue)) {
+        const scope = this.scopeOf(id, true)!;
+        const h = hours.get(`${scope} ${hour}`) ?? [scope, hour, 0];
+        h[2]++;
+        hours.set(`${scope} ${hour}`, h);
+        const s = seconds.get(`${scope} ${second}`) ?? [scope, second, ""];
+        s[2] += encodeOffset(issue.issuedAt % SECOND_MS);
+        seconds.set(`${scope} ${second}`, s);
+      }
+    }
+    for (const h of hours.values()) this.sql.exec(ADD_TO_HOUR, ...h);
+    for (const s of seconds.values()) this.sql.exec(ADD_TO_SECOND, ...s);
   }
 
   /**
