@@ -250,9 +250,10 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
    */
   async heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
     const id = scope.functionId ?? scope.endpointId;
-    if (countsFrom === undefined || !id) return heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now);
-    const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, countsFrom);
-    const since = (from: number) => this.issues.issuedSince(id, Math.max(from, countsFrom));
+    const from = id ? countsFrom : undefined;
+    const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, from);
+    if (from === undefined || !id) return held;
+    const since = (start: number) => this.issues.issuedSince(id, Math.max(start, from));
     return { ...held, today: held.today + since(startOfUtcDay(now)), week: held.week + since(now - WEEK_MS) };
   }
 

@@ -2,7 +2,7 @@ import { getTableColumns } from "drizzle-orm";
 import { rowOf } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { tasks } from "../db/schema/tasks.js";
-import { idBytes, idText } from "./id-bytes.js";
+import { stored, unstored } from "./id-bytes.js";
 
 /**
  * A finished task's record as its shard keeps it (docs/dispatch.md, "The design"): every column of
@@ -44,7 +44,7 @@ export function encodeRecord(row: TaskRow): RecordValue[] {
       far |= 1 << payload;
       return null;
     }
-    return idBytes(driver)?.buffer as ArrayBuffer | undefined ?? driver;
+    return stored(driver);
   });
   return [...values, far];
 }
@@ -56,12 +56,9 @@ export interface KeptRecord {
 }
 
 /** A stored record back to the row D1 would answer, but for the payloads named in `far`. */
-export function decodeRecord(stored: Record<string, SqlStorageValue>): KeptRecord {
+export function decodeRecord(kept: Record<string, SqlStorageValue>): KeptRecord {
   const raw: Record<string, unknown> = {};
-  for (const { column } of COLUMNS) {
-    const v = stored[column.name];
-    raw[column.name] = v instanceof ArrayBuffer ? idText(new Uint8Array(v)) : v;
-  }
-  const bits = Number(stored.far ?? 0);
+  for (const { column } of COLUMNS) raw[column.name] = unstored(kept[column.name]);
+  const bits = Number(kept.far ?? 0);
   return { row: rowOf(tasks, raw), far: PAYLOADS.filter((_, i) => bits & (1 << i)) };
 }

@@ -1,6 +1,6 @@
 import type { TaskRow } from "../db/rows.js";
 import { decodeRecord, encodeRecord, RECORD_COLUMNS, RECORD_TYPES, type KeptRecord } from "./compact-record.js";
-import { idBytes, idFloorAt, idText } from "./id-bytes.js";
+import { idFloorAt, stored, unstored } from "./id-bytes.js";
 import type { Issue } from "./issue-counts.js";
 
 /** Pruning runs at most this often: a look at the oldest ids, whatever the batch rate. */
@@ -44,9 +44,8 @@ export class FinishedRecords {
 
   /** The record of a task that finished within the window at `now` (one pruning has not yet dropped may be past it). */
   get(taskId: string, now: number): KeptRecord | undefined {
-    const key = idBytes(taskId)?.buffer ?? taskId;
-    const [stored] = this.sql.exec("select * from shard_record where id = ? and finished_at >= ?", key, now - this.windowMs).toArray();
-    return stored ? decodeRecord(stored) : undefined;
+    const [kept] = this.sql.exec("select * from shard_record where id = ? and finished_at >= ?", stored(taskId), now - this.windowMs).toArray();
+    return kept ? decodeRecord(kept) : undefined;
   }
 
   /** The row of a task finished within the window, when the record holds all of it: a read by id answers from it. */
@@ -72,9 +71,10 @@ export class FinishedRecords {
 
   /** The issue of every record kept (issue-counts.ts counts them once, when the shard first counts issues). */
   *issues(): Generator<Issue & { id: string }> {
-    const text = (v: unknown) => (v instanceof ArrayBuffer ? idText(new Uint8Array(v)) : (v as string | null));
-    for (const r of this.sql.exec("select id, function_id, endpoint_id, issued_at from shard_record"))
-      yield { id: text(r.id)!, functionId: text(r.function_id)!, endpointId: text(r.endpoint_id), issuedAt: Number(r.issued_at) };
+    for (const r of this.sql.exec<{ id: ArrayBuffer | string; function_id: ArrayBuffer | string; endpoint_id: ArrayBuffer | string | null; issued_at: number }>(
+      "select id, function_id, endpoint_id, issued_at from shard_record",
+    ))
+      yield { id: unstored(r.id), functionId: unstored(r.function_id), endpointId: unstored(r.endpoint_id), issuedAt: Number(r.issued_at) };
   }
 
   /** How many records the shard holds (tests and the benchmark). */

@@ -48,5 +48,11 @@ export function idText(bytes: Uint8Array): string {
   return out;
 }
 
+/** Text as the shard's tables keep it: packed when it has an id's shape, as it is otherwise. */
+export const stored = (text: string): ArrayBuffer | string => (idBytes(text)?.buffer as ArrayBuffer | undefined) ?? text;
+
+/** A kept value back as it was: a blob can only be a packed id. */
+export const unstored = <T>(value: T | ArrayBuffer): T | string => (value instanceof ArrayBuffer ? idText(new Uint8Array(value)) : value);
+
 /** The smallest packed id of a millisecond: every id made at or after `ms` sorts at or after it. */
 export const idFloorAt = (ms: number): Uint8Array => idBytes(idTimePrefix(ms).padEnd(ID_CHARS, "0"))!;

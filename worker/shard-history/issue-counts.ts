@@ -1,6 +1,6 @@
 import { HOUR_MS } from "../lib/time.js";
 import { WEEK_MS } from "../task-history/window.js";
-import { idBytes } from "./id-bytes.js";
+import { stored } from "./id-bytes.js";
 
 /** A task as its issue is counted: under its function, and its endpoint when it came through one. */
 export interface Issue {
@@ -157,7 +157,7 @@ export class IssueCounts {
   private scopeOf(id: string, add: boolean): number | undefined {
     let n = this.scopes.get(id);
     if (n !== undefined) return n;
-    const key = (idBytes(id)?.buffer as ArrayBuffer | undefined) ?? id;
+    const key = stored(id);
     n = this.sql.exec<{ n: number }>("select n from shard_issue_scope where id = ?", key).toArray()[0]?.n;
     if (n === undefined && add) n = this.sql.exec<{ n: number }>("insert into shard_issue_scope (id) values (?) returning n", key).one().n;
     if (n === undefined) return undefined;
