@@ -6,8 +6,10 @@
  * (the migrations' `tasks` table with its indexes) measured in the same run. Step 3: the same with
  * each task's issue counted too (`IssueCounts.issued`, in the step that holds the row), and the
  * bytes the week's issue times take in the shard against D1's minutes of the same issues, at a
- * busy shard's rate and a quiet one's.
- * Run: npx tsx bench/shard-history.ts [--tasks 20000] [--rounds 5]
+ * busy shard's rate and a quiet one's. And how long a shard's first count takes (its constructor
+ * counts the hour of tasks it holds and keeps, once, when it first runs step 3's code): against the
+ * same issues counted one by one as they are issued.
+ * Run: npx tsx bench/shard-history.ts [--tasks 20000] [--rounds 5] [--first 900000]
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -27,7 +29,9 @@ import { HeldTasks } from "../worker/task-life/held-tasks.js";
 import { sqlStorageOver } from "./lib/sql-storage-over-sqlite.js";
 import { percentile, printTable } from "./stats.js";
 
-const { values } = parseArgs({ options: { tasks: { type: "string", default: "20000" }, rounds: { type: "string", default: "5" } } });
+const { values } = parseArgs({ options: { tasks: { type: "string", default: "20000" }, rounds: { type: "string", default: "5" }, first: { type: "string", default: "900000" } } });
+/** Issues of a shard's first count: an hour at a busy shard's 250 a second by default. */
+const FIRST = Number(values.first);
 const TASKS = Number(values.tasks);
 const ROUNDS = Number(values.rounds);
 const BATCH = 64;
@@ -158,6 +162,34 @@ function bytesPerIssue(dir: string, perSecond: number): { shard: number; d1: num
   return out;
 }
 
+/**
+ * A shard's first count of `FIRST` issues spread over the last hour (the constructor, which blocks
+ * the shard's first request after the deploy), against the same issues counted as a running shard
+ * counts them, one `issued` each, in one transaction (the baseline).
+ */
+function firstCount(dir: string): { first: number; oneByOne: number } {
+  const now = Date.now();
+  const issues = Array.from({ length: FIRST }, (_, i) => ({
+    id: String(i), functionId: functions[i % functions.length]!, endpointId: i % 3 ? null : functions[(i + 1) % functions.length]!, issuedAt: now - HOUR_MS + Math.floor((i * HOUR_MS) / FIRST),
+  }));
+  const timed = (name: string, fn: (sql: ReturnType<typeof sqlStorageOver>) => void) => {
+    const db = shardDb(dir, name);
+    const t0 = performance.now();
+    db.exec("begin");
+    fn(sqlStorageOver(db));
+    db.exec("commit");
+    const ms = performance.now() - t0;
+    db.close();
+    return ms;
+  };
+  const oneByOne = timed("first-baseline", (sql) => {
+    const counts = new IssueCounts(sql, now, () => []);
+    for (const issue of issues) counts.issued(issue, now);
+  });
+  const first = timed("first-count", (sql) => new IssueCounts(sql, now, () => issues));
+  return { first, oneByOne };
+}
+
 function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gcfaas-bench-shard-history-"));
   try {
@@ -185,6 +217,11 @@ function main() {
     printTable(`Bytes an issue time takes for the week's counts, ${TASKS.toLocaleString("en")} issues over 200 functions, a third through an endpoint (dbstat)`, ["issues a second", "D1's minutes (baseline)", "the shard's hours and seconds", "vs D1"], rates.map((r) => [
       String(r.perSecond), r.d1.toFixed(1), r.shard.toFixed(1), `${(r.shard / r.d1).toFixed(2)}×`,
     ]));
+    const first = firstCount(dir);
+    printTable(`A shard's first count of ${FIRST.toLocaleString("en")} issues of the last hour over 200 functions, a third through an endpoint (one transaction)`, ["", "ms in all", "µs an issue", "vs baseline"], [
+      ["counted one by one as issued (baseline)", first.oneByOne.toFixed(0), ((first.oneByOne * 1000) / FIRST).toFixed(2), "1.00×"],
+      ["the first count, added up in memory first", first.first.toFixed(0), ((first.first * 1000) / FIRST).toFixed(2), `${(first.first / first.oneByOne).toFixed(2)}×`],
+    ]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

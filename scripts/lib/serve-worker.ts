@@ -39,6 +39,7 @@ import { localSecretsKey } from "./local-secrets-key.js";
 import { quietDisconnects } from "./quiet-disconnects.js";
 import { d1DelayBinding, d1DelayFrom } from "./d1-delay.js";
 import { scheduleCrons } from "./local-crons.js";
+import { shardLayouts } from "../../worker/dispatch/shard-layouts.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const [port, stateDir, logLevel = "warn"] = process.argv.slice(2);
@@ -65,9 +66,8 @@ function bundle(outdir: string): Promise<void> {
 
 function shardsOverride(v: string | undefined): { DISPATCH_SHARDS?: string } {
   if (v === undefined || v === "") return {};
-  const n = Number(v);
-  // The Worker would quietly fall back to one shard (client.ts); a benchmark must not.
-  if (!Number.isInteger(n) || n < 1 || n > 256) throw new Error(`GCFAAS_DISPATCH_SHARDS must be a shard count from 1 to 256, not ${v}`);
+  // Refused here, at start, rather than on every task route of the Worker.
+  shardLayouts(v);
   return { DISPATCH_SHARDS: v };
 }
 

@@ -322,11 +322,11 @@ export async function consolePage(path: string, token: string) {
 }
 
 /** Holds the shard's writes to D1 back (or lets them go, writing what waited): D1 lags behind the shard. */
-export async function holdRecords(on: boolean) {
-  await runInDurableObject(shardStub(env, 0), (o) => {
+export async function holdRecords(on: boolean, shard = 0) {
+  await runInDurableObject(shardStub(env, shard), (o) => {
     (o as unknown as { commits: { held: boolean } }).commits.held = on;
   });
-  if (!on) await shardStub(env, 0).flushRecords();
+  if (!on) await shardStub(env, shard).flushRecords();
 }
 
 /**

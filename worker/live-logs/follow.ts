@@ -1,7 +1,7 @@
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import { ApiError } from "../errors.js";
-import { dispatcherFor } from "../dispatch/client.js";
+import { dispatcherFor, taskDispatcher } from "../dispatch/client.js";
 import type { Followed } from "../dispatch/log-follows.js";
 import { requestFollow } from "../dispatch/live-log-requests.js";
 import { getOwnTask } from "../services/tasks.js";
@@ -20,7 +20,7 @@ const RECORDING_WAIT_MS = 10_000;
 export async function followTaskLog(env: Bindings, db: Db, accountId: string, taskId: string): Promise<Response> {
   let task = await getOwnTask(env, db, accountId, taskId);
   if (task.finishedAt == null) {
-    const shard = dispatcherFor(env, task.functionId);
+    const shard = taskDispatcher(env, task);
     const followed = await requestFollow(shard, "task", taskId, accountId);
     if (followed) return streamed(followed);
     // It finished meanwhile: its outcome may still be on the way to D1.

@@ -3,7 +3,7 @@ import type { Db } from "../db/client.js";
 import type { Bindings } from "../env.js";
 import { functions } from "../db/schema.js";
 import { notFound } from "../errors.js";
-import { dispatcherFor } from "../dispatch/client.js";
+import { functionDispatchers } from "../dispatch/client.js";
 import { admissionChanged } from "../shard-admission/notify.js";
 import type { RetryPolicy } from "../../shared/schemas/retry.js";
 
@@ -37,7 +37,8 @@ export async function writeFunctionPolicy(env: Bindings, db: Db, accountId: stri
     .where(and(eq(functions.id, functionId), eq(functions.accountId, accountId)))
     .returning(policyColumns);
   if (!row) throw notFound("function");
-  await dispatcherFor(env, functionId).policyChanged(functionId, { retry: retryOf(row), concurrency: row.concurrencyMax });
+  const policy = { retry: retryOf(row), concurrency: row.concurrencyMax };
+  await Promise.all(functionDispatchers(env, functionId).map((s) => s.policyChanged(functionId, policy)));
   await admissionChanged(env, { functionId });
 }
 

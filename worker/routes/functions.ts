@@ -4,7 +4,7 @@ import { jsonBody, query } from "../http/validate.js";
 import { capabilitiesSet, functionCreate, functionEdit, functionListQuery } from "../../shared/schemas/function.js";
 import { deletePrefix, functionPrefix } from "../lib/storage-keys.js";
 import { getOwnTags } from "../services/tags.js";
-import { cancelFunction, dispatcherFor, setPaused } from "../dispatch/client.js";
+import { cancelFunction, functionDispatchers, setPaused } from "../dispatch/client.js";
 import { clearStorage, readStorage } from "../storage/service.js";
 import { admissionChanged } from "../shard-admission/notify.js";
 import { endpointIdsOf, endpointsChanged, endpointsGone } from "../endpoint-door/notify.js";
@@ -121,7 +121,7 @@ export const functionRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const id = c.req.param("id");
     await clearStorage(c.var.db, c.env.BUCKET, c.var.caller.accountId, id);
-    await dispatcherFor(c.env, id).clearStorage(id);
+    await Promise.all(functionDispatchers(c.env, id).map((s) => s.clearStorage(id)));
     return c.body(null, 204);
   })
   .get("/:id/capabilities", describeRoute({

@@ -3,8 +3,9 @@ import type { AppEnv } from "../env.js";
 import { notFound } from "../errors.js";
 import { builds } from "../db/schema.js";
 import { findTask } from "../task-life/find.js";
-import { dispatcherFor } from "../dispatch/client.js";
+import { dispatcherFor, functionDispatchers, taskDispatcher } from "../dispatch/client.js";
 import type { Access } from "../dispatch/nodes.js";
+import type { DispatcherRpc } from "../dispatch/rpc.js";
 
 type Ctx = { env: AppEnv["Bindings"]; var: AppEnv["Variables"] };
 
@@ -13,8 +14,9 @@ type Ctx = { env: AppEnv["Bindings"]; var: AppEnv["Variables"] };
  * still holds open; anything else, whatever the token, is 404, so a node cannot even learn which
  * ids exist.
  */
-async function assigned(c: Ctx, functionId: string, access: Access, what: string): Promise<void> {
-  if (!(await dispatcherFor(c.env, functionId).holds(c.var.agent.nodeId, access))) throw notFound(what);
+async function assigned(c: Ctx, shards: DurableObjectStub<DispatcherRpc>[], access: Access, what: string): Promise<void> {
+  const held = await Promise.all(shards.map((s) => s.holds(c.var.agent.nodeId, access)));
+  if (!held.includes(true)) throw notFound(what);
 }
 
 /**
@@ -24,7 +26,9 @@ async function assigned(c: Ctx, functionId: string, access: Access, what: string
 export async function agentBuild(c: Ctx, id: string, access: "build" | "artifact", what: string) {
   const [b] = await c.var.db.select().from(builds).where(eq(builds.id, id));
   if (!b) throw notFound(what);
-  await assigned(c, b.functionId, access === "build" ? { kind: "build", id } : { kind: "artifact", buildId: id }, what);
+  // An artifact serves the function's tasks wherever they wait: in an earlier layout's shard too.
+  if (access === "build") await assigned(c, [dispatcherFor(c.env, b.functionId)], { kind: "build", id }, what);
+  else await assigned(c, functionDispatchers(c.env, b.functionId), { kind: "artifact", buildId: id }, what);
   return b;
 }
 
@@ -32,6 +36,6 @@ export async function agentBuild(c: Ctx, id: string, access: "build" | "artifact
 export async function agentTask(c: Ctx, id: string, what: string) {
   const t = await findTask(c.env, c.var.db, id);
   if (!t) throw notFound(what);
-  await assigned(c, t.functionId, { kind: "task", id }, what);
+  await assigned(c, [taskDispatcher(c.env, t)], { kind: "task", id }, what);
   return t;
 }

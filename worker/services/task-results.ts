@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
-import { dispatcherFor, shardOfTask, shardStub } from "../dispatch/client.js";
+import { shardOfTask, shardStub, taskDispatcher } from "../dispatch/client.js";
 import { getOwnTask } from "./tasks.js";
 import { findTask } from "../task-life/find.js";
 import { ApiError } from "../errors.js";
@@ -35,7 +35,7 @@ export async function awaitFinished(db: Db, env: Bindings, task: TaskRow, second
     try {
       // Bounded on this side too: a dispatcher that is reset mid-wait must not hold the request.
       const remaining = deadline - before;
-      const answer: PromiseLike<TaskRow | null> = dispatcherFor(env, t.functionId).awaitTask(t.id, remaining);
+      const answer: PromiseLike<TaskRow | null> = taskDispatcher(env, t).awaitTask(t.id, remaining);
       const row = await within(answer, remaining + 500);
       if (row?.finishedAt != null) return row;
     } catch {

@@ -1,5 +1,5 @@
 import type { Bindings } from "../env.js";
-import { allShards, dispatcherFor } from "../dispatch/client.js";
+import { allShards, functionDispatchers } from "../dispatch/client.js";
 
 /** What changed of admission's facts: one function (its row, release or builds), or an account (its plan, grants, or itself). */
 export type AdmissionChange = { functionId: string } | { accountId: string };
@@ -10,6 +10,6 @@ export type AdmissionChange = { functionId: string } | { accountId: string };
  * live in its own shard; an account's functions may be on every shard.
  */
 export async function admissionChanged(env: Bindings, change: AdmissionChange): Promise<void> {
-  if ("functionId" in change) await dispatcherFor(env, change.functionId).admissionChanged({ functionId: change.functionId });
+  if ("functionId" in change) await Promise.all(functionDispatchers(env, change.functionId).map((s) => s.admissionChanged({ functionId: change.functionId })));
   else await Promise.all(allShards(env).map((s) => s.admissionChanged({ accountId: change.accountId })));
 }

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import type { Bindings } from "../env.js";
-import { dispatcherFor } from "../dispatch/client.js";
+import { functionDispatchers } from "../dispatch/client.js";
 import { functionStorage } from "../db/schema.js";
 import { notFound } from "../errors.js";
 import { getOwnFunction } from "../services/functions.js";
@@ -14,9 +14,7 @@ export async function readStorage(env: Bindings, db: Db, accountId: string, func
   // A value a task set reaches D1 with its outcome's batch: the function's shard writes what it
   // holds first, so the owner reads what the last finished task set (a rare read; a shard out of
   // reach leaves D1's value).
-  await dispatcherFor(env, functionId)
-    .flushRecords()
-    .catch(() => 0);
+  await Promise.all(functionDispatchers(env, functionId).map((s) => s.flushRecords().catch(() => 0)));
   const [row] = await db.select().from(functionStorage).where(and(eq(functionStorage.functionId, functionId), eq(functionStorage.accountId, accountId)));
   if (!row) throw notFound("storage of this function");
   let value = row.value;

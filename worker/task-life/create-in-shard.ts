@@ -1,6 +1,6 @@
 import type { Bindings } from "../env.js";
 import type { TaskRow } from "../db/rows.js";
-import { dispatcherFor } from "../dispatch/client.js";
+import { taskDispatcher } from "../dispatch/client.js";
 import type { DispatcherRpc } from "../dispatch/rpc.js";
 import { refusalError, type Refusal } from "./refusal.js";
 import type { CreateRequest } from "./create-types.js";
@@ -20,7 +20,7 @@ export interface AskingShard {
  * instead, so that the issuer's own retry runs the creation again.
  */
 export async function createInShard(env: Bindings, from: AskingShard, req: CreateRequest): Promise<{ task: TaskRow } | { refused: Refusal }> {
-  const stub = dispatcherFor(env, req.functionId);
+  const stub = taskDispatcher(env, req);
   const answer = stub.id.equals(from.id) ? await from.self.createTask(req) : await stub.createTask(req);
   if (!("refused" in answer)) return { task: answer.task };
   if (notNow(answer.refused)) throw refusalError(answer.refused);

@@ -1,6 +1,6 @@
 import type { Bindings } from "../env.js";
 import type { TaskRow } from "../db/rows.js";
-import { dispatcherFor } from "../dispatch/client.js";
+import { taskDispatcher } from "../dispatch/client.js";
 import { stageInput, type NewTask } from "../tasks/row.js";
 import { refusalError } from "./refusal.js";
 import type { CreateAnswer, CreateRequest } from "./create-types.js";
@@ -18,7 +18,7 @@ export type { CreateAnswer, CreateRequest };
 export async function createTask(env: Bindings, functionId: string, o: NewTask, waitS = 0, now = Date.now()): Promise<Created> {
   const staged = await stageInput(env.BUCKET, o, now);
   // A call that fails may have created the task all the same (the answer was lost): its input stays.
-  const answer = await dispatcherFor(env, functionId).createTask({ ...o, functionId, staged, now }, waitS * 1000);
+  const answer = await taskDispatcher(env, { functionId, id: o.id }).createTask({ ...o, functionId, staged, now }, waitS * 1000);
   if ("refused" in answer) {
     if (staged.inputKey) await env.BUCKET.delete(staged.inputKey);
     throw refusalError(answer.refused);
@@ -39,6 +39,6 @@ export interface Created {
  */
 export async function awaitCreated(env: Bindings, task: TaskRow, waitS: number): Promise<TaskRow | null> {
   if (waitS <= 0) return null;
-  const row = await dispatcherFor(env, task.functionId).awaitTask(task.id, waitS * 1000);
+  const row = await taskDispatcher(env, task).awaitTask(task.id, waitS * 1000);
   return row?.finishedAt != null ? row : null;
 }

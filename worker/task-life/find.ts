@@ -3,7 +3,7 @@ import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { tasks } from "../db/schema.js";
-import { allShards, dispatcherFor, shardOfTask, shardStub } from "../dispatch/client.js";
+import { allShards, functionDispatchers, shardOfTask, shardStub } from "../dispatch/client.js";
 
 /**
  * A task by id, read your own writes (issue 26): its shard (named by the id) first, whose copy is
@@ -35,7 +35,7 @@ export interface HeldQuery {
  * every shard (one call each, in parallel, answered from memory). A shard out of reach adds none.
  */
 export async function heldTasks(env: Bindings, q: HeldQuery): Promise<TaskRow[]> {
-  const shards = q.functionId ? [dispatcherFor(env, q.functionId)] : allShards(env);
+  const shards = q.functionId ? functionDispatchers(env, q.functionId) : allShards(env);
   const lists = await Promise.all(shards.map((s) => s.heldTasks(q).catch(() => [] as TaskRow[])));
   return lists.flat();
 }

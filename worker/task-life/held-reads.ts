@@ -1,6 +1,6 @@
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
-import { allShards, dispatcherFor } from "../dispatch/client.js";
+import { allShards, functionDispatchers } from "../dispatch/client.js";
 import type { DispatcherRpc } from "../dispatch/rpc.js";
 import { taskCounts, type TaskCounts, type TaskScope } from "../tasks/counts.js";
 import { usageOf, type UnrecordedUsage } from "../billing/usage.js";
@@ -21,15 +21,15 @@ import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.j
  * as pending and those it finished that D1 still has unfinished, and D1's count leaves both out.
  */
 /**
- * A function's tasks are in its shard, but its counted issues may be in another one too, should
- * DISPATCH_SHARDS have changed within the week: once the shards count issues, every shard is asked.
+ * A function's tasks, and its counted issues, are in its shard under each layout of DISPATCH_SHARDS
+ * (one shard unless the count changed: dispatch/shard-layouts.ts); an endpoint's and an account's
+ * in any.
  */
-const shardsOf = (env: Bindings, scope: { functionId?: string | undefined }, countsFrom: number | undefined) =>
-  scope.functionId && countsFrom === undefined ? [dispatcherFor(env, scope.functionId)] : allShards(env);
+const shardsOf = (env: Bindings, scope: { functionId?: string | undefined }) => (scope.functionId ? functionDispatchers(env, scope.functionId) : allShards(env));
 
 export async function shardCounts(env: Bindings, scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
   const asked = (s: DurableObjectStub<DispatcherRpc>) => s.heldCounts(scope, now, countsFrom);
-  const all = await Promise.all(shardsOf(env, scope, countsFrom).map((s) => (countsFrom === undefined ? asked(s).catch(() => NO_HELD_COUNTS) : asked(s))));
+  const all = await Promise.all(shardsOf(env, scope).map((s) => (countsFrom === undefined ? asked(s).catch(() => NO_HELD_COUNTS) : asked(s))));
   return all.reduce((a, b) => ({
     today: a.today + b.today,
     week: a.week + b.week,
