@@ -170,7 +170,7 @@ function bytesPerIssue(dir: string, perSecond: number): { shard: number; d1: num
 function firstCount(dir: string): { first: number; oneByOne: number } {
   const now = Date.now();
   const issues = Array.from({ length: FIRST }, (_, i) => ({
-    id: String(i), functionId: functions[i % functions.length]!, endpointId: i % 3 ? null : functions[(i + 1) % functions.length]!, issuedAt: now - HOUR_MS + Math.floor((i * HOUR_MS) / FIRST),
+    id: String(i), accountId: accounts[i % accounts.length]!, functionId: functions[i % functions.length]!, endpointId: i % 3 ? null : functions[(i + 1) % functions.length]!, issuedAt: now - HOUR_MS + Math.floor((i * HOUR_MS) / FIRST),
   }));
   const timed = (name: string, fn: (sql: ReturnType<typeof sqlStorageOver>) => void) => {
     const db = shardDb(dir, name);

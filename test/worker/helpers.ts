@@ -354,9 +354,15 @@ export async function flushedDb() {
   return env.DB;
 }
 
-/** Sets when the shards began to count every task's issue (migration 0032's row), and makes the Worker read it again. */
-export async function shardsCountIssuesFrom(ms: number) {
+/**
+ * Sets when the shards began to count every task's issue (migration 0032's row), and with
+ * `accountDays` when they began to count accounts' (0033's), and makes the Worker read them again.
+ */
+export async function shardsCountIssuesFrom(ms: number, o: { accountDays?: number } = {}) {
   await env.DB.prepare("update issue_counts_from set from_ms = ?").bind(ms - (ms % 60_000)).run();
+  // The accounts' cutover is a UTC midnight (migration 0033): the one at or after `accountDays`.
+  const day = 86_400_000;
+  if (o.accountDays !== undefined) await env.DB.prepare("update issue_counts_from set accounts_from_ms = ?").bind(Math.ceil(o.accountDays / day) * day).run();
   forgetShardsCountIssuesFrom();
 }
 
@@ -367,7 +373,7 @@ export async function shardsCountIssuesFrom(ms: number) {
  */
 export async function recountShardIssues() {
   await d1IsTruth();
-  const { results } = await env.DB.prepare("select function_id as functionId, endpoint_id as endpointId, issued_at as issuedAt from tasks").all<Issue>();
+  const { results } = await env.DB.prepare("select account_id as accountId, function_id as functionId, endpoint_id as endpointId, issued_at as issuedAt from tasks").all<Issue>();
   await runInDurableObject(shardStub(env, 0), (o, state) => {
     for (const t of ["shard_issue_hour", "shard_issue_second"]) state.storage.sql.exec(`delete from ${t}`);
     const now = Date.now();

@@ -42,8 +42,9 @@ const MODES = [
 ];
 
 describe.each(MODES)("task counts, $mode", ({ from, counted }) => {
-  beforeEach(() => shardsCountIssuesFrom(from()));
-  afterAll(() => shardsCountIssuesFrom(Date.now()));
+  // An account's today is the shards' from the first UTC day that begins at their cutover (0033).
+  beforeEach(() => shardsCountIssuesFrom(from(), { accountDays: from() }));
+  afterAll(() => shardsCountIssuesFrom(Date.now(), { accountDays: Date.now() }));
 
   describe("function metrics in GET /v1/function/<function_id>", () => {
     it("counts today's (since 00:00 UTC), pending, last-7-days and completed tasks", async () => {
@@ -79,37 +80,38 @@ describe.each(MODES)("task counts, $mode", ({ from, counted }) => {
       expect(await callJson(`/v1/endpoint/${otherEp}/metrics`, 200, { token })).toEqual({ todayTasks: 1, pendingTasks: 0, weekTasks: 1 });
     });
   });
-});
 
-describe("GET /v1/metrics", () => {
-  it("counts the caller's pending and completed tasks, today's tasks and pending builds; nodes of the fleet", async () => {
-    await clearQueue();
-    const { token } = await newAccount();
-    const fn = await deployedFunction(token);
-    await agedTasks(token, fn);
-    await uploadBuild(token, fn); // PENDING
-    const stranger = await newAccount("stranger");
-    await newTask(stranger.token, await deployedFunction(stranger.token));
-    await uploadBuild(stranger.token, await newFunction(stranger.token));
+  describe("GET /v1/metrics", () => {
+    it("counts the caller's pending and completed tasks, today's tasks and pending builds; nodes of the fleet", async () => {
+      await clearQueue();
+      const { token } = await newAccount();
+      const fn = await deployedFunction(token);
+      await agedTasks(token, fn);
+      await uploadBuild(token, fn); // PENDING
+      const stranger = await newAccount("stranger");
+      await newTask(stranger.token, await deployedFunction(stranger.token));
+      await uploadBuild(stranger.token, await newFunction(stranger.token));
+      await counted();
 
-    const none = await callJson("/v1/metrics", 200, { token });
-    expect(none).toEqual({ pendingTasks: 4, pendingBuilds: 1, activeNodes: 0, freeNodes: 0, busyNodes: 0, todayTasks: 3, completedTasks: 4 });
+      const none = await callJson("/v1/metrics", 200, { token });
+      expect(none).toEqual({ pendingTasks: 4, pendingBuilds: 1, activeNodes: 0, freeNodes: 0, busyNodes: 0, todayTasks: 3, completedTasks: 4 });
 
-    // One agent with one slot takes a task and is busy; one with four slots is free.
-    const full = await FakeAgent.connect("metrics-full", { slots: 1 });
-    await full.next("task.assign");
-    const roomy = await FakeAgent.connect("metrics-roomy", { slots: 16 });
-    try {
-      const m = await callJson("/v1/metrics", 200, { token });
-      expect({ active: m.activeNodes, busy: m.busyNodes, free: m.freeNodes }).toEqual({ active: 2, busy: 1, free: 1 });
-    } finally {
-      await full.close();
-      await roomy.close();
-    }
-  });
+      // One agent with one slot takes a task and is busy; one with four slots is free.
+      const full = await FakeAgent.connect("metrics-full", { slots: 1 });
+      await full.next("task.assign");
+      const roomy = await FakeAgent.connect("metrics-roomy", { slots: 16 });
+      try {
+        const m = await callJson("/v1/metrics", 200, { token });
+        expect({ active: m.activeNodes, busy: m.busyNodes, free: m.freeNodes }).toEqual({ active: 2, busy: 1, free: 1 });
+      } finally {
+        await full.close();
+        await roomy.close();
+      }
+    });
 
-  it("needs a token", async () => {
-    await expectError(call("/v1/metrics"), 401, "unauthorized");
+    it("needs a token", async () => {
+      await expectError(call("/v1/metrics"), 401, "unauthorized");
+    });
   });
 });
 

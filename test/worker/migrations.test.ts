@@ -177,3 +177,19 @@ describe("0032_shard_issue_counts", () => {
     expect(from).toBeLessThanOrEqual(Date.now() + 60_000);
   });
 });
+
+describe("0033_shard_account_day_counts", () => {
+  it("sets the accounts' cutover to the next UTC midnight after it runs, keeping the functions' cutover", async () => {
+    const before = Date.now();
+    await applyD1Migrations(db, upTo("0032_"));
+    const [kept] = await rows("select from_ms from issue_counts_from");
+    await applyD1Migrations(db, upTo("0033_"));
+    const set = await rows("select from_ms, accounts_from_ms from issue_counts_from");
+    expect(set).toHaveLength(1);
+    expect(set[0]!.from_ms).toBe(kept!.from_ms);
+    const from = Number(set[0]!.accounts_from_ms);
+    expect(from % 86_400_000).toBe(0);
+    expect(from).toBeGreaterThan(before);
+    expect(from).toBeLessThanOrEqual(Date.now() + 86_400_000);
+  });
+});

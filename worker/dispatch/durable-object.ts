@@ -248,12 +248,16 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
    * `countsFrom` (when the shards began to count issues) and a function's or an endpoint's scope,
    * today's and the week's tasks issued since then are this shard's own count of them.
    */
+  /**
+   * `countsFrom`: since when this shard's issue counts answer the scope's today (and a function's
+   * or an endpoint's week); the Worker passes an account's only once its today begins there.
+   */
   async heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
+    const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, countsFrom);
+    if (countsFrom === undefined) return held;
     const id = scope.functionId ?? scope.endpointId;
-    const from = id ? countsFrom : undefined;
-    const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, from);
-    if (from === undefined || !id) return held;
-    const since = (start: number) => this.issues.issuedSince(id, Math.max(start, from));
+    if (!id) return { ...held, today: held.today + this.issues.issuedInHoursSince(scope.accountId, Math.max(startOfUtcDay(now), countsFrom)) };
+    const since = (start: number) => this.issues.issuedSince(id, Math.max(start, countsFrom));
     return { ...held, today: held.today + since(startOfUtcDay(now)), week: held.week + since(now - WEEK_MS) };
   }
 

@@ -71,10 +71,11 @@ export class FinishedRecords {
 
   /** The issue of every record kept (issue-counts.ts counts them once, when the shard first counts issues). */
   *issues(): Generator<Issue & { id: string }> {
-    for (const r of this.sql.exec<{ id: ArrayBuffer | string; function_id: ArrayBuffer | string; endpoint_id: ArrayBuffer | string | null; issued_at: number }>(
-      "select id, function_id, endpoint_id, issued_at from shard_record",
+    type Stored = ArrayBuffer | string;
+    for (const r of this.sql.exec<{ id: Stored; account_id: Stored; function_id: Stored; endpoint_id: Stored | null; issued_at: number }>(
+      "select id, account_id, function_id, endpoint_id, issued_at from shard_record",
     ))
-      yield { id: unstored(r.id), functionId: unstored(r.function_id), endpointId: unstored(r.endpoint_id), issuedAt: Number(r.issued_at) };
+      yield { id: unstored(r.id), accountId: unstored(r.account_id), functionId: unstored(r.function_id), endpointId: unstored(r.endpoint_id), issuedAt: Number(r.issued_at) };
   }
 
   /** How many records the shard holds (tests and the benchmark). */

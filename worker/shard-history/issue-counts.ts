@@ -2,8 +2,9 @@ import { HOUR_MS } from "../lib/time.js";
 import { WEEK_MS } from "../task-history/window.js";
 import { stored } from "./id-bytes.js";
 
-/** A task as its issue is counted: under its function, and its endpoint when it came through one. */
+/** A task as its issue is counted: under its account and function, and its endpoint when it came through one. */
 export interface Issue {
+  accountId: string;
   functionId: string;
   endpointId?: string | null | undefined;
   issuedAt: number;
@@ -38,8 +39,11 @@ const offsetAt = (text: string, i: number) => ((text.charCodeAt(i) - 48) << 5) |
 const ADD_TO_HOUR = "insert into shard_issue_hour (scope, hour, tasks) values (?, ?, ?) on conflict do update set tasks = tasks + excluded.tasks";
 const ADD_TO_SECOND = "insert into shard_issue_second (scope, second, offsets) values (?, ?, ?) on conflict do update set offsets = offsets || excluded.offsets";
 
-/** The scopes an issue counts under: its function, and its endpoint when it came through one. */
+/** The scopes an issue counts under to the millisecond: its function, and its endpoint when it came through one. */
 const scopesOf = (issue: Issue) => (issue.endpointId ? [issue.functionId, issue.endpointId] : [issue.functionId]);
+
+/** Which scopes a count adds to: all (a shard's first count) or its account's hours alone (a shard that counted the rest already). */
+type Kinds = "all" | "accounts";
 
 /**
  * The week's issue times of a shard's functions and endpoints (step 3 of the shard-resident
@@ -52,15 +56,21 @@ const scopesOf = (issue: Issue) => (issue.endpointId ? [issue.functionId, issue.
  * at most 169 hour rows and 3,600 second rows, however busy the function; a task adds to one row of
  * each, per scope, in the storage step that creates it.
  *
+ * An account's issues are counted by the hour only: its one count, `todayTasks`, starts at a UTC
+ * midnight, a whole hour (a row an hour and account; the day's hours are at most 24 rows).
+ *
  * Counting starts when a shard first runs this code (`since`). Its finished records of the window
  * and the tasks it still holds are counted then too, so the counts also hold the tasks issued in the
- * window before that (but for the few the shard does not keep: note in docs/dispatch.md).
+ * window before that (but for the few the shard does not keep: note in docs/dispatch.md). A shard
+ * that counted functions and endpoints before it counted accounts does the same for its accounts
+ * alone, once (`shard_issue_accounts_since`).
  */
 export class IssueCounts {
   private lastPrune = 0;
   private readonly scopes = new Map<string, number>();
-  /** Since when every task the shard issues is counted. */
+  /** Since when every task the shard issues is counted under its function and endpoint, and since when under its account. */
   readonly since: number;
+  readonly accountsSince: number;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -76,13 +86,16 @@ export class IssueCounts {
     sql.exec(`create table if not exists shard_issue_second (
       scope integer not null, second integer not null, offsets text not null, primary key (scope, second)) without rowid`);
     sql.exec("create table if not exists shard_issue_since (since integer not null)");
-    const [kept] = sql.exec<{ since: number }>("select since from shard_issue_since").toArray();
-    if (kept) this.since = kept.since;
-    else {
-      this.addAll(existing(), now - WEEK_MS);
-      sql.exec("insert into shard_issue_since (since) values (?)", now);
-      this.since = now;
+    sql.exec("create table if not exists shard_issue_accounts_since (since integer not null)");
+    const since = (table: string) => sql.exec<{ since: number }>(`select since from ${table}`).toArray()[0]?.since;
+    const [kept, accountsKept] = [since("shard_issue_since"), since("shard_issue_accounts_since")];
+    if (kept === undefined || accountsKept === undefined) {
+      this.addAll(existing(), now - WEEK_MS, kept === undefined ? "all" : "accounts");
+      if (kept === undefined) sql.exec("insert into shard_issue_since (since) values (?)", now);
+      sql.exec("insert into shard_issue_accounts_since (since) values (?)", now);
     }
+    this.since = kept ?? now;
+    this.accountsSince = accountsKept ?? now;
   }
 
   /** Counts a task's issue: called in the storage step that creates it, which also prunes now and then. */
@@ -100,24 +113,30 @@ export class IssueCounts {
       this.sql.exec(ADD_TO_HOUR, scope, hour, 1);
       this.sql.exec(ADD_TO_SECOND, scope, second, offset);
     }
+    this.sql.exec(ADD_TO_HOUR, this.scopeOf(issue.accountId, true)!, hour, 1);
   }
 
   /**
    * Issues at `from` or later, added up first: a shard's first count (up to an hour of a busy
    * shard's tasks, in its constructor) writes a row an hour and a second, not two a task.
    */
-  private addAll(issues: Iterable<Issue>, from: number): void {
+  private addAll(issues: Iterable<Issue>, from: number, kinds: Kinds): void {
     const hours = new Map<string, [scope: number, hour: number, tasks: number]>();
     const seconds = new Map<string, [scope: number, second: number, offsets: string]>();
     for (const issue of issues) {
       if (issue.issuedAt < from) continue;
       const hour = Math.floor(issue.issuedAt / HOUR_MS);
       const second = Math.floor(issue.issuedAt / SECOND_MS);
-      for (const id of scopesOf(issue)) {
-        const scope = this.scopeOf(id, true)!;
+      const addHour = (scope: number) => {
         const h = hours.get(`${scope} ${hour}`) ?? [scope, hour, 0];
         h[2]++;
         hours.set(`${scope} ${hour}`, h);
+      };
+      addHour(this.scopeOf(issue.accountId, true)!);
+      if (kinds === "accounts") continue;
+      for (const id of scopesOf(issue)) {
+        const scope = this.scopeOf(id, true)!;
+        addHour(scope);
         const s = seconds.get(`${scope} ${second}`) ?? [scope, second, ""];
         s[2] += encodeOffset(issue.issuedAt % SECOND_MS);
         seconds.set(`${scope} ${second}`, s);
@@ -151,6 +170,14 @@ export class IssueCounts {
     const ms = from % SECOND_MS;
     if (own) for (let i = 0; i < own.offsets.length; i += 2) if (offsetAt(own.offsets, i) < ms) cut++;
     return hours - before - cut;
+  }
+
+  /** An account's tasks issued at `from` or later, for `from` a whole hour within the last week (a UTC day's start). */
+  issuedInHoursSince(accountId: string, from: number): number {
+    if (from % HOUR_MS) throw new Error("an account's issues are counted from a whole hour");
+    const scope = this.scopeOf(accountId, false);
+    if (scope === undefined) return 0;
+    return this.sql.exec<{ n: number | null }>("select sum(tasks) as n from shard_issue_hour where scope = ? and hour >= ?", scope, from / HOUR_MS).one().n ?? 0;
   }
 
   /** A scope's number, looked up once an instance (and made on its first issue). */

@@ -5,7 +5,8 @@ import type { DispatcherRpc } from "../dispatch/rpc.js";
 import { taskCounts, type TaskCounts, type TaskScope } from "../tasks/counts.js";
 import { usageOf, type UnrecordedUsage } from "../billing/usage.js";
 import { periodOf, type Plan } from "../billing/plans.js";
-import { shardsCountIssuesFrom } from "../tasks/issue-counts-from.js";
+import { shardsCountAccountDaysFrom, shardsCountIssuesFrom } from "../tasks/issue-counts-from.js";
+import { startOfUtcDay } from "../lib/time.js";
 import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.js";
 
 /**
@@ -40,11 +41,19 @@ export async function shardCounts(env: Bindings, scope: TaskScope, now: number, 
   }), NO_HELD_COUNTS);
 }
 
+/** The accounts' cutover once today begins at or after it (so today is wholly the shards'), else undefined. */
+async function accountDayCountsFrom(db: Db, now: number): Promise<number | undefined> {
+  const from = await shardsCountAccountDaysFrom(db);
+  return from !== undefined && startOfUtcDay(now) >= from ? from : undefined;
+}
+
 /** The task counters of the metrics routes (tasks/counts.ts), with the shards' own new and finished tasks. */
 export async function currentTaskCounts(env: Bindings, db: Db, scope: TaskScope, now = Date.now(), o: { week?: boolean } = {}): Promise<TaskCounts> {
   // A function's and an endpoint's today and week: the shards count the tasks issued since they
   // began to, D1's rows and the archive's minutes those before (task-history/issue-minutes.ts).
-  const countsFrom = scope.functionId || scope.endpointId ? await shardsCountIssuesFrom(db) : undefined;
+  // An account's today: the shards' count of its issues alone, from a day that begins at or after
+  // their cutover (a UTC midnight); the days before, D1's rows and the archive's per-day counts.
+  const countsFrom = scope.functionId || scope.endpointId ? await shardsCountIssuesFrom(db) : await accountDayCountsFrom(db, now);
   const held = await shardCounts(env, scope, now, countsFrom);
   const d1 = await taskCounts(db, scope, now, { ...o, pendingElsewhere: [...held.finishedHere, ...held.pendingHere], issuedBefore: countsFrom });
   return { today: d1.today + held.today, week: d1.week + held.week, total: d1.total + held.total, pending: d1.pending + held.pending };

@@ -54,9 +54,10 @@ export async function taskCounts(db: Db, scope: TaskScope, now = Date.now(), o: 
   // millisecond), for an account its UTC days (from a day's start: its today). An account's week is
   // not kept anywhere, so it is not asked for.
   if (!scope.functionId && !scope.endpointId && o.week !== false) throw new Error("an account's week of tasks is not counted");
-  // A function's or an endpoint's tasks issued since the shards began to count them are the shards'
-  // to count (held-reads.ts): here only those issued before, which are none once that is a week past.
-  const before = scope.functionId || scope.endpointId ? (o.issuedBefore ?? Infinity) : Infinity;
+  // Tasks issued since the shards began to count them are the shards' to count (held-reads.ts): here
+  // only those issued before, which for a function or an endpoint are none once that is a week past,
+  // and for an account none from the first day that begins at the accounts' cutover.
+  const before = o.issuedBefore ?? Infinity;
   const archivedSince = (time: number) => (scope.functionId || scope.endpointId ? archivedIssuedSince(scope, time, before) : archivedOnDay(scope.accountId, time));
   const issued = (time: number) =>
     time >= before ? undefined : count(Number.isFinite(before) ? and(since(time), lt(tasks.issuedAt, before)) : since(time), archivedSince(time));

@@ -166,4 +166,11 @@ export const taskArchivePending = sqliteTable(
  * and an endpoint's counts ask the shards from then on, and the move writes no issue minutes for
  * tasks issued since, so task_archive_minutes drains within the week after.
  */
-export const issueCountsFrom = sqliteTable("issue_counts_from", { fromMs: integer("from_ms").notNull() });
+export const issueCountsFrom = sqliteTable("issue_counts_from", {
+  fromMs: integer("from_ms").notNull(),
+  /**
+   * Since when (a UTC midnight, migration 0033) the shards count an account's tasks by the hour: its
+   * `todayTasks` from a day that begins there on is theirs alone. Null until that migration.
+   */
+  accountsFromMs: integer("accounts_from_ms"),
+});
