@@ -245,12 +245,9 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
 
   /**
    * What this shard adds to D1's task counts of a scope (task-life/held-counts.ts). With
-   * `countsFrom` (when the shards began to count issues) and a function's or an endpoint's scope,
-   * today's and the week's tasks issued since then are this shard's own count of them.
-   */
-  /**
-   * `countsFrom`: since when this shard's issue counts answer the scope's today (and a function's
-   * or an endpoint's week); the Worker passes an account's only once its today begins there.
+   * `countsFrom` (when the shards began to count the scope's issues), today's tasks issued since
+   * then, and a function's or an endpoint's week's, are this shard's own count of them; the Worker
+   * passes an account's only once its today begins there.
    */
   async heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
     const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, countsFrom);

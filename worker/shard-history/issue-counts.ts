@@ -68,9 +68,8 @@ type Kinds = "all" | "accounts";
 export class IssueCounts {
   private lastPrune = 0;
   private readonly scopes = new Map<string, number>();
-  /** Since when every task the shard issues is counted under its function and endpoint, and since when under its account. */
+  /** Since when every task the shard issues is counted under its function and endpoint. */
   readonly since: number;
-  readonly accountsSince: number;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -95,7 +94,6 @@ export class IssueCounts {
       sql.exec("insert into shard_issue_accounts_since (since) values (?)", now);
     }
     this.since = kept ?? now;
-    this.accountsSince = accountsKept ?? now;
   }
 
   /** Counts a task's issue: called in the storage step that creates it, which also prunes now and then. */
