@@ -19,14 +19,14 @@ import { parseArgs } from "node:util";
 import { getTableColumns } from "drizzle-orm";
 import type { TaskRow } from "../worker/db/rows.js";
 import { tasks } from "../worker/db/schema/tasks.js";
-import { OutcomeLog, type Outcome } from "../worker/dispatch/outcomes.js";
-import { newId } from "../worker/lib/ids.js";
+import { OutcomeLog } from "../worker/dispatch/outcomes.js";
 import { FinishedRecords } from "../worker/shard-history/finished-records.js";
 import { IssueCounts } from "../worker/shard-history/issue-counts.js";
 import { issueMinutes } from "../worker/task-history/issue-minutes.js";
 import { WEEK_MS } from "../worker/task-history/window.js";
 import { HeldTasks } from "../worker/task-life/held-tasks.js";
 import { sqlStorageOver } from "./lib/sql-storage-over-sqlite.js";
+import { accounts, finishedRow, functions, shardDb, taskOf } from "./lib/shard-tasks.js";
 import { percentile, printTable } from "./stats.js";
 
 const { values } = parseArgs({ options: { tasks: { type: "string", default: "20000" }, rounds: { type: "string", default: "5" }, first: { type: "string", default: "900000" } } });
@@ -36,37 +36,6 @@ const TASKS = Number(values.tasks);
 const ROUNDS = Number(values.rounds);
 const BATCH = 64;
 const HOUR_MS = 3_600_000;
-
-const accounts = Array.from({ length: 50 }, () => newId());
-const functions = Array.from({ length: 200 }, () => newId());
-
-/** A task of the benchmark: the payloads of a small JSON function, a few dozen bytes each (as bench/task-history.ts). */
-function taskOf(i: number, now: number): { row: TaskRow; outcome: Outcome } {
-  const issuedAt = now - 40;
-  const row: TaskRow = {
-    id: newId(issuedAt), accountId: accounts[i % accounts.length]!, functionId: functions[i % functions.length]!, lang: "py", buildId: newId(issuedAt - 86_400_000),
-    endpointId: i % 3 ? null : newId(issuedAt - 86_400_000), triggerId: null, parentTaskId: null, chainId: null, hop: 0, issuedAt, assignedAt: null,
-    finishedAt: null, progress: 0, status: 0, node: null, timeout: 30, cpuCount: 0.5, memSize: 256, privileged: false, egress: "none",
-    networkLatency: 0, runtime: null, input: JSON.stringify({ method: "POST", query: {}, body: JSON.stringify({ n: i }) }), inputKey: null,
-    resultStatus: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, durationMs: null, attempts: 0, purgedAt: null, scheduledId: null,
-  };
-  const outcome: Outcome = { taskId: row.id, accountId: row.accountId, functionId: row.functionId, at: now, node: "node-1", assignedAt: now - 30, rttMs: 1, report: null };
-  return { row, outcome };
-}
-
-const finishedRow = (row: TaskRow, o: Outcome): TaskRow => ({
-  ...row, assignedAt: o.assignedAt, finishedAt: o.at, progress: 100, status: 200, node: o.node, networkLatency: 1, runtime: "runsc",
-  resultStatus: 200, resultHeaders: { "content-type": "application/json" }, resultBody: JSON.stringify({ ok: true, n: row.id.slice(-6) }),
-  log: ["started", "done"], durationMs: 12, attempts: 1,
-});
-
-function shardDb(dir: string, name: string) {
-  const db = new DatabaseSync(path.join(dir, `${name}.sqlite`));
-  // The statements' own cost: a Durable Object's storage makes writes durable its own way, not by a local fsync each.
-  db.exec("pragma journal_mode = wal");
-  db.exec("pragma synchronous = off");
-  return db;
-}
 
 /** Per task, µs of the shard's storage work: accepted (held row, outcome logged), then committed in batches. */
 function run(dir: string, name: string, keep: boolean, count = false): number {

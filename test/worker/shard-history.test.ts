@@ -5,6 +5,7 @@ import type { Dispatcher } from "../../worker/dispatch/durable-object.js";
 import { rowOf } from "../../worker/db/client.js";
 import type { TaskRow } from "../../worker/db/rows.js";
 import { tasks } from "../../worker/db/schema/tasks.js";
+import { ROLL_MS } from "../../worker/shard-history/archive.js";
 import { INLINE_PAYLOAD_CHARS } from "../../worker/shard-history/compact-record.js";
 import { FinishedRecords } from "../../worker/shard-history/finished-records.js";
 import { idBytes, idFloorAt, idText } from "../../worker/shard-history/id-bytes.js";
@@ -57,7 +58,7 @@ describe("a shard's record of a finished task", () => {
     }
   });
 
-  it("leaves payloads over the inline size out and names them, keeping the rest", async () => {
+  it("keeps payloads over the inline size until the shard's archive has them (shard-archive.test.ts: then it names them)", async () => {
     const agent = await FakeAgent.connect("history-big");
     const { token } = await newAccount();
     const fn = await deployedFunction(token);
@@ -68,7 +69,7 @@ describe("a shard's record of a finished task", () => {
     await finished(token, id);
     const row = await d1Row(id);
     expect(row.resultBody!.length).toBeGreaterThan(INLINE_PAYLOAD_CHARS);
-    expect(await keptRecord(id)).toEqual({ row: { ...row, input: null, resultBody: null, log: null }, far: ["input", "resultBody", "log"] });
+    expect(await keptRecord(id)).toEqual({ row, far: [] });
   });
 
   it("is not kept for a task its function's deletion cancelled, which D1 may have ended first at its own time", async () => {
@@ -136,8 +137,11 @@ describe("GET /v1/task/<id>, its result and its log, for a task its shard keeps"
     for (const path of [`/v1/task/${id}`, `/v1/task/${id}/result`, `/v1/task/${id}/log`]) expect((await call(path, { token: other.token })).status).toBe(404);
   });
 
-  it("answer from D1 for a record that left a payload out", async () => {
-    const { token, id } = await finishedTask({ body: "y".repeat(INLINE_PAYLOAD_CHARS + 1) });
+  it("answer from the shard for a record with a large payload until it is archived, then from D1 once it left the payload out", async () => {
+    const body = "y".repeat(INLINE_PAYLOAD_CHARS + 1);
+    const { token, id } = await finishedTask({ body });
+    expect(await answers(token, id)).toMatchObject({ node: "history-reads", result: body });
+    await runInDurableObject(shardStub(env, 0), (o) => (o as unknown as Dispatcher).archive.roll(Date.now() + ROLL_MS + 1));
     expect(await answers(token, id)).toMatchObject({ node: "edited-in-d1", result: "edited in D1", log: ["edited in D1"] });
   });
 
@@ -161,6 +165,9 @@ describe("the window of a shard's records", () => {
       const recent = row(now - HOUR_MS / 4, now - HOUR_MS / 4 + 1_000);
       const oddId = { ...row(now - 3 * HOUR_MS, now - 2 * HOUR_MS), id: "legacy-7" };
       records.keep([old, late, recent, oddId], now - 5 * HOUR_MS);
+      // Not before the shard's archive has them (shard-archive.test.ts).
+      expect(records.prune(now)).toBe(0);
+      records.archived([old, late, recent, oddId].map((r) => r.id), 1);
       expect(records.prune(now)).toBe(2);
       expect(records.get(old.id, now)).toBeUndefined();
       expect(records.get(oddId.id, now)).toBeUndefined();

@@ -44,6 +44,7 @@ import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";
 import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
 import { FinishedRecords } from "../shard-history/finished-records.js";
+import { ShardArchive } from "../shard-history/archive.js";
 import { distinctIssues, IssueCounts } from "../shard-history/issue-counts.js";
 import { archiveAfterMs, WEEK_MS } from "../task-history/window.js";
 import { startOfUtcDay } from "../lib/time.js";
@@ -60,6 +61,8 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   private readonly finished: RecentlyFinished;
   /** Finished records kept in the shard for the window (step 1 of the shard-resident history). */
   readonly history: FinishedRecords;
+  /** The shard's archive of its finished records in R2 (worker/shard-history/archive.ts). */
+  readonly archive: ShardArchive;
   /** The week's issue times of the shard's functions and endpoints (step 3). */
   readonly issues: IssueCounts;
   private readonly marks: AssignedMarks;
@@ -124,6 +127,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.heldRows = new HeldTasks(ctx.storage.sql);
     // Never past the retention period: a record kept longer would outlive the purge of its payloads.
     this.history = new FinishedRecords(ctx.storage.sql, Math.min(archiveAfterMs(env), retentionMs(env)));
+    this.archive = new ShardArchive(ctx.storage.sql, (fn) => ctx.storage.transactionSync(fn), env.BUCKET, ctx.id.toString(), this.history, retentionMs(env));
     this.issues = new IssueCounts(ctx.storage.sql, Date.now(), () =>
       distinctIssues(Array.from(this.heldRows.entries(), (e) => e.row), this.history.issues()),
     );
@@ -150,7 +154,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       issues: this.issues,
     });
     this.sockets = new AgentSockets(ctx);
-    this.alarms = new AlarmSchedule(ctx, { outcomes: this.outcomes, held: this.heldRows, chains: this.chains, queue: this.queue, retries: this.retries });
+    this.alarms = new AlarmSchedule(ctx, { outcomes: this.outcomes, held: this.heldRows, chains: this.chains, queue: this.queue, retries: this.retries, archive: this.archive });
     const scheduleAlarm = () => this.alarms.schedule();
     this.endings = new WorkEndings({
       queue: this.queue, outcomes: this.outcomes, marks: this.marks, follows: this.follows, storage: this.storage, retries: this.retries, life: this.life,
@@ -438,6 +442,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     if (this.outcomes.count() || this.heldRows.waiting) await this.commits.run();
     await this.admission.refresh(now).catch((e) => log("warn", "refreshing admission leases failed", { error: String(e) }));
     if (this.chains.failed) this.chains.reload();
+    await this.archive.run(now).catch((e) => log("error", "archiving finished records failed; retrying in a minute", { error: String(e) }));
     await this.alarms.schedule();
   }
 }

@@ -31,8 +31,12 @@ export const RECORD_TYPES: Record<string, string> = { ...Object.fromEntries(COLU
 
 export type RecordValue = string | number | ArrayBuffer | null;
 
-/** The values of `RECORD_COLUMNS` for a row (as `rowOf` reads it from D1). */
-export function encodeRecord(row: TaskRow): RecordValue[] {
+/**
+ * The values of `RECORD_COLUMNS` for a row (as `rowOf` reads it from D1). `inlineChars` is the cap
+ * on each payload: a record not yet in its shard's archive keeps all of D1's (the archive's chunk is
+ * written from it), and `cutPayloadsSql` applies `INLINE_PAYLOAD_CHARS` once it is archived.
+ */
+export function encodeRecord(row: TaskRow, inlineChars = INLINE_PAYLOAD_CHARS): RecordValue[] {
   let far = 0;
   const values = COLUMNS.map(({ field, column }) => {
     const v = row[field];
@@ -40,7 +44,7 @@ export function encodeRecord(row: TaskRow): RecordValue[] {
     const driver = column.mapToDriverValue(v) as string | number;
     if (typeof driver !== "string") return driver;
     const payload = PAYLOADS.indexOf(field);
-    if (payload >= 0 && driver.length > INLINE_PAYLOAD_CHARS) {
+    if (payload >= 0 && driver.length > inlineChars) {
       far |= 1 << payload;
       return null;
     }
@@ -48,6 +52,21 @@ export function encodeRecord(row: TaskRow): RecordValue[] {
   });
   return [...values, far];
 }
+
+const payloadColumns = () => PAYLOADS.map((field) => COLUMNS.find((c) => c.field === field)!.column.name);
+
+/**
+ * An update's SET list that leaves out each payload over `INLINE_PAYLOAD_CHARS` and names it in
+ * `far`, as `encodeRecord` would have (SQLite reads every old value before it sets any).
+ */
+export const cutPayloadsSql = (): string => {
+  const cols = payloadColumns();
+  const over = (c: string) => `length(${c}) > ${INLINE_PAYLOAD_CHARS}`;
+  return [
+    ...cols.map((c) => `${c} = case when ${over(c)} then null else ${c} end`),
+    `far = far | ${cols.map((c, i) => `(case when ${over(c)} then ${1 << i} else 0 end)`).join(" | ")}`,
+  ].join(", ");
+};
 
 export interface KeptRecord {
   row: TaskRow;

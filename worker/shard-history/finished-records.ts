@@ -1,5 +1,5 @@
 import type { TaskRow } from "../db/rows.js";
-import { decodeRecord, encodeRecord, RECORD_COLUMNS, RECORD_TYPES, type KeptRecord } from "./compact-record.js";
+import { cutPayloadsSql, decodeRecord, encodeRecord, RECORD_COLUMNS, RECORD_TYPES, type KeptRecord } from "./compact-record.js";
 import { idFloorAt, stored, unstored } from "./id-bytes.js";
 import type { Issue } from "./issue-counts.js";
 
@@ -8,7 +8,13 @@ const PRUNE_EVERY_MS = 10_000;
 /** Records dropped by one pruning, so that a backlog never makes one storage step long. */
 const PRUNE_ROWS = 2_000;
 
-const INSERT = `insert or replace into shard_record (${RECORD_COLUMNS.join(", ")}) values (${RECORD_COLUMNS.map(() => "?").join(", ")})`;
+// A record kept again (a retried write reads its row back again) is the same row; once archived it stays as archived.
+const INSERT = `insert into shard_record (${RECORD_COLUMNS.join(", ")}) values (${RECORD_COLUMNS.map(() => "?").join(", ")})
+  on conflict (id) do update set ${RECORD_COLUMNS.filter((c) => c !== "id").map((c) => `${c} = excluded.${c}`).join(", ")} where chunk is null`;
+
+/** Records not yet archived, in id order: all of D1's payloads (the chunk is written from them). */
+const UNARCHIVED = "chunk is null and far = 0";
+const ARCHIVED = `update shard_record set chunk = ?, ${cutPayloadsSql()} where id = ?`;
 
 /**
  * The finished tasks of a shard's functions, kept in the shard's own SQLite for the window
@@ -22,6 +28,8 @@ const INSERT = `insert or replace into shard_record (${RECORD_COLUMNS.join(", ")
  */
 export class FinishedRecords {
   private lastPrune = 0;
+  /** About how many records wait for the archive (kept again or replaced ones count twice): when a full chunk does, it rolls. */
+  waiting: number;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -34,11 +42,20 @@ export class FinishedRecords {
     for (const c of RECORD_COLUMNS) if (!have.has(c)) sql.exec(`alter table shard_record add column ${c} ${RECORD_TYPES[c]}${c === "far" ? " not null default 0" : ""}`);
     sql.exec("create index if not exists shard_record_function on shard_record (function_id, id)");
     sql.exec("create index if not exists shard_record_account on shard_record (account_id, id)");
+    // The chunk of the shard's archive that holds the record (archive.ts); null until then.
+    if (!have.has("chunk")) sql.exec("alter table shard_record add column chunk integer");
+    // The archive takes the records waiting for it oldest finish first.
+    sql.exec(`create index if not exists shard_record_unarchived on shard_record (finished_at) where ${UNARCHIVED}`);
+    this.waiting = Number(sql.exec(`select count(*) as n from shard_record where ${UNARCHIVED}`).one().n);
   }
 
-  /** Keeps these finished rows (a row kept before is replaced: a retried write reads it back again). */
+  /** Keeps these finished rows, whole until the shard's archive has them (a row kept before is replaced unless archived). */
   keep(rows: Iterable<TaskRow>, now: number): void {
-    for (const row of rows) if (row.finishedAt != null) this.sql.exec(INSERT, ...encodeRecord(row));
+    for (const row of rows)
+      if (row.finishedAt != null) {
+        this.sql.exec(INSERT, ...encodeRecord(row, Infinity));
+        this.waiting++;
+      }
     if (now - this.lastPrune >= PRUNE_EVERY_MS) this.prune(now);
   }
 
@@ -54,16 +71,37 @@ export class FinishedRecords {
     return kept && !kept.far.length ? kept.row : undefined;
   }
 
+  /** When the record waiting longest for the archive finished. */
+  oldestUnarchived(): number | undefined {
+    const r = this.sql.exec<{ at: number | null }>(`select min(finished_at) as at from shard_record where ${UNARCHIVED}`).one();
+    return r.at == null ? undefined : Number(r.at);
+  }
+
+  /** The records waiting longest for the archive, whole, oldest finish first. */
+  unarchived(limit: number): TaskRow[] {
+    return this.sql.exec(`select * from shard_record where ${UNARCHIVED} order by finished_at limit ?`, limit).toArray().map((r) => decodeRecord(r).row);
+  }
+
+  /** These records are in chunk `n`: from now on they keep only what a record keeps inline (`cutPayloadsSql`). */
+  archived(ids: Iterable<string>, n: number): void {
+    for (const id of ids) {
+      this.sql.exec(ARCHIVED, n, stored(id));
+      this.waiting = Math.max(0, this.waiting - 1);
+    }
+  }
+
   /**
    * Drops records that finished before the window. Ids sort by issue time, so only records issued
    * before the window's start can be due: the look is a range of the primary key, and what it
-   * passes over is the few issued before the window that finished inside it.
+   * passes over is the few issued before the window that finished inside it. A record waits for
+   * the archive first (one kept whole and never archived is one kept before the archive was built,
+   * with its larger payloads left out: D1 holds those).
    */
   prune(now: number): number {
     this.lastPrune = now;
     const cutoff = now - this.windowMs;
     return this.sql.exec(
-      `delete from shard_record where id in (select id from shard_record where id < ? and finished_at < ? limit ${PRUNE_ROWS})`,
+      `delete from shard_record where id in (select id from shard_record where id < ? and finished_at < ? and not (${UNARCHIVED}) limit ${PRUNE_ROWS})`,
       idFloorAt(cutoff).buffer,
       cutoff,
     ).rowsWritten;

@@ -144,3 +144,9 @@ export async function putChunk(bucket: R2Bucket, key: string, rows: TaskRow[]): 
   await bucket.put(key, body, { httpMetadata: { contentType: "application/gzip" }, customMetadata: own.length <= MAX_SEGMENTS_METADATA ? { segments: own } : {} });
   return { bytes: body.byteLength, segments, ndjsonChars };
 }
+
+/** Reads a chunk just put back whole: it must hold these records' ids, in order (a truncated or damaged put fails here, before anything points at it). */
+export async function checkReadBack(bucket: R2Bucket, key: string, segments: Segments, rows: TaskRow[]): Promise<void> {
+  const back = await readChunk(bucket, key, segments);
+  if (back.length !== rows.length || back.some((r, i) => r.id !== rows[i]!.id)) throw new Error(`the archived chunk ${key} did not read back as written`);
+}

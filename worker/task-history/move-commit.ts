@@ -4,7 +4,7 @@ import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveChains, taskArchiveCounts, taskArchiveFunctions, taskArchivePending, taskArchiveTotals, tasks } from "../db/schema.js";
 import { historyChunkKey } from "../lib/storage-keys.js";
 import { startOfUtcDay } from "../lib/time.js";
-import { putChunk, readChunk, type Segments } from "./chunk.js";
+import { checkReadBack, putChunk, type Segments } from "./chunk.js";
 import { encodeSegments } from "../db/archive-segments.js";
 import { chunkRow } from "./chunk-names.js";
 import { jsonSlices } from "../db/json-slices.js";
@@ -29,8 +29,7 @@ export interface Written {
 export async function writeChunk(bucket: R2Bucket, rows: TaskRow[]): Promise<Written> {
   const key = historyChunkKey(rows[0]!.accountId, rows[0]!.id, rows.at(-1)!.id, rows.length);
   const { bytes, segments, ndjsonChars } = await putChunk(bucket, key, rows);
-  const back = await readChunk(bucket, key, segments);
-  if (back.length !== rows.length || back.some((r, i) => r.id !== rows[i]!.id)) throw new Error(`the archived chunk ${key} did not read back as written`);
+  await checkReadBack(bucket, key, segments, rows);
   return { key, accountId: rows[0]!.accountId, rows, bytes, segments, ndjsonChars };
 }
 

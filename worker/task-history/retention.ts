@@ -2,11 +2,11 @@ import { and, asc, lt, isNotNull } from "drizzle-orm";
 import { chunks, type Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive } from "../db/schema.js";
-import { taskInputKey, taskLogKey, taskResultKey } from "../lib/storage-keys.js";
 import { putChunk, readChunk } from "./chunk.js";
 import { earliestUnpurged } from "./move-commit.js";
 import { chunkKey, chunkRow, nameFields } from "./chunk-names.js";
 import { QueryBudget } from "../db/query-budget.js";
+import { deletePayloadObjects, expiredRecords, purgedRecord } from "./record-purge.js";
 
 /**
  * Chunks a run at most: each is a read and a write of R2 and an R2 delete call (~2,550 subrequests
@@ -21,8 +21,6 @@ const MAX_CHUNKS = 850;
 const CHUNKS_AN_UPDATE = 25;
 /** D1 queries a run makes at most: the look, and one batch of updates per CHUNKS_AN_UPDATE chunks. */
 export const RETENTION_MAX_QUERIES = 1 + Math.ceil(MAX_CHUNKS / CHUNKS_AN_UPDATE);
-/** R2 deletes at most 1,000 keys a call. */
-const KEYS_A_CALL = 999;
 
 /**
  * Retention of archived records, by the rules of live ones (services/retention.ts): a task that
@@ -51,11 +49,10 @@ export async function purgeArchive(db: Db, bucket: R2Bucket, keepMs: number, now
     for (const chunk of group) {
       const key = chunkKey(chunk);
       const rows = await readChunk(bucket, key, chunk.segments);
-      const expired = rows.filter((r) => r.purgedAt == null && r.finishedAt != null && r.finishedAt < cutoff);
-      const keys = expired.flatMap((t) => [taskInputKey(t.accountId, t.id), taskResultKey(t.accountId, t.id), taskLogKey(t.accountId, t.id)]);
-      for (let i = 0; i < keys.length; i += KEYS_A_CALL) await bucket.delete(keys.slice(i, i + KEYS_A_CALL));
+      const expired = expiredRecords(rows, cutoff);
+      await deletePayloadObjects(bucket, expired);
       const ids = new Set(expired.map((r) => r.id));
-      const kept = rows.map((r): TaskRow => (ids.has(r.id) ? { ...r, input: null, inputKey: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, purgedAt: now } : r));
+      const kept = rows.map((r): TaskRow => (ids.has(r.id) ? purgedRecord(r, now) : r));
       const written = await putChunk(bucket, key, kept);
       updates.push(db.update(taskArchive).set({ purgeDue: earliestUnpurged(kept), bytes: written.bytes, segments: written.segments }).where(chunkRow(chunk)));
       purged += expired.length;

@@ -1,0 +1,184 @@
+import type { TaskRow } from "../db/rows.js";
+import { idTime } from "../lib/ids.js";
+import { HOUR_MS } from "../lib/time.js";
+import { checkReadBack, putChunk, readChunk, readSegmentOf } from "../task-history/chunk.js";
+import { earliestUnpurged } from "../task-history/move-commit.js";
+import { expiredRecords, purgedRecord } from "../task-history/record-purge.js";
+import { ArchiveIndex, type ShardChunk } from "./archive-index.js";
+import type { FinishedRecords } from "./finished-records.js";
+
+/** A record waits at most about this long after its finish for the archive (less once a full chunk waits). */
+export const ROLL_MS = 10 * 60_000;
+/** Records a chunk at most; a roll reads and writes one chunk's worth at a time. */
+export const CHUNK_RECORDS = 2_000;
+/**
+ * Pages of `CHUNK_RECORDS` one roll takes at most: the roll is the shard's own CPU (~0.1 ms a
+ * record, docs/benchmarks.md), so a turn of its alarm spends a fraction of a second on it, and what
+ * is left goes at the next turn, right after, with the shard's other work in between.
+ */
+const ROLL_PAGES = 2;
+/** Chunks one retention pass rewrites at most. */
+const PURGE_CHUNKS = 20;
+/** After a roll or a purge failed (R2 out of reach), the next try waits this long. */
+const RETRY_MS = 60_000;
+
+/** A task's hour of issue, hours since the epoch: its id says it. */
+export const issueHourOf = (id: string): number => Math.floor((idTime(id) ?? 0) / HOUR_MS);
+
+const hourText = (hour: number) => new Date(hour * HOUR_MS).toISOString().slice(0, 13);
+
+/** Scopes a chunk is found under: each account and function it holds records of. */
+const scopesOf = (rows: TaskRow[]) => new Set(rows.flatMap((r) => [r.accountId, r.functionId]));
+
+/**
+ * The shard's archive of its finished records (step 5 of the shard-resident history,
+ * docs/dispatch.md): gzip NDJSON chunks in R2, `shard-history/<shard>/<hour of issue>/…`, in the
+ * format of D1's archive (task-history/chunk.ts), indexed in the shard's own SQLite with sidecars
+ * naming each chunk's accounts and functions (archive-index.ts). A record goes in once it has
+ * waited `ROLL_MS` since its finish, whole (every payload D1 keeps inline); the kept record then
+ * keeps only what a record keeps inline, and leaves at the end of the window as before.
+ *
+ * While D1 still holds every record (until step 4), this is a second copy that reads do not yet
+ * consult, and retention here rewrites only the chunks: the payloads' R2 objects are D1's
+ * retention's to delete, as a read of D1's copy would otherwise find its result gone before the
+ * record says it is purged.
+ */
+export class ShardArchive {
+  readonly index: ArchiveIndex;
+  private retryAt = 0;
+
+  constructor(
+    sql: SqlStorage,
+    private readonly transaction: <T>(fn: () => T) => T,
+    private readonly bucket: R2Bucket,
+    /** This shard's part of the bucket's keys. */
+    private readonly prefix: string,
+    private readonly records: FinishedRecords,
+    private readonly retentionMs: number,
+  ) {
+    this.index = new ArchiveIndex(sql);
+  }
+
+  keyOf(c: Pick<ShardChunk, "hour" | "firstId" | "lastId" | "records">): string {
+    return `shard-history/${this.prefix}/${hourText(c.hour)}/${c.firstId}-${c.lastId}-${c.records}.ndjson.gz`;
+  }
+
+  /** When the shard's alarm should call `run` next: a roll due, a chunk due for retention, or a cut-short roll to clear. */
+  nextAt(): number | undefined {
+    const due = Math.min(
+      this.index.unwritten().length || this.records.waiting >= CHUNK_RECORDS ? Date.now() : Infinity,
+      (this.records.oldestUnarchived() ?? Infinity) + ROLL_MS,
+      (this.index.nextPurge() ?? Infinity) + this.retentionMs,
+    );
+    return due === Infinity ? undefined : Math.max(due, this.retryAt);
+  }
+
+  /** What is due at `now`: chunks a cut-short roll left, the roll, retention. Fails (and waits a minute) if R2 does. */
+  async run(now: number): Promise<{ archived: number; purged: number }> {
+    if (now < this.retryAt) return { archived: 0, purged: 0 };
+    try {
+      await this.clearUnwritten();
+      const archived = await this.roll(now);
+      const purged = await this.purge(now);
+      return { archived, purged };
+    } catch (e) {
+      this.retryAt = now + RETRY_MS;
+      throw e;
+    }
+  }
+
+  /**
+   * Objects a roll put and never indexed (its instance went): deleted, and their records stay
+   * waiting, so they go into a chunk again. An object is indexed only once read back whole.
+   */
+  private async clearUnwritten(): Promise<void> {
+    for (const c of this.index.unwritten()) {
+      await this.bucket.delete(this.keyOf(c));
+      this.index.drop(c.n);
+    }
+  }
+
+  /**
+   * Archives the records waiting longest, once a full chunk of them waits or the oldest has waited
+   * `ROLL_MS`: a chunk an hour of issue, `CHUNK_RECORDS` at most, `ROLL_PAGES` pages of them.
+   * Returns the records archived.
+   */
+  async roll(now: number): Promise<number> {
+    let archived = 0;
+    for (let pages = 0; pages < ROLL_PAGES; pages++) {
+      const oldest = this.records.oldestUnarchived();
+      if (oldest === undefined || (oldest > now - ROLL_MS && this.records.waiting < CHUNK_RECORDS)) break;
+      const page = this.records.unarchived(CHUNK_RECORDS);
+      const hours = new Map<number, TaskRow[]>();
+      for (const r of page) {
+        const hour = issueHourOf(r.id);
+        if (!hours.has(hour)) hours.set(hour, []);
+        hours.get(hour)!.push(r);
+      }
+      for (const [hour, rows] of hours) {
+        await this.write(hour, rows.sort((a, b) => (a.id < b.id ? -1 : 1)));
+        archived += rows.length;
+      }
+      if (page.length < CHUNK_RECORDS) break;
+    }
+    return archived;
+  }
+
+  private async write(hour: number, rows: TaskRow[]): Promise<void> {
+    const chunk = { hour, firstId: rows[0]!.id, lastId: rows.at(-1)!.id, records: rows.length };
+    const key = this.keyOf(chunk);
+    const n = this.index.begin(hour, chunk.firstId, chunk.lastId, chunk.records);
+    const put = await putChunk(this.bucket, key, rows);
+    // Read back whole before anything points at it: the kept records lose their larger payloads next.
+    await checkReadBack(this.bucket, key, put.segments, rows);
+    this.transaction(() => {
+      this.index.written(n, { ...put, purgeDue: earliestUnpurged(rows) }, chunk.lastId, scopesOf(rows));
+      this.records.archived(
+        rows.map((r) => r.id),
+        n,
+      );
+    });
+  }
+
+  /** Retention, by the rules of D1's records: a chunk holding a record finished before the period is rewritten with it purged. */
+  async purge(now: number): Promise<number> {
+    const cutoff = now - this.retentionMs;
+    let purged = 0;
+    for (const chunk of this.index.purgeDue(cutoff, PURGE_CHUNKS)) {
+      const rows = await readChunk(this.bucket, this.keyOf(chunk), chunk.segments);
+      const ids = new Set(expiredRecords(rows, cutoff).map((r) => r.id));
+      const kept = rows.map((r) => (ids.has(r.id) ? purgedRecord(r, now) : r));
+      const put = await putChunk(this.bucket, this.keyOf(chunk), kept);
+      this.index.rewritten(chunk.n, { ...put, purgeDue: earliestUnpurged(kept) });
+      purged += ids.size;
+    }
+    return purged;
+  }
+
+  /** An archived record by id: one ranged read of the segment that would hold it. */
+  async find(taskId: string): Promise<TaskRow | undefined> {
+    for (const chunk of this.index.holding(taskId, issueHourOf(taskId))) {
+      const found = (await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId)).find((r) => r.id === taskId);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  /**
+   * A page of an account's or a function's archived records, newest id first, below `before` when
+   * given. Chunks are read newest last id first, and the walk stops once a full page's oldest id is
+   * above the next chunk's last id: no record it has not read can belong on the page.
+   */
+  async page(scope: { accountId: string } | { functionId: string }, before: string | undefined, limit: number): Promise<TaskRow[]> {
+    const matches = "accountId" in scope ? (r: TaskRow) => r.accountId === scope.accountId : (r: TaskRow) => r.functionId === scope.functionId;
+    const id = "accountId" in scope ? scope.accountId : scope.functionId;
+    const found = new Map<string, TaskRow>();
+    let page: TaskRow[] = [];
+    for (const chunk of this.index.newestOf(id, before, before === undefined ? undefined : issueHourOf(before))) {
+      if (page.length >= limit && page[limit - 1]!.id > chunk.lastId) break;
+      for (const r of await readChunk(this.bucket, this.keyOf(chunk), chunk.segments)) if (matches(r) && (before === undefined || r.id < before)) found.set(r.id, r);
+      page = [...found.values()].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, limit);
+    }
+    return page;
+  }
+}
