@@ -76,7 +76,7 @@ describe("a shard's roll of its finished records", () => {
     expect(oldest).toBeLessThanOrEqual(Math.min(...rows.map((r) => r.finishedAt!)));
     expect(await inShard((o) => o.archive.nextAt())).toBe(oldest + ROLL_MS);
     expect(await rolled()).toBeGreaterThanOrEqual(rows.length);
-    for (const row of rows) expect(await inShard((o) => o.archive.find(row.id))).toEqual(row);
+    for (const row of rows) expect(await inShard((o) => o.archive.find(row.id, row.accountId))).toEqual(row);
     expect(await rolled()).toBe(0);
   });
 
@@ -102,7 +102,7 @@ describe("a shard's roll of its finished records", () => {
       expect(await o.archive.roll(now)).toBe(2 * CHUNK_RECORDS);
       expect(await o.archive.roll(now)).toBe(CHUNK_RECORDS);
       expect(await o.archive.roll(now)).toBe(0);
-      expect((await o.archive.page({ accountId }, undefined, 3 * CHUNK_RECORDS)).map((r) => r.id)).toEqual(newestFirst(rows).map((r) => r.id));
+      expect((await o.archive.page({ accountId, limit: 3 * CHUNK_RECORDS })).map((r) => r.id)).toEqual(newestFirst(rows).map((r) => r.id));
     });
   });
 
@@ -132,7 +132,7 @@ describe("a shard's roll of its finished records", () => {
     await inShard((o) => o.archive.run(Date.now() + ROLL_MS + 1));
     expect(await inShard((o) => o.archive.index.unwritten())).toEqual([]);
     expect(await env.BUCKET.head(key)).toBeNull();
-    expect(await inShard((o) => o.archive.find(first.id))).toEqual(first);
+    expect(await inShard((o) => o.archive.find(first.id, first.accountId))).toEqual(first);
   });
 });
 
@@ -140,9 +140,11 @@ describe("a shard's archived record by id", () => {
   it("is found only in its own hour's chunks, and an id the shard never archived is not", async () => {
     const { rows } = await finishedTasks();
     await rolled();
-    expect(await inShard((o) => o.archive.find(rows[1]!.id))).toEqual(rows[1]);
-    expect(await inShard((o) => o.archive.find(newId()))).toBeUndefined();
-    expect(await inShard((o) => o.archive.find(idAt(Date.now() - 5 * HOUR_MS)))).toBeUndefined();
+    const { accountId } = rows[1]!;
+    expect(await inShard((o) => o.archive.find(rows[1]!.id, accountId))).toEqual(rows[1]);
+    expect(await inShard((o) => o.archive.find(rows[1]!.id, newId()))).toBeUndefined();
+    expect(await inShard((o) => o.archive.find(newId(), accountId))).toBeUndefined();
+    expect(await inShard((o) => o.archive.find(idAt(Date.now() - 5 * HOUR_MS), accountId))).toBeUndefined();
   });
 });
 
@@ -181,18 +183,24 @@ describe("a page of an account's or a function's archived records", () => {
       await o.archive.roll(now);
       expect(o.archive.index.holding(rows[5]!.id, issueHourOf(rows[5]!.id))).toHaveLength(2);
       const all = newestFirst(rows);
-      for (const scope of [{ accountId }, { functionId: fns[0]! }, { functionId: fns[1]! }]) {
-        const theirs = all.filter((r) => ("accountId" in scope ? r.accountId === scope.accountId : r.functionId === scope.functionId));
-        expect(await o.archive.page(scope, undefined, 7)).toEqual(theirs.slice(0, 7));
+      for (const scope of [{ accountId }, { accountId, functionId: fns[0]! }, { accountId, functionId: fns[1]! }]) {
+        const theirs = all.filter((r) => !("functionId" in scope) || r.functionId === scope.functionId);
+        expect(await o.archive.page({ ...scope, limit: 7 })).toEqual(theirs.slice(0, 7));
         for (const at of [1, 13, 29, 30, 31, 44, theirs.length - 2]) {
           const before = theirs[at]!.id;
-          expect(await o.archive.page(scope, before, 10)).toEqual(theirs.slice(at + 1, at + 11));
+          expect(await o.archive.page({ ...scope, before, limit: 10 })).toEqual(theirs.slice(at + 1, at + 11));
         }
         // An id that is no record's, inside an hour.
-        expect(await o.archive.page(scope, idAt(theirs[20]!.issuedAt + 1), 5)).toEqual(theirs.filter((r) => r.issuedAt <= theirs[20]!.issuedAt).slice(0, 5));
-        expect(await o.archive.page(scope, undefined, 1000)).toEqual(theirs);
+        expect(await o.archive.page({ ...scope, before: idAt(theirs[20]!.issuedAt + 1), limit: 5 })).toEqual(theirs.filter((r) => r.issuedAt <= theirs[20]!.issuedAt).slice(0, 5));
+        expect(await o.archive.page({ ...scope, limit: 1000 })).toEqual(theirs);
       }
-      expect(await o.archive.page({ accountId: newId() }, undefined, 10)).toEqual([]);
+      // Above an id: what a full page of live records leaves to the archive.
+      expect(await o.archive.page({ accountId, above: all[12]!.id, limit: 10 })).toEqual(all.slice(0, 10));
+      expect(await o.archive.page({ accountId, above: all[12]!.id, limit: 50 })).toEqual(all.slice(0, 12));
+      expect(await o.archive.page({ accountId: newId(), limit: 10 })).toEqual([]);
+      // Another account's scope names no chunk of this one's, and a function's page is its account's only.
+      expect(await o.archive.page({ accountId: newId(), functionId: fns[0]!, limit: 10 })).toEqual([]);
+      expect(o.archive.holds(fns[0]!) && o.archive.holds(accountId) && !o.archive.holds(newId())).toBe(true);
     });
   });
 
@@ -204,7 +212,7 @@ describe("a page of an account's or a function's archived records", () => {
       expect(await o.archive.roll(now)).toBe(rows.length);
       const chunks = [...o.archive.index.newestOf(accountId, undefined, undefined)];
       expect(chunks.map((c) => c.records).sort((a, b) => a - b)).toEqual([10, CHUNK_RECORDS]);
-      expect((await o.archive.page({ accountId }, undefined, 50)).map((r) => r.id)).toEqual(newestFirst(rows).slice(0, 50).map((r) => r.id));
+      expect((await o.archive.page({ accountId, limit: 50 })).map((r) => r.id)).toEqual(newestFirst(rows).slice(0, 50).map((r) => r.id));
     });
   });
 });
@@ -223,7 +231,7 @@ describe("retention of a shard's archived records", () => {
       const expired = rows.filter((r) => r.finishedAt! < cutoffAfter);
       expect(purged).toBe(expired.length);
       for (const r of rows) {
-        const found = await o.archive.find(r.id);
+        const found = await o.archive.find(r.id, r.accountId);
         if (r.finishedAt! < cutoffAfter)
           expect(found).toEqual({ ...r, input: null, inputKey: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, purgedAt: purgeAt });
         else expect(found).toEqual(r);
@@ -243,7 +251,7 @@ describe("the window of a shard's records, with the archive", () => {
       expect(o.history.prune(later)).toBe(0);
       await o.archive.roll(later);
       expect(o.history.prune(later)).toBe(rows.length);
-      for (const r of rows) expect(await o.archive.find(r.id)).toEqual(r);
+      for (const r of rows) expect(await o.archive.find(r.id, r.accountId)).toEqual(r);
     });
   });
 });

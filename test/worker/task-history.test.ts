@@ -22,8 +22,9 @@ import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } fro
 import type { TaskRow } from "../../worker/db/rows.js";
 import { decodeSegments } from "../../worker/db/archive-segments.js";
 import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
-import { call, callJson, clearQueue, consolePage, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, shardsCountIssuesFrom, sql } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, shardsCountIssuesFrom, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
+import { allPages, reads } from "./task-reads.js";
 
 /**
  * Issue 27: finished task records older than the archive's window (TASK_ARCHIVE_AFTER_HOURS, 1 in
@@ -63,42 +64,6 @@ async function finishedTasks(n: number) {
   for (let i = 0; i < n; i++) ids.push(await newTask(token, fn));
   for (const id of ids) await finishTask(id);
   return { token, accountId, fn, ids };
-}
-
-/** What every read route answers for these tasks, as a caller sees it. */
-async function reads(token: string, ids: string[], fn: string) {
-  const out: Record<string, unknown> = {};
-  for (const id of ids) {
-    const result = await call(`/v1/task/${id}/result`, { token });
-    out[id] = {
-      task: await callJson(`/v1/task/${id}`, 200, { token }),
-      result: { status: result.status, type: result.headers.get("content-type"), body: await result.text() },
-      log: await callJson(`/v1/task/${id}/log`, 200, { token }),
-      console: await consolePage(`/console/tasks/${id}`, token),
-    };
-  }
-  out.consoleRuns = await consolePage("/console/tasks", token);
-  out.consoleUsage = await consolePage("/console/usage", token);
-  out.usage = await callJson("/v1/usage", 200, { token });
-  out.list = await callJson("/v1/task/list", 200, { token });
-  out.functionList = await callJson(`/v1/task/list?functionId=${fn}`, 200, { token });
-  out.pages = await allPages(token, 2);
-  out.metrics = (await callJson(`/v1/function/${fn}`, 200, { token })).metrics;
-  out.platform = (({ completedTasks, pendingTasks }) => ({ completedTasks, pendingTasks }))(await callJson("/v1/metrics", 200, { token }));
-  return out;
-}
-
-/** Every page of the account's task list, `limit` at a time, following `before`. */
-async function allPages(token: string, limit: number, functionId?: string) {
-  const pages: { id: string }[][] = [];
-  let before: string | undefined;
-  for (;;) {
-    const qs = new URLSearchParams({ limit: String(limit), ...(before ? { before } : {}), ...(functionId ? { functionId } : {}) });
-    const page = await callJson<{ id: string }[]>(`/v1/task/list?${qs}`, 200, { token });
-    if (!page.length) return pages;
-    pages.push(page);
-    before = page.at(-1)!.id;
-  }
 }
 
 describe("the archive's move (the archive sweep)", () => {

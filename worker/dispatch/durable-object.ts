@@ -45,6 +45,8 @@ import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
 import { FinishedRecords } from "../shard-history/finished-records.js";
 import { ShardArchive } from "../shard-history/archive.js";
+import type { ArchivedQuery } from "../task-history/reads.js";
+import type { ShardArchiveFinder } from "../task-life/archived-reads.js";
 import { distinctIssues, IssueCounts } from "../shard-history/issue-counts.js";
 import { archiveAfterMs, WEEK_MS } from "../task-history/window.js";
 import { startOfUtcDay } from "../lib/time.js";
@@ -128,6 +130,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     // Never past the retention period: a record kept longer would outlive the purge of its payloads.
     this.history = new FinishedRecords(ctx.storage.sql, Math.min(archiveAfterMs(env), retentionMs(env)));
     this.archive = new ShardArchive(ctx.storage.sql, (fn) => ctx.storage.transactionSync(fn), env.BUCKET, ctx.id.toString(), this.history, retentionMs(env));
+    const ownArchive: ShardArchiveFinder = (accountId, taskId) => this.archive.find(taskId, accountId);
     this.issues = new IssueCounts(ctx.storage.sql, Date.now(), () =>
       distinctIssues(Array.from(this.heldRows.entries(), (e) => e.row), this.history.issues()),
     );
@@ -143,6 +146,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.retries = new Retries(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, {
       queue: this.queue, requeue: (work) => this.enqueue(work), log: (msg, extra) => log("warn", msg, extra),
       recordRows: (taskIds) => this.life.recordRows(taskIds),
+      archive: ownArchive,
     });
     this.caps = new ConcurrencyCaps(ctx.storage.sql);
     this.keys = new IdempotencyKeys(ctx.storage.sql);
@@ -152,6 +156,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       flush: () => this.commits.later(),
       logged: (taskId) => this.outcomes.get(taskId),
       issues: this.issues,
+      archive: ownArchive,
     });
     this.sockets = new AgentSockets(ctx);
     this.alarms = new AlarmSchedule(ctx, { outcomes: this.outcomes, held: this.heldRows, chains: this.chains, queue: this.queue, retries: this.retries, archive: this.archive });
@@ -245,6 +250,21 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   /** The account's tasks held here, newest first: what lists merge with D1's page. */
   async heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
     return this.reads.ofAccount(q);
+  }
+
+  /** The account's task from this shard's archive in R2 (shard-history/archive.ts), or null. */
+  async archivedTask(taskId: string, accountId: string): Promise<TaskRow | null> {
+    return (await this.archive.find(taskId, accountId)) ?? null;
+  }
+
+  /** A page of the account's (or its function's) tasks in this shard's archive, newest first. */
+  async archivedTasks(q: ArchivedQuery): Promise<TaskRow[]> {
+    return this.archive.page(q);
+  }
+
+  /** Whether this shard's archive holds tasks of the function (a list may filter by a deleted function). */
+  async holdsArchived(functionId: string): Promise<boolean> {
+    return this.archive.holds(functionId);
   }
 
   /**

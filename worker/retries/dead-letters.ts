@@ -1,6 +1,6 @@
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
-import { recordedTask } from "../task-history/reads.js";
+import { recordedAnywhere, type ShardArchiveFinder } from "../task-life/archived-reads.js";
 import { stageInput, type NewTask } from "../tasks/row.js";
 import type { TaskRow } from "../db/rows.js";
 import { newTaskId } from "../dispatch/client.js";
@@ -39,6 +39,7 @@ export class DeadLetters {
     private readonly sql: SqlStorage,
     private readonly self: AskingShard,
     private readonly log: Log,
+    private readonly archive: ShardArchiveFinder,
   ) {
     sql.exec("create table if not exists dead_letter (task_id text primary key, letter text not null)");
     this.reload();
@@ -83,7 +84,7 @@ export class DeadLetters {
   }
 
   private async send(l: Letter): Promise<void> {
-    const failed = await recordedTask(this.db, this.env.BUCKET, l.accountId, l.taskId);
+    const failed = await recordedAnywhere(this.db, this.env.BUCKET, l.accountId, l.taskId, this.archive);
     if (!failed || failed.finishedAt == null) return this.drop(l, "the failed task is not recorded");
     if (failed.hop + 1 > MAX_HOPS) return this.drop(l, `the chain reached its limit of ${MAX_HOPS} hops`);
     const body = deadLetterBodyOf(failed, await this.inputOf(failed), await this.logOf(failed));

@@ -1,4 +1,5 @@
 import type { Bindings } from "../env.js";
+import type { ShardArchiveFinder } from "../task-life/archived-reads.js";
 import type { Db } from "../db/client.js";
 import type { DispatcherRpc } from "../dispatch/rpc.js";
 import type { NewWork, WorkQueue, WorkRow } from "../dispatch/queue.js";
@@ -23,6 +24,8 @@ export interface RetryHost {
   log: (msg: string, extra: Record<string, unknown>) => void;
   /** Writes these tasks' rows to D1 if the shard created them and D1 has them not yet: an attempt's record updates the row. */
   recordRows: (taskIds: string[]) => Promise<void>;
+  /** The shard's own archive (a dead letter's failed task may be only there). */
+  archive: ShardArchiveFinder;
 }
 
 /** What a final outcome carries of a retried task's attempts (see dispatch/records.ts). */
@@ -71,7 +74,7 @@ export class Retries {
   ) {
     this.policies = new RetryPolicies(sql);
     this.runs = new RetryRuns(sql);
-    this.letters = new DeadLetters(env, db, sql, self, host.log);
+    this.letters = new DeadLetters(env, db, sql, self, host.log, host.archive);
   }
 
   reload(): void {

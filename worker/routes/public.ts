@@ -14,7 +14,7 @@ import { preferredWait } from "../http/prefer.js";
 import { syncResponse } from "../services/sync-invoke.js";
 import { awaitCreated, createTask } from "../task-life/create.js";
 import { findTask, heldCopy } from "../task-life/find.js";
-import { archivedTask, recordedTask } from "../task-history/reads.js";
+import { archivedAnywhere, recordedAnywhere, shardArchiveOf } from "../task-life/archived-reads.js";
 import { MIN_ARCHIVE_AFTER_MS } from "../task-history/window.js";
 import { idTime } from "../lib/ids.js";
 import { inputFromRequest } from "../http/task-input.js";
@@ -81,7 +81,7 @@ export const publicRoutes = new Hono<AppEnv>()
     // An archived task (task-history/) is past its anonymous 5 minutes: only its owner reads it.
     const found = await findTask(c.env, c.var.db, id);
     const owner = found ? undefined : await optionalAccount(c);
-    const t = found ?? (owner ? await archivedTask(c.var.db, c.env.BUCKET, owner, id) : undefined);
+    const t = found ?? (owner ? await archivedAnywhere(c.env, c.var.db, owner, id) : undefined);
     // Without a token an archived task cannot be looked up; an id old enough to be archived answers
     // as any result past its 5 minutes does, whether or not it exists (so it tells nothing). Text
     // that is not an id this service could have drawn (from before it existed) is simply not found.
@@ -156,7 +156,7 @@ export const publicRoutes = new Hono<AppEnv>()
     });
     if ("replayOf" in once) {
       // The key is kept 24 hours, the record in D1 an hour after its finish: then the archive has it.
-      const task = (await heldCopy(c.env, once.replayOf)) ?? (await recordedTask(c.var.db, c.env.BUCKET, e.accountId, once.replayOf));
+      const task = (await heldCopy(c.env, once.replayOf)) ?? (await recordedAnywhere(c.var.db, c.env.BUCKET, e.accountId, once.replayOf, shardArchiveOf(c.env)));
       if (!task) throw notFound("task");
       const replay = await replayedResult(c.env, task, waitS, () => during((s) => awaitFinished(c.var.db, c.env, task, s)), `/gc/${task.id}/result`, cors);
       if (replay) return replay;

@@ -6,14 +6,16 @@ import { unixSeconds } from "../lib/time.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
 import { heldCopy, heldTasks, mergedPage } from "../task-life/find.js";
-import { archivedPage, hasArchivedTasks, pageChunks, recordedTask } from "../task-history/reads.js";
+import { archivedPage, hasArchivedTasks, pageChunks } from "../task-history/reads.js";
+import { recordedAnywhere, shardArchiveOf, shardArchivedPages, shardsHoldArchived } from "../task-life/archived-reads.js";
 
 /**
  * One of the account's tasks, its newest copy (task-life/find.ts), else its archived record
- * (task-history/, looked up in D1's batch, so a record moving meanwhile is found); 404 for another account's.
+ * (task-history/, looked up in D1's batch, so a record moving meanwhile is found; then its shard's
+ * archive: task-life/archived-reads.ts); 404 for another account's.
  */
 export async function getOwnTask(env: Bindings, db: Db, accountId: string, id: string): Promise<TaskRow> {
-  const row = (await heldCopy(env, id)) ?? (await recordedTask(db, env.BUCKET, accountId, id));
+  const row = (await heldCopy(env, id)) ?? (await recordedAnywhere(db, env.BUCKET, accountId, id, shardArchiveOf(env)));
   if (!row || row.accountId !== accountId) throw notFound("task");
   return row;
 }
@@ -57,7 +59,8 @@ async function assertTaskFunction(env: Bindings, db: Db, accountId: string, func
   const [task] = await db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.accountId, accountId), eq(tasks.functionId, functionId))).limit(1);
   if (task) return;
   // Its tasks may all be in its shard still (cancelled by the deletion, not yet in D1), or archived.
-  if (!(await heldTasks(env, { accountId, functionId, limit: 1 })).length && !(await hasArchivedTasks(db, accountId, functionId))) throw notFound("function");
+  if ((await heldTasks(env, { accountId, functionId, limit: 1 })).length || (await hasArchivedTasks(db, accountId, functionId))) return;
+  if (!(await shardsHoldArchived(env, accountId, functionId))) throw notFound("function");
 }
 
 export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
@@ -71,8 +74,10 @@ export async function listTasks(env: Bindings, db: Db, accountId: string, q: { f
   // A full page of live tasks needs only archived ones newer than its oldest (an archived task can be
   // newer than a live one: a task held by a pause stays in D1 after newer ones left).
   const above = live.length === q.limit ? live.at(-1)!.id : undefined;
-  const archived = await archivedPage(db, env.BUCKET, { ...scope, above, limit: q.limit }, chunks);
-  return mergedPage(archived, live, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
+  const archivedQuery = { ...scope, above, limit: q.limit };
+  const [archived, shardArchived] = await Promise.all([archivedPage(db, env.BUCKET, archivedQuery, chunks), shardArchivedPages(env, archivedQuery)]);
+  // A record in both archives is the same record (a list shows none of what retention changes).
+  return mergedPage(mergedPage(shardArchived, archived, q.limit), live, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }
 
 function listedTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {

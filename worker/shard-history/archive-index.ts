@@ -104,6 +104,11 @@ export class ArchiveIndex {
     }
   }
 
+  /** Whether a written chunk holds records of the scope. */
+  holds(scope: string): boolean {
+    return this.sql.exec("select 1 from shard_chunk_member where scope = ? limit 1", stored(scope)).toArray().length > 0;
+  }
+
   /** Written chunks holding a record unpurged since before `cutoff`, most overdue first (only a written chunk has a `purge_due`). */
   purgeDue(cutoff: number, limit: number): ShardChunk[] {
     return this.sql

@@ -1,4 +1,5 @@
 import type { TaskRow } from "../db/rows.js";
+import type { ArchivedQuery } from "../task-history/reads.js";
 import { idTime } from "../lib/ids.js";
 import { HOUR_MS } from "../lib/time.js";
 import { checkReadBack, putChunk, readChunk, readSegmentOf } from "../task-history/chunk.js";
@@ -155,30 +156,37 @@ export class ShardArchive {
     return purged;
   }
 
-  /** An archived record by id: one ranged read of the segment that would hold it. */
-  async find(taskId: string): Promise<TaskRow | undefined> {
+  /** An archived record by id, if the account's: one ranged read of the segment that would hold it. */
+  async find(taskId: string, accountId: string): Promise<TaskRow | undefined> {
     for (const chunk of this.index.holding(taskId, issueHourOf(taskId))) {
       const found = (await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId)).find((r) => r.id === taskId);
-      if (found) return found;
+      if (found) return found.accountId === accountId ? found : undefined;
     }
     return undefined;
   }
 
   /**
-   * A page of an account's or a function's archived records, newest id first, below `before` when
-   * given. Chunks are read newest last id first, and the walk stops once a full page's oldest id is
-   * above the next chunk's last id: no record it has not read can belong on the page.
+   * A page of an account's or a function's archived records, newest id first, below `before` and
+   * above `above` when given. Chunks are read newest last id first, and the walk stops once a full
+   * page's oldest id is above the next chunk's last id (or `above` is): no record it has not read can
+   * belong on the page.
    */
-  async page(scope: { accountId: string } | { functionId: string }, before: string | undefined, limit: number): Promise<TaskRow[]> {
-    const matches = "accountId" in scope ? (r: TaskRow) => r.accountId === scope.accountId : (r: TaskRow) => r.functionId === scope.functionId;
-    const id = "accountId" in scope ? scope.accountId : scope.functionId;
+  async page(q: ArchivedQuery): Promise<TaskRow[]> {
+    const scope = q.functionId ?? q.accountId;
+    const fits = (r: TaskRow) => r.accountId === q.accountId && (!q.functionId || r.functionId === q.functionId) && (!q.before || r.id < q.before) && (!q.above || r.id > q.above);
     const found = new Map<string, TaskRow>();
     let page: TaskRow[] = [];
-    for (const chunk of this.index.newestOf(id, before, before === undefined ? undefined : issueHourOf(before))) {
-      if (page.length >= limit && page[limit - 1]!.id > chunk.lastId) break;
-      for (const r of await readChunk(this.bucket, this.keyOf(chunk), chunk.segments)) if (matches(r) && (before === undefined || r.id < before)) found.set(r.id, r);
-      page = [...found.values()].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, limit);
+    for (const chunk of this.index.newestOf(scope, q.before, q.before === undefined ? undefined : issueHourOf(q.before))) {
+      if (q.above !== undefined && chunk.lastId <= q.above) break;
+      if (page.length >= q.limit && page[q.limit - 1]!.id > chunk.lastId) break;
+      for (const r of await readChunk(this.bucket, this.keyOf(chunk), chunk.segments)) if (fits(r)) found.set(r.id, r);
+      page = [...found.values()].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, q.limit);
     }
     return page;
+  }
+
+  /** Whether any chunk holds records of this scope (an account or a function). */
+  holds(scope: string): boolean {
+    return this.index.holds(scope);
   }
 }

@@ -1,5 +1,5 @@
 import type { StoreBindings } from "../bindings.js";
-import { recordedTask } from "../task-history/reads.js";
+import { recordedAnywhere, type ShardArchiveFinder } from "./archived-reads.js";
 import { sqlBatch, type Db } from "../db/client.js";
 import { rowsInserted } from "./record-rows.js";
 import type { TaskRow } from "../db/rows.js";
@@ -36,6 +36,8 @@ export interface LifeParts {
   logged: (taskId: string) => Outcome | undefined;
   /** The week's issue times, which a created task adds to in the step that writes it (shard-history/issue-counts.ts). */
   issues: Pick<IssueCounts, "issued">;
+  /** The shard's own archive: a creation sent again may find its task archived there. */
+  archive: ShardArchiveFinder;
 }
 
 /**
@@ -55,7 +57,7 @@ export class ShardLife {
     const existing = held.get(req.id);
     if (existing) return { task: existing, finished: waitMs > 0 && existing.finishedAt == null ? await waiters.wait(req.id, waitMs) : existing.finishedAt != null ? existing : null };
     if (req.mayExist) {
-      const recorded = await recordedTask(this.db, this.env.BUCKET, req.accountId, req.id);
+      const recorded = await recordedAnywhere(this.db, this.env.BUCKET, req.accountId, req.id, this.parts.archive);
       if (recorded) return { task: recorded, finished: recorded.finishedAt != null ? recorded : null };
     }
     let admitted;

@@ -1,0 +1,118 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { allShards, dispatcherFor, shardStub } from "../../worker/dispatch/client.js";
+import type { Dispatcher } from "../../worker/dispatch/durable-object.js";
+import type { Bindings } from "../../worker/env.js";
+import { ROLL_MS } from "../../worker/shard-history/archive.js";
+import { call, callJson, clearQueue, deployedFunction, newAccount, newEndpoint, recordsFlushed } from "./helpers.js";
+import { eventually, FakeAgent } from "./fake-agent.js";
+import { allPages, recordReads } from "./task-reads.js";
+
+/**
+ * Reads of records that only a shard's archive holds (step 5, docs/dispatch.md): D1 has neither
+ * the row nor an archived chunk of them, and the shard no longer keeps them. Every read route must
+ * answer as it did while D1 had them. The records leave here as the shard's release at the end of
+ * the window will take them: archived by the shard first, then gone from D1 and from the shard's
+ * kept records.
+ */
+
+const bindings = env as unknown as Bindings;
+
+beforeEach(clearQueue);
+afterEach(() => FakeAgent.closeAll());
+
+/** Every shard rolls its archive, then D1's rows and the shards' kept records of these tasks go. */
+async function onlyInShardArchives(ids: string[]) {
+  await recordsFlushed();
+  for (let shard = 0; shard < allShards(bindings).length; shard++)
+    await runInDurableObject(shardStub(env, shard), async (o, state) => {
+      const d = o as unknown as Dispatcher;
+      while (await d.archive.roll(Date.now() + ROLL_MS + 1));
+      state.storage.sql.exec("delete from shard_record");
+    });
+  await env.DB.prepare("delete from tasks where id in (select value from json_each(?))").bind(JSON.stringify(ids)).run();
+}
+
+/** Finished tasks of two functions, through the API and a public endpoint (with an Idempotency-Key), answers and logs of each kind. */
+async function finishedTasks() {
+  const agent = await FakeAgent.connect("archive-reads");
+  const { token, accountId } = await newAccount();
+  const fn = await deployedFunction(token);
+  const other = await deployedFunction(token);
+  const ep = await newEndpoint(token, fn);
+  const ids: string[] = [];
+  for (const [i, f] of [fn, other, fn, fn, other].entries()) ids.push((await callJson<{ id: string }>(`/v1/task/${f}`, 201, { token, json: { n: i } })).id);
+  const keyed = { method: "POST", token: null, headers: { "Idempotency-Key": `key-${accountId}` }, json: { via: "gc" } };
+  const viaGc = await call(`/gc/${ep}`, keyed);
+  expect(viaGc.status).toBe(201);
+  ids.push(((await viaGc.json()) as { id: string }).id);
+  for (let i = 0; i < ids.length; i++) {
+    const id = (await agent.next("task.assign")).taskId;
+    const n = ids.indexOf(id);
+    agent.done(id, n === 3 ? "broke" : `{"n":${n}}`, n === 3 ? 500 : 200, { headers: { "content-type": n === 3 ? "text/plain" : "application/json" }, log: [`line ${n}`] });
+  }
+  await eventually(async () => {
+    await recordsFlushed();
+    const { n } = (await env.DB.prepare("select count(*) as n from tasks where account_id = ? and finished_at is not null").bind(accountId).first<{ n: number }>())!;
+    return n === ids.length;
+  });
+  return { token, accountId, fn, other, ep, ids, keyed, gcId: ids.at(-1)! };
+}
+
+const replayed = async (ep: string, keyed: Record<string, unknown>) => {
+  const res = await call(`/gc/${ep}`, keyed);
+  return { status: res.status, body: await res.text() };
+};
+
+describe("reads of records only a shard's archive holds", () => {
+  it("answer every task route, the lists and the console's pages as they did from D1", async () => {
+    const { token, fn, ids } = await finishedTasks();
+    const before = await recordReads(token, ids, fn);
+    await onlyInShardArchives(ids);
+    expect(await env.DB.prepare("select count(*) as n from tasks where id in (select value from json_each(?))").bind(JSON.stringify(ids)).first("n")).toBe(0);
+    expect(await recordReads(token, ids, fn)).toEqual(before);
+  });
+
+  it("answer another account 404, as D1 would", async () => {
+    const { ids } = await finishedTasks();
+    await onlyInShardArchives(ids);
+    const stranger = await newAccount("stranger");
+    for (const path of [`/v1/task/${ids[0]}`, `/v1/task/${ids[0]}/result`, `/v1/task/${ids[0]}/log`]) expect((await call(path, { token: stranger.token })).status).toBe(404);
+    expect(await callJson("/v1/task/list", 200, { token: stranger.token })).toEqual([]);
+  });
+
+  it("answer a public result with its owner's token, and an Idempotency-Key's replay, as before", async () => {
+    const { token, ep, keyed, gcId } = await finishedTasks();
+    const publicBefore = await (await call(`/gc/${gcId}/result`, { token })).text();
+    const replayBefore = await replayed(ep, keyed);
+    await onlyInShardArchives([gcId]);
+    expect(await (await call(`/gc/${gcId}/result`, { token })).text()).toBe(publicBefore);
+    expect(await replayed(ep, keyed)).toEqual(replayBefore);
+  });
+
+  it("list a deleted function's tasks by its filter", async () => {
+    const { token, other, ids } = await finishedTasks();
+    const before = await allPages(token, 1, other);
+    expect(before.flat()).toHaveLength(2);
+    expect((await call(`/v1/function/${other}`, { method: "DELETE", token })).status).toBeLessThan(300);
+    await onlyInShardArchives(ids);
+    expect(await allPages(token, 1, other)).toEqual(before);
+    expect((await call(`/v1/task/list?functionId=${other}`, { token: (await newAccount("else")).token })).status).toBe(404);
+  });
+
+  it("answer a creation sent again with the archived task, creating and queueing nothing", async () => {
+    const { token, accountId, fn, ids } = await finishedTasks();
+    const id = ids[0]!;
+    const task = await callJson(`/v1/task/${id}`, 200, { token });
+    await onlyInShardArchives(ids);
+    const agent = await FakeAgent.connect("resent-shard-archived");
+    const answer = await dispatcherFor(bindings, fn).createTask({
+      id, accountId, functionId: fn, input: { method: "POST", query: {}, headers: {}, body: null }, staged: { id, input: "{}", inputKey: null }, now: Date.now(), mayExist: true,
+    });
+    expect(answer).toMatchObject({ task: { id, status: 200, finishedAt: expect.any(Number) }, finished: { id } });
+    expect(await agent.none("task.assign", 300)).toBe(true);
+    await recordsFlushed();
+    expect(await env.DB.prepare("select 1 from tasks where id = ?").bind(id).first()).toBeNull();
+    expect(await callJson(`/v1/task/${id}`, 200, { token })).toEqual(task);
+  });
+});

@@ -1,0 +1,45 @@
+import type { Db } from "../db/client.js";
+import type { TaskRow } from "../db/rows.js";
+import type { Bindings } from "../env.js";
+import { allShards, functionDispatchers, shardOfTask, shardStub } from "../dispatch/client.js";
+import { archivedTask, recordedTask, type ArchivedQuery } from "../task-history/reads.js";
+
+/**
+ * Reads of finished records past D1 and its archive's index: the shards' own archives
+ * (shard-history/archive.ts, step 5 of docs/dispatch.md). A record is looked for there last, so
+ * D1's copy answers while it has one. A shard out of reach fails the read rather than answer a
+ * record missing or a page short.
+ */
+
+/** Where the shard that made a task keeps its archive: over RPC from the Worker, or the shard's own when it asks itself. */
+export type ShardArchiveFinder = (accountId: string, taskId: string) => Promise<TaskRow | undefined>;
+
+/** The task's shard (its id names it), asked over RPC. */
+export const shardArchiveOf =
+  (env: Bindings): ShardArchiveFinder =>
+  async (accountId, taskId) =>
+    (await shardStub(env, shardOfTask(env, taskId)).archivedTask(taskId, accountId)) ?? undefined;
+
+/** The account's task as recorded anywhere past its shard's copy: D1's row, D1's archive, the shard's archive. */
+export async function recordedAnywhere(db: Db, bucket: R2Bucket, accountId: string, taskId: string, shardArchive: ShardArchiveFinder): Promise<TaskRow | undefined> {
+  return (await recordedTask(db, bucket, accountId, taskId)) ?? (await shardArchive(accountId, taskId));
+}
+
+/** The account's archived task, in D1's archive or its shard's (for a caller that already looked in D1). */
+export async function archivedAnywhere(env: Bindings, db: Db, accountId: string, taskId: string): Promise<TaskRow | undefined> {
+  return (await archivedTask(db, env.BUCKET, accountId, taskId)) ?? (await shardArchiveOf(env)(accountId, taskId));
+}
+
+/** A page of the shards' archives: a function's from its shards, an account's from every shard, each a page, merged by the caller. */
+export async function shardArchivedPages(env: Bindings, q: ArchivedQuery): Promise<TaskRow[]> {
+  const shards = q.functionId ? functionDispatchers(env, q.functionId) : allShards(env);
+  return (await Promise.all(shards.map((s) => s.archivedTasks(q)))).flat();
+}
+
+/** Whether a shard's archive holds the account's tasks of the function (its sidecars name the function; a record says whose it is). */
+export async function shardsHoldArchived(env: Bindings, accountId: string, functionId: string): Promise<boolean> {
+  const shards = functionDispatchers(env, functionId);
+  const named = await Promise.all(shards.map((s) => s.holdsArchived(functionId)));
+  if (!named.some(Boolean)) return false;
+  return (await shardArchivedPages(env, { accountId, functionId, limit: 1 })).length > 0;
+}
