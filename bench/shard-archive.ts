@@ -41,7 +41,7 @@ async function round(dir: string, name: string, bucket: R2Bucket) {
     return out;
   };
   const records = new FinishedRecords(sql, HOUR_MS);
-  const archive = new ShardArchive(sql, tx, bucket, name, records, 30 * 24 * HOUR_MS);
+  const archive = new ShardArchive(sql, tx, bucket, name, records, 30 * 24 * HOUR_MS, async () => undefined);
   let t0 = performance.now();
   for (let i = 0; i < rows.length; i += BATCH) tx(() => records.keep(rows.slice(i, i + BATCH), now));
   const keepUs = ((performance.now() - t0) * 1000) / RECORDS;

@@ -4,9 +4,13 @@ import { allShards, dispatcherFor, shardStub } from "../../worker/dispatch/clien
 import type { Dispatcher } from "../../worker/dispatch/durable-object.js";
 import type { Bindings } from "../../worker/env.js";
 import { ROLL_MS } from "../../worker/shard-history/archive.js";
-import { call, callJson, clearQueue, deployedFunction, newAccount, newEndpoint, recordsFlushed } from "./helpers.js";
+import { releaseFromD1 } from "../../worker/shard-history/release.js";
+import { call, callJson, clearQueue, deployedFunction, newAccount, newEndpoint, recordsFlushed, shardsCountIssuesFrom } from "./helpers.js";
+import { dailyTasks } from "../../worker/console/queries.js";
+import { openDb } from "../../worker/db/client.js";
+import { HOUR_MS } from "../../worker/lib/time.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
-import { allPages, recordReads } from "./task-reads.js";
+import { allPages, reads } from "./task-reads.js";
 
 /**
  * Reads of records that only a shard's archive holds (step 5, docs/dispatch.md): D1 has neither
@@ -19,18 +23,30 @@ import { allPages, recordReads } from "./task-reads.js";
 const bindings = env as unknown as Bindings;
 
 beforeEach(clearQueue);
+// The shard's storage outlives a test: each starts with no kept records and no archive.
+beforeEach(() =>
+  runInDurableObject(shardStub(env, 0), (_o, state) => {
+    for (const table of ["shard_record", "shard_chunk", "shard_chunk_member"]) state.storage.sql.exec(`delete from ${table}`);
+  }),
+);
 afterEach(() => FakeAgent.closeAll());
 
-/** Every shard rolls its archive, then D1's rows and the shards' kept records of these tasks go. */
+/** The shards count issues since before these tests' tasks: the release takes rows of tasks issued since. */
+beforeEach(() => shardsCountIssuesFrom(Date.now() - HOUR_MS));
+
+const inD1 = async (ids: string[]) =>
+  Number(await env.DB.prepare("select count(*) as n from tasks where id in (select value from json_each(?))").bind(JSON.stringify(ids)).first("n"));
+
+/** Every shard's turn once its records have waited: archived, released from D1; then the shards' kept records go too. */
 async function onlyInShardArchives(ids: string[]) {
   await recordsFlushed();
   for (let shard = 0; shard < allShards(bindings).length; shard++)
     await runInDurableObject(shardStub(env, shard), async (o, state) => {
       const d = o as unknown as Dispatcher;
-      while (await d.archive.roll(Date.now() + ROLL_MS + 1));
+      while ((await d.archive.run(Date.now() + ROLL_MS + 1)).archived);
       state.storage.sql.exec("delete from shard_record");
     });
-  await env.DB.prepare("delete from tasks where id in (select value from json_each(?))").bind(JSON.stringify(ids)).run();
+  expect(await inD1(ids)).toBe(0);
 }
 
 /** Finished tasks of two functions, through the API and a public endpoint (with an Idempotency-Key), answers and logs of each kind. */
@@ -65,12 +81,13 @@ const replayed = async (ep: string, keyed: Record<string, unknown>) => {
 };
 
 describe("reads of records only a shard's archive holds", () => {
-  it("answer every task route, the lists and the console's pages as they did from D1", async () => {
-    const { token, fn, ids } = await finishedTasks();
-    const before = await recordReads(token, ids, fn);
+  it("answer every task route, the lists, the counts, usage and the console's pages as they did from D1", async () => {
+    const { token, accountId, fn, ids } = await finishedTasks();
+    const before = await reads(token, ids, fn);
+    const daysBefore = await dailyTasks(bindings, openDb(bindings), accountId, 30);
     await onlyInShardArchives(ids);
-    expect(await env.DB.prepare("select count(*) as n from tasks where id in (select value from json_each(?))").bind(JSON.stringify(ids)).first("n")).toBe(0);
-    expect(await recordReads(token, ids, fn)).toEqual(before);
+    expect(await reads(token, ids, fn)).toEqual(before);
+    expect(await dailyTasks(bindings, openDb(bindings), accountId, 30)).toEqual(daysBefore);
   });
 
   it("answer another account 404, as D1 would", async () => {
@@ -114,5 +131,50 @@ describe("reads of records only a shard's archive holds", () => {
     await recordsFlushed();
     expect(await env.DB.prepare("select 1 from tasks where id = ?").bind(id).first()).toBeNull();
     expect(await callJson(`/v1/task/${id}`, 200, { token })).toEqual(task);
+  });
+});
+
+describe("the release of D1's rows of records a shard archived", () => {
+  const released = (ids: string[]) =>
+    runInDurableObject(shardStub(env, 0), async (o) => {
+      const d = o as unknown as Dispatcher;
+      await d.archive.roll(Date.now() + ROLL_MS + 1);
+      return d.archive.releaseArchived();
+    });
+
+  it("counts each record once when its batch is sent again (its answer lost), and takes no row twice", async () => {
+    const { token, fn, ids } = await finishedTasks();
+    const before = await reads(token, ids, fn);
+    const { accountId } = (await env.DB.prepare("select account_id as accountId from tasks where id = ?").bind(ids[0]).first<{ accountId: string }>())!;
+    await released(ids);
+    await releaseFromD1(openDb(bindings), ids.map((id) => ({ id, accountId, purged: false })), Date.now());
+    expect(await inD1(ids)).toBe(0);
+    expect(await reads(token, ids, fn)).toEqual(before);
+  });
+
+  it("leaves a row D1 purged since the shard archived it, and one of a task issued before the shards counted issues, for D1's own move", async () => {
+    const { ids, accountId } = await finishedTasks();
+    await env.DB.prepare("update tasks set purged_at = ? where id = ?").bind(Date.now(), ids[0]).run();
+    await shardsCountIssuesFrom(Date.now() + 60_000);
+    expect(await released(ids)).toBe(ids.length);
+    expect(await inD1(ids)).toBe(ids.length);
+    await shardsCountIssuesFrom(Date.now() - HOUR_MS);
+    await releaseFromD1(openDb(bindings), ids.map((id) => ({ id, accountId, purged: false })), Date.now());
+    expect(await inD1(ids)).toBe(1);
+  });
+
+  it("is due at once after a roll, and the records wait for it before they leave the shard", async () => {
+    const { ids } = await finishedTasks();
+    await runInDurableObject(shardStub(env, 0), async (o) => {
+      const d = o as unknown as Dispatcher;
+      await d.archive.roll(Date.now() + ROLL_MS + 1);
+      expect(d.history.unreleased(100).map((r) => r.id).sort()).toEqual([...ids].sort());
+      expect(d.archive.nextAt()).toBeLessThanOrEqual(Date.now());
+      expect(d.history.prune(Date.now() + 2 * HOUR_MS)).toBe(0);
+      expect(await d.archive.releaseArchived()).toBe(ids.length);
+      expect(d.history.unreleased(100)).toEqual([]);
+      expect(d.history.prune(Date.now() + 2 * HOUR_MS)).toBe(ids.length);
+    });
+    expect(await inD1(ids)).toBe(0);
   });
 });

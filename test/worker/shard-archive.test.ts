@@ -10,6 +10,7 @@ import { INLINE_PAYLOAD_CHARS } from "../../worker/shard-history/compact-record.
 import { readChunk } from "../../worker/task-history/chunk.js";
 import { idTimePrefix, newId } from "../../worker/lib/ids.js";
 import { HOUR_MS } from "../../worker/lib/time.js";
+import { taskResultKey } from "../../worker/lib/storage-keys.js";
 import { callJson, clearQueue, deployedFunction, newAccount, newEndpoint, recordsFlushed } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
@@ -218,13 +219,15 @@ describe("a page of an account's or a function's archived records", () => {
 });
 
 describe("retention of a shard's archived records", () => {
-  it("purges the records finished before the period in their chunk, keeps the others, and is due again at the next", async () => {
+  it("purges the records finished before the period, their R2 objects too, keeps the others, and is due again at the next", async () => {
     const { rows } = synthetic(2, 4);
     await inShard(async (o) => {
       const now = Date.now() + ROLL_MS + 1;
       o.history.keep(rows, now);
       await o.archive.roll(now);
       const retention = o.archive["retentionMs"] as number;
+      // A large result of each record, in R2 as the group commit puts it.
+      for (const r of rows) await env.BUCKET.put(taskResultKey(r.accountId, r.id), "a large result");
       const cutoffAfter = rows[5]!.finishedAt!; // the hour's records before it are past the period
       const purgeAt = cutoffAfter + retention;
       const purged = await o.archive.purge(purgeAt);
@@ -236,6 +239,7 @@ describe("retention of a shard's archived records", () => {
           expect(found).toEqual({ ...r, input: null, inputKey: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, purgedAt: purgeAt });
         else expect(found).toEqual(r);
       }
+      for (const r of rows) expect(await env.BUCKET.head(taskResultKey(r.accountId, r.id)) === null).toBe(r.finishedAt! < cutoffAfter);
       expect(o.archive.index.nextPurge()).toBe(Math.min(...rows.filter((r) => r.finishedAt! >= cutoffAfter).map((r) => r.finishedAt!)));
       expect(await o.archive.purge(purgeAt)).toBe(0);
     });
@@ -243,13 +247,15 @@ describe("retention of a shard's archived records", () => {
 });
 
 describe("the window of a shard's records, with the archive", () => {
-  it("keeps a record past the window until the archive has it", async () => {
+  it("keeps a record past the window until the archive has it and D1 was asked to let its row go", async () => {
     const { rows } = synthetic(3, 2);
     await inShard(async (o) => {
       const later = Date.now() + 5 * HOUR_MS;
       o.history.keep(rows, Date.now());
       expect(o.history.prune(later)).toBe(0);
       await o.archive.roll(later);
+      expect(o.history.prune(later)).toBe(0);
+      expect(await o.archive.releaseArchived()).toBe(rows.length);
       expect(o.history.prune(later)).toBe(rows.length);
       for (const r of rows) expect(await o.archive.find(r.id, r.accountId)).toEqual(r);
     });

@@ -165,9 +165,11 @@ describe("the window of a shard's records", () => {
       const recent = row(now - HOUR_MS / 4, now - HOUR_MS / 4 + 1_000);
       const oddId = { ...row(now - 3 * HOUR_MS, now - 2 * HOUR_MS), id: "legacy-7" };
       records.keep([old, late, recent, oddId], now - 5 * HOUR_MS);
-      // Not before the shard's archive has them (shard-archive.test.ts).
+      // Not before the shard's archive has them and D1 was asked to let them go (shard-archive.test.ts).
       expect(records.prune(now)).toBe(0);
       records.archived([old, late, recent, oddId].map((r) => r.id), 1);
+      expect(records.prune(now)).toBe(0);
+      records.released([old, late, recent, oddId].map((r) => r.id));
       expect(records.prune(now)).toBe(2);
       expect(records.get(old.id, now)).toBeUndefined();
       expect(records.get(oddId.id, now)).toBeUndefined();

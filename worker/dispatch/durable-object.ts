@@ -45,6 +45,7 @@ import { ShardAdmission } from "../shard-admission/leases.js";
 import { admissionLimits } from "../tasks/admission.js";
 import { FinishedRecords } from "../shard-history/finished-records.js";
 import { ShardArchive } from "../shard-history/archive.js";
+import { releaseFromD1 } from "../shard-history/release.js";
 import type { ArchivedQuery } from "../task-history/reads.js";
 import type { ShardArchiveFinder } from "../task-life/archived-reads.js";
 import { distinctIssues, IssueCounts } from "../shard-history/issue-counts.js";
@@ -129,7 +130,9 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.heldRows = new HeldTasks(ctx.storage.sql);
     // Never past the retention period: a record kept longer would outlive the purge of its payloads.
     this.history = new FinishedRecords(ctx.storage.sql, Math.min(archiveAfterMs(env), retentionMs(env)));
-    this.archive = new ShardArchive(ctx.storage.sql, (fn) => ctx.storage.transactionSync(fn), env.BUCKET, ctx.id.toString(), this.history, retentionMs(env));
+    this.archive = new ShardArchive(ctx.storage.sql, (fn) => ctx.storage.transactionSync(fn), env.BUCKET, ctx.id.toString(), this.history, retentionMs(env), (records) =>
+      releaseFromD1(this.db, records, Date.now()),
+    );
     const ownArchive: ShardArchiveFinder = (accountId, taskId) => this.archive.find(taskId, accountId);
     this.issues = new IssueCounts(ctx.storage.sql, Date.now(), () =>
       distinctIssues(Array.from(this.heldRows.entries(), (e) => e.row), this.history.issues()),

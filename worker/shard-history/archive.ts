@@ -4,9 +4,10 @@ import { idTime } from "../lib/ids.js";
 import { HOUR_MS } from "../lib/time.js";
 import { checkReadBack, putChunk, readChunk, readSegmentOf } from "../task-history/chunk.js";
 import { earliestUnpurged } from "../task-history/move-commit.js";
-import { expiredRecords, purgedRecord } from "../task-history/record-purge.js";
+import { deletePayloadObjects, expiredRecords, purgedRecord } from "../task-history/record-purge.js";
 import { ArchiveIndex, type ShardChunk } from "./archive-index.js";
 import type { FinishedRecords } from "./finished-records.js";
+import type { Released } from "./release.js";
 
 /** A record waits at most about this long after its finish for the archive (less once a full chunk waits). */
 export const ROLL_MS = 10 * 60_000;
@@ -18,6 +19,9 @@ export const CHUNK_RECORDS = 2_000;
  * is left goes at the next turn, right after, with the shard's other work in between.
  */
 const ROLL_PAGES = 2;
+/** Records a turn asks D1 to let go at most, in batches of `RELEASE_BATCH`. */
+const RELEASE_RECORDS = 4_000;
+const RELEASE_BATCH = 1_000;
 /** Chunks one retention pass rewrites at most. */
 const PURGE_CHUNKS = 20;
 /** After a roll or a purge failed (R2 out of reach), the next try waits this long. */
@@ -39,10 +43,9 @@ const scopesOf = (rows: TaskRow[]) => new Set(rows.flatMap((r) => [r.accountId, 
  * waited `ROLL_MS` since its finish, whole (every payload D1 keeps inline); the kept record then
  * keeps only what a record keeps inline, and leaves at the end of the window as before.
  *
- * While D1 still holds every record (until step 4), this is a second copy that reads do not yet
- * consult, and retention here rewrites only the chunks: the payloads' R2 objects are D1's
- * retention's to delete, as a read of D1's copy would otherwise find its result gone before the
- * record says it is purged.
+ * Once a record is in a chunk, D1 is asked to let its row go (`releaseArchived`, release.ts), and
+ * reads find it here after D1 and D1's own archive (task-life/archived-reads.ts). Retention here
+ * keeps D1's rules, its payloads' R2 objects included: for a released record this is the only copy.
  */
 export class ShardArchive {
   readonly index: ArchiveIndex;
@@ -56,6 +59,8 @@ export class ShardArchive {
     private readonly prefix: string,
     private readonly records: FinishedRecords,
     private readonly retentionMs: number,
+    /** Takes D1's rows of archived records out of D1 (release.ts). */
+    private readonly release: (records: Released[]) => Promise<void>,
   ) {
     this.index = new ArchiveIndex(sql);
   }
@@ -67,21 +72,22 @@ export class ShardArchive {
   /** When the shard's alarm should call `run` next: a roll due, a chunk due for retention, or a cut-short roll to clear. */
   nextAt(): number | undefined {
     const due = Math.min(
-      this.index.unwritten().length || this.records.waiting >= CHUNK_RECORDS ? Date.now() : Infinity,
+      this.index.unwritten().length || this.records.waiting >= CHUNK_RECORDS || this.records.unreleased(1).length ? Date.now() : Infinity,
       (this.records.oldestUnarchived() ?? Infinity) + ROLL_MS,
       (this.index.nextPurge() ?? Infinity) + this.retentionMs,
     );
     return due === Infinity ? undefined : Math.max(due, this.retryAt);
   }
 
-  /** What is due at `now`: chunks a cut-short roll left, the roll, retention. Fails (and waits a minute) if R2 does. */
-  async run(now: number): Promise<{ archived: number; purged: number }> {
-    if (now < this.retryAt) return { archived: 0, purged: 0 };
+  /** What is due at `now`: chunks a cut-short roll left, the roll, the release, retention. Fails (and waits a minute) if R2 or D1 does. */
+  async run(now: number): Promise<{ archived: number; released: number; purged: number }> {
+    if (now < this.retryAt) return { archived: 0, released: 0, purged: 0 };
     try {
       await this.clearUnwritten();
       const archived = await this.roll(now);
+      const released = await this.releaseArchived();
       const purged = await this.purge(now);
-      return { archived, purged };
+      return { archived, released, purged };
     } catch (e) {
       this.retryAt = now + RETRY_MS;
       throw e;
@@ -141,13 +147,35 @@ export class ShardArchive {
     });
   }
 
-  /** Retention, by the rules of D1's records: a chunk holding a record finished before the period is rewritten with it purged. */
+  /**
+   * Asks D1 to let go of its rows of archived records (release.ts), oldest ids first: from then on
+   * a read finds them in this archive. A batch that fails leaves its records unreleased, for the next turn.
+   */
+  async releaseArchived(): Promise<number> {
+    let released = 0;
+    while (released < RELEASE_RECORDS) {
+      const batch = this.records.unreleased(RELEASE_BATCH);
+      if (!batch.length) break;
+      await this.release(batch);
+      this.records.released(batch.map((r) => r.id));
+      released += batch.length;
+    }
+    return released;
+  }
+
+  /**
+   * Retention, by the rules of D1's records: a record finished before the period loses its input,
+   * result and log (every R2 object a task can have, then its inline copies as its chunk is
+   * rewritten) and is marked purged. R2 first, the index last: a pass cut short leaves the chunk due.
+   */
   async purge(now: number): Promise<number> {
     const cutoff = now - this.retentionMs;
     let purged = 0;
     for (const chunk of this.index.purgeDue(cutoff, PURGE_CHUNKS)) {
       const rows = await readChunk(this.bucket, this.keyOf(chunk), chunk.segments);
-      const ids = new Set(expiredRecords(rows, cutoff).map((r) => r.id));
+      const expired = expiredRecords(rows, cutoff);
+      await deletePayloadObjects(this.bucket, expired);
+      const ids = new Set(expired.map((r) => r.id));
       const kept = rows.map((r) => (ids.has(r.id) ? purgedRecord(r, now) : r));
       const put = await putChunk(this.bucket, this.keyOf(chunk), kept);
       this.index.rewritten(chunk.n, { ...put, purgeDue: earliestUnpurged(kept) });

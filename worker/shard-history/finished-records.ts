@@ -2,6 +2,7 @@ import type { TaskRow } from "../db/rows.js";
 import { cutPayloadsSql, decodeRecord, encodeRecord, RECORD_COLUMNS, RECORD_TYPES, type KeptRecord } from "./compact-record.js";
 import { idFloorAt, stored, unstored } from "./id-bytes.js";
 import type { Issue } from "./issue-counts.js";
+import type { Released } from "./release.js";
 
 /** Pruning runs at most this often: a look at the oldest ids, whatever the batch rate. */
 const PRUNE_EVERY_MS = 10_000;
@@ -15,6 +16,7 @@ const INSERT = `insert into shard_record (${RECORD_COLUMNS.join(", ")}) values (
 /** Records not yet archived, in id order: all of D1's payloads (the chunk is written from them). */
 const UNARCHIVED = "chunk is null and far = 0";
 const ARCHIVED = `update shard_record set chunk = ?, ${cutPayloadsSql()} where id = ?`;
+const UNRELEASED = "chunk is not null and released = 0";
 
 /**
  * The finished tasks of a shard's functions, kept in the shard's own SQLite for the window
@@ -44,6 +46,9 @@ export class FinishedRecords {
     sql.exec("create index if not exists shard_record_account on shard_record (account_id, id)");
     // The chunk of the shard's archive that holds the record (archive.ts); null until then.
     if (!have.has("chunk")) sql.exec("alter table shard_record add column chunk integer");
+    // Archived, then released: D1 was asked to let its rows go (release.ts). Only then may a record leave the shard.
+    if (!have.has("released")) sql.exec("alter table shard_record add column released integer not null default 0");
+    sql.exec(`create index if not exists shard_record_unreleased on shard_record (id) where ${UNRELEASED}`);
     // The archive takes the records waiting for it oldest finish first.
     sql.exec(`create index if not exists shard_record_unarchived on shard_record (finished_at) where ${UNARCHIVED}`);
     this.waiting = Number(sql.exec(`select count(*) as n from shard_record where ${UNARCHIVED}`).one().n);
@@ -90,18 +95,32 @@ export class FinishedRecords {
     }
   }
 
+  /** Archived records whose rows D1 was not yet asked to let go, in id order. */
+  unreleased(limit: number): Released[] {
+    type Stored = ArrayBuffer | string;
+    return this.sql
+      .exec<{ id: Stored; account_id: Stored; purged_at: number | null }>(`select id, account_id, purged_at from shard_record where ${UNRELEASED} order by id limit ?`, limit)
+      .toArray()
+      .map((r) => ({ id: unstored(r.id), accountId: unstored(r.account_id), purged: r.purged_at != null }));
+  }
+
+  /** D1 let these records' rows go (or keeps them for its own move): the records may leave at the window's end. */
+  released(ids: Iterable<string>): void {
+    for (const id of ids) this.sql.exec("update shard_record set released = 1 where id = ?", stored(id));
+  }
+
   /**
    * Drops records that finished before the window. Ids sort by issue time, so only records issued
    * before the window's start can be due: the look is a range of the primary key, and what it
    * passes over is the few issued before the window that finished inside it. A record waits for
-   * the archive first (one kept whole and never archived is one kept before the archive was built,
-   * with its larger payloads left out: D1 holds those).
+   * the archive and its release first (one never archived that left a payload out was kept before
+   * the archive was built: D1 holds it whole, and its own move archives it).
    */
   prune(now: number): number {
     this.lastPrune = now;
     const cutoff = now - this.windowMs;
     return this.sql.exec(
-      `delete from shard_record where id in (select id from shard_record where id < ? and finished_at < ? and not (${UNARCHIVED}) limit ${PRUNE_ROWS})`,
+      `delete from shard_record where id in (select id from shard_record where id < ? and finished_at < ? and (released = 1 or (chunk is null and far != 0)) limit ${PRUNE_ROWS})`,
       idFloorAt(cutoff).buffer,
       cutoff,
     ).rowsWritten;
