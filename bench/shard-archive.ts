@@ -70,7 +70,7 @@ async function main() {
   try {
     const bucket = (await mf.getR2Bucket("BUCKET")) as unknown as R2Bucket;
     await round(dir, "warm", bucket);
-    const rounds = [];
+    const rounds: Awaited<ReturnType<typeof round>>[] = [];
     for (let r = 0; r < ROUNDS; r++) rounds.push(await round(dir, `round-${r}`, bucket));
     const med = (f: (x: (typeof rounds)[number]) => number) => percentile(rounds.map(f), 50);
     const keep = med((x) => x.keepUs);
