@@ -14,7 +14,7 @@ export const ROLL_MS = 10 * 60_000;
 /** Records a chunk at most; a roll reads and writes one chunk's worth at a time. */
 export const CHUNK_RECORDS = 2_000;
 /**
- * Pages of `CHUNK_RECORDS` one roll takes at most: the roll is the shard's own CPU (~0.1 ms a
+ * Pages of `CHUNK_RECORDS` one roll takes at most: the roll is the shard's own CPU (~0.13 ms a
  * record, docs/benchmarks.md), so a turn of its alarm spends a fraction of a second on it, and what
  * is left goes at the next turn, right after, with the shard's other work in between.
  */
