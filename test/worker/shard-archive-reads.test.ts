@@ -7,6 +7,7 @@ import { ROLL_MS } from "../../worker/shard-history/archive.js";
 import { releaseFromD1 } from "../../worker/shard-history/release.js";
 import { call, callJson, clearQueue, deployedFunction, newAccount, newEndpoint, recordsFlushed, shardsCountIssuesFrom } from "./helpers.js";
 import { dailyTasks } from "../../worker/console/queries.js";
+import { chainTasks } from "../../worker/task-history/counts.js";
 import { openDb } from "../../worker/db/client.js";
 import { HOUR_MS } from "../../worker/lib/time.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
@@ -146,10 +147,16 @@ describe("the release of D1's rows of records a shard archived", () => {
     const { token, fn, ids } = await finishedTasks();
     const before = await reads(token, ids, fn);
     const { accountId } = (await env.DB.prepare("select account_id as accountId from tasks where id = ?").bind(ids[0]).first<{ accountId: string }>())!;
+    // Two of them in a chain (as triggered tasks are): its size is counted for its cap.
+    const chainId = ids[0]!;
+    await env.DB.prepare("update tasks set chain_id = ? where id in (?, ?)").bind(chainId, ids[1], ids[2]).run();
+    const chainSize = () => chainTasks(openDb(bindings), chainId);
+    expect(await chainSize()).toBe(2);
     await released(ids);
     await releaseFromD1(openDb(bindings), ids.map((id) => ({ id, accountId, purged: false })), Date.now());
     expect(await inD1(ids)).toBe(0);
     expect(await reads(token, ids, fn)).toEqual(before);
+    expect(await chainSize()).toBe(2);
   });
 
   it("leaves a row D1 purged since the shard archived it, and one of a task issued before the shards counted issues, for D1's own move", async () => {
