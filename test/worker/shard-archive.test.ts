@@ -107,6 +107,18 @@ describe("a shard's roll of its finished records", () => {
     });
   });
 
+  it("puts each record in one chunk when two rolls are asked for at once (the alarm's and another)", async () => {
+    const { accountId, rows } = synthetic(2, 50);
+    await inShard(async (o) => {
+      const now = Date.now() + ROLL_MS + 1;
+      o.history.keep(rows, now);
+      const [a, b] = await Promise.all([o.archive.roll(now), o.archive.run(now)]);
+      expect(a + b.archived).toBe(rows.length);
+      const chunks = [...o.archive.index.newestOf(accountId, undefined, undefined)];
+      expect(chunks.reduce((n, c) => n + c.records, 0)).toBe(rows.length);
+    });
+  });
+
   it("puts a chunk an hour of issue, named by the shard, the hour and its ids, that reads back as the records", async () => {
     const { rows } = await finishedTasks();
     await rolled();

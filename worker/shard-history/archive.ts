@@ -50,6 +50,8 @@ const scopesOf = (rows: TaskRow[]) => new Set(rows.flatMap((r) => [r.accountId, 
 export class ShardArchive {
   readonly index: ArchiveIndex;
   private retryAt = 0;
+  /** The archive's work one piece at a time: two rolls at once would put the same records in two chunks. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(
     sql: SqlStorage,
@@ -63,6 +65,12 @@ export class ShardArchive {
     private readonly release: (records: Released[]) => Promise<void>,
   ) {
     this.index = new ArchiveIndex(sql);
+  }
+
+  private alone<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.turn.then(work, work);
+    this.turn = next.catch(() => undefined);
+    return next;
   }
 
   keyOf(c: Pick<ShardChunk, "hour" | "firstId" | "lastId" | "records">): string {
@@ -83,11 +91,13 @@ export class ShardArchive {
   async run(now: number): Promise<{ archived: number; released: number; purged: number }> {
     if (now < this.retryAt) return { archived: 0, released: 0, purged: 0 };
     try {
-      await this.clearUnwritten();
-      const archived = await this.roll(now);
-      const released = await this.releaseArchived();
-      const purged = await this.purge(now);
-      return { archived, released, purged };
+      return await this.alone(async () => {
+        await this.clearUnwritten();
+        const archived = await this.rollNow(now);
+        const released = await this.releaseNow();
+        const purged = await this.purgeNow(now);
+        return { archived, released, purged };
+      });
     } catch (e) {
       this.retryAt = now + RETRY_MS;
       throw e;
@@ -110,7 +120,11 @@ export class ShardArchive {
    * `ROLL_MS`: a chunk an hour of issue, `CHUNK_RECORDS` at most, `ROLL_PAGES` pages of them.
    * Returns the records archived.
    */
-  async roll(now: number): Promise<number> {
+  roll(now: number): Promise<number> {
+    return this.alone(() => this.rollNow(now));
+  }
+
+  private async rollNow(now: number): Promise<number> {
     let archived = 0;
     for (let pages = 0; pages < ROLL_PAGES; pages++) {
       const oldest = this.records.oldestUnarchived();
@@ -151,7 +165,11 @@ export class ShardArchive {
    * Asks D1 to let go of its rows of archived records (release.ts), oldest ids first: from then on
    * a read finds them in this archive. A batch that fails leaves its records unreleased, for the next turn.
    */
-  async releaseArchived(): Promise<number> {
+  releaseArchived(): Promise<number> {
+    return this.alone(() => this.releaseNow());
+  }
+
+  private async releaseNow(): Promise<number> {
     let released = 0;
     while (released < RELEASE_RECORDS) {
       const batch = this.records.unreleased(RELEASE_BATCH);
@@ -168,7 +186,11 @@ export class ShardArchive {
    * result and log (every R2 object a task can have, then its inline copies as its chunk is
    * rewritten) and is marked purged. R2 first, the index last: a pass cut short leaves the chunk due.
    */
-  async purge(now: number): Promise<number> {
+  purge(now: number): Promise<number> {
+    return this.alone(() => this.purgeNow(now));
+  }
+
+  private async purgeNow(now: number): Promise<number> {
     const cutoff = now - this.retentionMs;
     let purged = 0;
     for (const chunk of this.index.purgeDue(cutoff, PURGE_CHUNKS)) {
