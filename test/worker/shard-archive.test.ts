@@ -107,6 +107,22 @@ describe("a shard's roll of its finished records", () => {
     });
   });
 
+  it("does not count a record kept again as waiting once the roll has looked", async () => {
+    const { rows } = synthetic(1, 10);
+    await inShard(async (o) => {
+      const now = Date.now() + ROLL_MS + 1;
+      o.history.keep(rows, now);
+      await o.archive.roll(now);
+      // A batch whose answer was lost is read back and kept again: the archived records stay as they are.
+      for (let i = 0; i < CHUNK_RECORDS / rows.length; i++) o.history.keep(rows, now);
+      expect(o.history.unreleased(100)).toHaveLength(rows.length);
+      expect(await o.archive.roll(now)).toBe(0);
+      expect(o.history.waiting).toBe(0);
+      await o.archive.releaseArchived();
+      expect(o.archive.nextAt()).toBeGreaterThan(Date.now() + ROLL_MS); // retention's, days away
+    });
+  });
+
   it("puts each record in one chunk when two rolls are asked for at once (the alarm's and another)", async () => {
     const { accountId, rows } = synthetic(2, 50);
     await inShard(async (o) => {

@@ -128,8 +128,12 @@ export class ShardArchive {
     let archived = 0;
     for (let pages = 0; pages < ROLL_PAGES; pages++) {
       const oldest = this.records.oldestUnarchived();
+      // The count of waiting records is kept in memory, and a record kept again counts twice: what
+      // a look finds corrects it, so that a count past the truth never keeps the alarm ringing.
+      if (oldest === undefined) this.records.waiting = 0;
       if (oldest === undefined || (oldest > now - ROLL_MS && this.records.waiting < CHUNK_RECORDS)) break;
       const page = this.records.unarchived(CHUNK_RECORDS);
+      if (page.length < CHUNK_RECORDS) this.records.waiting = page.length;
       const hours = new Map<number, TaskRow[]>();
       for (const r of page) {
         const hour = issueHourOf(r.id);
