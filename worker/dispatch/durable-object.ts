@@ -255,8 +255,8 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     return this.reads.ofAccount(q);
   }
 
-  /** The account's task from this shard's archive in R2 (shard-history/archive.ts), or null. */
-  async archivedTask(taskId: string, accountId: string): Promise<TaskRow | null> {
+  /** The account's task from this shard's archive in R2 (shard-history/archive.ts), or null; without an account, whoever's (the public result's look). */
+  async archivedTask(taskId: string, accountId?: string): Promise<TaskRow | null> {
     return (await this.archive.find(taskId, accountId)) ?? null;
   }
 

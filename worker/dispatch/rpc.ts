@@ -35,7 +35,7 @@ export interface DispatcherRpc extends Rpc.DurableObjectBranded {
   releaseChainPlaces(chainId: string, taskIds: string[]): Promise<void>;
   heldTask(taskId: string): Promise<TaskRow | null>;
   heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]>;
-  archivedTask(taskId: string, accountId: string): Promise<TaskRow | null>;
+  archivedTask(taskId: string, accountId?: string): Promise<TaskRow | null>;
   archivedTasks(q: ArchivedQuery): Promise<TaskRow[]>;
   holdsArchived(functionId: string): Promise<boolean>;
   heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts>;

@@ -14,7 +14,7 @@ import { preferredWait } from "../http/prefer.js";
 import { syncResponse } from "../services/sync-invoke.js";
 import { awaitCreated, createTask } from "../task-life/create.js";
 import { findTask, heldCopy } from "../task-life/find.js";
-import { archivedAnywhere, recordedAnywhere, shardArchiveOf } from "../task-life/archived-reads.js";
+import { archivedAnywhere, publicArchived, recordedAnywhere, shardArchiveOf } from "../task-life/archived-reads.js";
 import { MIN_ARCHIVE_AFTER_MS } from "../task-history/window.js";
 import { idTime } from "../lib/ids.js";
 import { inputFromRequest } from "../http/task-input.js";
@@ -78,10 +78,12 @@ export const publicRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const { wait } = query(c, resultQuery);
     const id = c.req.param("taskId");
-    // An archived task (task-history/) is past its anonymous 5 minutes: only its owner reads it.
+    // A task D1's move archived is past its anonymous 5 minutes: only its owner reads it. Its shard
+    // may have archived it within them (a full chunk rolls at once), and its kept record left a large
+    // result out: the shard's archive is asked by id alone, and the 5 minutes below decide.
     const found = await findTask(c.env, c.var.db, id);
     const owner = found ? undefined : await optionalAccount(c);
-    const t = found ?? (owner ? await archivedAnywhere(c.env, c.var.db, owner, id) : undefined);
+    const t = found ?? (owner ? await archivedAnywhere(c.env, c.var.db, owner, id) : idTime(id) !== undefined ? await publicArchived(c.env, id) : undefined);
     // Without a token an archived task cannot be looked up; an id old enough to be archived answers
     // as any result past its 5 minutes does, whether or not it exists (so it tells nothing). Text
     // that is not an id this service could have drawn (from before it existed) is simply not found.

@@ -210,11 +210,11 @@ export class ShardArchive {
     return purged;
   }
 
-  /** An archived record by id, if the account's: one ranged read of the segment that would hold it. */
-  async find(taskId: string, accountId: string): Promise<TaskRow | undefined> {
+  /** An archived record by id, if the account's (any account's without one): one ranged read of the segment that would hold it. */
+  async find(taskId: string, accountId?: string): Promise<TaskRow | undefined> {
     for (const chunk of this.index.holding(taskId, issueHourOf(taskId))) {
       const found = (await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId)).find((r) => r.id === taskId);
-      if (found) return found.accountId === accountId ? found : undefined;
+      if (found) return accountId === undefined || found.accountId === accountId ? found : undefined;
     }
     return undefined;
   }

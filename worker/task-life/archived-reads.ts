@@ -30,6 +30,11 @@ export async function archivedAnywhere(env: Bindings, db: Db, accountId: string,
   return (await archivedTask(db, env.BUCKET, accountId, taskId)) ?? (await shardArchiveOf(env)(accountId, taskId));
 }
 
+/** A task in its shard's archive by id alone, whoever's: only for the public result, whose 5 minutes and endpoint the caller checks. */
+export async function publicArchived(env: Bindings, taskId: string): Promise<TaskRow | undefined> {
+  return (await shardStub(env, shardOfTask(env, taskId)).archivedTask(taskId)) ?? undefined;
+}
+
 /** A page of the shards' archives: a function's from its shards, an account's from every shard, each a page, merged by the caller. */
 export async function shardArchivedPages(env: Bindings, q: ArchivedQuery): Promise<TaskRow[]> {
   const shards = q.functionId ? functionDispatchers(env, q.functionId) : allShards(env);
