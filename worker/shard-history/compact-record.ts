@@ -9,9 +9,9 @@ import { stored, unstored } from "./id-bytes.js";
  * D1's `tasks` row, under the same names, from the drizzle schema so that a new column cannot be
  * forgotten here. What makes it compact: ids (any text shaped like one) packed into 19 bytes rather
  * than 30 characters, integers as SQLite's own variable-length integers, and the payloads (input,
- * result headers and body, log) inline only up to `INLINE_PAYLOAD_CHARS` each. A larger payload is
- * left out and named in `far` (a bit a column): the reader then takes the record from D1 or the
- * archive, as it does for a task the shard does not hold. A shard keeps an hour of its tasks, at up
+ * result headers and body, log) inline only up to `INLINE_PAYLOAD_CHARS` each once archived. A
+ * larger payload is then left out and named in `far` (a bit a column): the reader takes the record
+ * from D1 or an archive, as it does for a task the shard does not hold. A shard keeps an hour of its tasks, at up
  * to a few hundred a second, within a Durable Object's 10 GB only because of that cap.
  */
 export const INLINE_PAYLOAD_CHARS = 512;
@@ -32,32 +32,25 @@ export const RECORD_TYPES: Record<string, string> = { ...Object.fromEntries(COLU
 export type RecordValue = string | number | ArrayBuffer | null;
 
 /**
- * The values of `RECORD_COLUMNS` for a row (as `rowOf` reads it from D1). `inlineChars` is the cap
- * on each payload: a record not yet in its shard's archive keeps all of D1's (the archive's chunk is
- * written from it), and `cutPayloadsSql` applies `INLINE_PAYLOAD_CHARS` once it is archived.
+ * The values of `RECORD_COLUMNS` for a row (as `rowOf` reads it from D1), whole: a record not yet in
+ * its shard's archive keeps every payload D1 keeps (the archive's chunk is written from it), and
+ * `cutPayloadsSql` leaves out the larger ones once it is archived.
  */
-export function encodeRecord(row: TaskRow, inlineChars = INLINE_PAYLOAD_CHARS): RecordValue[] {
-  let far = 0;
+export function encodeRecord(row: TaskRow): RecordValue[] {
   const values = COLUMNS.map(({ field, column }) => {
     const v = row[field];
     if (v == null) return null;
     const driver = column.mapToDriverValue(v) as string | number;
-    if (typeof driver !== "string") return driver;
-    const payload = PAYLOADS.indexOf(field);
-    if (payload >= 0 && driver.length > inlineChars) {
-      far |= 1 << payload;
-      return null;
-    }
-    return stored(driver);
+    return typeof driver === "string" ? stored(driver) : driver;
   });
-  return [...values, far];
+  return [...values, 0];
 }
 
 const payloadColumns = () => PAYLOADS.map((field) => COLUMNS.find((c) => c.field === field)!.column.name);
 
 /**
  * An update's SET list that leaves out each payload over `INLINE_PAYLOAD_CHARS` and names it in
- * `far`, as `encodeRecord` would have (SQLite reads every old value before it sets any).
+ * `far`, its bit in `PAYLOADS`' order (SQLite reads every old value before it sets any).
  */
 export const cutPayloadsSql = (): string => {
   const cols = payloadColumns();

@@ -58,7 +58,7 @@ export class FinishedRecords {
   keep(rows: Iterable<TaskRow>, now: number): void {
     for (const row of rows)
       if (row.finishedAt != null) {
-        this.sql.exec(INSERT, ...encodeRecord(row, Infinity));
+        this.sql.exec(INSERT, ...encodeRecord(row));
         this.waiting++;
       }
     if (now - this.lastPrune >= PRUNE_EVERY_MS) this.prune(now);
