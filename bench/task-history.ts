@@ -26,7 +26,8 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { gunzipSync } from "node:zlib";
-import { LocalWorker, api, type Api } from "../test/e2e/harness.js";
+import { LocalWorker, api } from "../test/e2e/harness.js";
+import { d1File, sizeOptions, freshState as freshTenants, readLatencies, readsOf, type Tenant } from "./lib/history-reads.js";
 import { openDb, sqlBatch, type Db } from "../worker/db/client.js";
 import { functions } from "../worker/db/schema.js";
 import { newTaskRow } from "../worker/task-life/new-row.js";
@@ -37,15 +38,12 @@ import type { Outcome } from "../worker/dispatch/outcomes.js";
 import type { FunctionRow } from "../worker/db/rows.js";
 import { newId } from "../worker/lib/ids.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
-import { ms, percentile, printTable, timed, treeCpuByProgram } from "./stats.js";
+import { ms, printTable, treeCpuByProgram } from "./stats.js";
 import { ARCHIVE_CRON, SWEEP_CRON } from "../worker/crons.js";
 
 const { values } = parseArgs({
   options: {
-    records: { type: "string", default: "5000000" },
-    small: { type: "string", default: "10000" },
-    samples: { type: "string", default: "200" },
-    accounts: { type: "string", default: "10" },
+    ...sizeOptions,
     /** Skips the archive's phase: the figures of records kept in D1 only. */
     "no-archive": { type: "boolean", default: false },
   },
@@ -74,19 +72,6 @@ const REPORT = { status: 200, headers: { "content-type": "application/json" }, b
 
 /** R2 is never reached: the inputs, results and logs written here are all small enough to stay inline. */
 const NO_BUCKET = new Proxy({}, { get: () => () => Promise.reject(new Error("the fill wrote to R2")) }) as R2Bucket;
-
-interface Tenant {
-  token: string;
-  accountId: string;
-  functionIds: string[];
-}
-
-async function d1File(stateDir: string): Promise<string> {
-  const dir = path.join(stateDir, "v3", "d1", "miniflare-D1DatabaseObject");
-  const files = (await fs.readdir(dir)).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
-  if (files.length !== 1) throw new Error(`expected one D1 database file in ${dir}, found ${files.join(", ") || "none"}`);
-  return path.join(dir, files[0]!);
-}
 
 /** Appends `count` finished tasks, spread over the tenants' functions, through the Worker's write path. */
 async function fill(file: string, tenants: Tenant[], count: number, window: { from: number; to: number }): Promise<number> {
@@ -138,45 +123,6 @@ function bytesByTree(file: string): Map<string, number> {
     .all() as { name: string; bytes: number }[];
   sqlite.close();
   return new Map(rows.map((r) => [r.name, r.bytes]));
-}
-
-/**
- * The reads' latencies on each side, sampled in turns: each call on one side is followed by the
- * same call on the other (which goes first alternates), so the machine's load moves both sides'
- * figures alike and their ratio keeps only what the sizes make.
- */
-async function readLatencies(sides: { worker: LocalWorker; tenant: Tenant; ids: string[] }[]) {
-  const readsOf = ({ worker, tenant, ids }: (typeof sides)[number]): [string, (i: number) => Promise<unknown>][] => {
-    const user = api(worker.url, tenant.token);
-    const cookie = { cookie: `gc_console=${tenant.token}` };
-    return [
-      ["bare /healthz (baseline)", () => fetch(`${worker.url}/healthz`).then((r) => r.text())],
-      ["task get", (i) => ok(user, "GET", `/v1/task/${ids[i % ids.length]}`)],
-      ["a function's task list (first page)", () => ok(user, "GET", `/v1/task/list?functionId=${tenant.functionIds[0]}`)],
-      ["the account's usage", () => ok(user, "GET", "/v1/usage")],
-      ["function get (with its task metrics)", () => ok(user, "GET", `/v1/function/${tenant.functionIds[0]}`)],
-      ["the account's metrics", () => ok(user, "GET", "/v1/metrics")],
-      ["the console's runs page", () => ok(user, "GET", "/console/tasks", cookie)],
-    ];
-  };
-  const reads = sides.map(readsOf);
-  const out = sides.map(() => new Map<string, { p50: number; p95: number }>());
-  for (const [r, [name]] of reads[0]!.entries()) {
-    for (const side of reads) for (let i = 0; i < 10; i++) await side[r]![1](i);
-    const lat: number[][] = sides.map(() => []);
-    for (let i = 0; i < SAMPLES; i++) {
-      const order = i % 2 === 0 ? sides.map((_, k) => k) : sides.map((_, k) => sides.length - 1 - k);
-      for (const k of order) lat[k]!.push((await timed(() => reads[k]![r]![1](i)))[0]);
-    }
-    lat.forEach((l, k) => out[k]!.set(name, { p50: percentile(l, 50), p95: percentile(l, 95) }));
-  }
-  return out;
-}
-
-async function ok(user: Api, method: string, p: string, headers?: Record<string, string>): Promise<void> {
-  const res = await user(method, p, headers ? { headers } : undefined);
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${method} ${p}: ${res.status} ${text.slice(0, 200)}`);
 }
 
 /** One number a query of the database file answers. */
@@ -289,33 +235,14 @@ async function measure<S extends Side[]>(...sides: S): Promise<{ [K in keyof S]:
       const ids = (await api(worker.url, tenant.token).json<{ id: string }[]>("GET", `/v1/task/list?functionId=${tenant.functionIds[1]}&limit=1000`, 200)).map((t) => t.id);
       measured.push({ total, trees: bytesByTree(file), r2: archived(file), worker, tenant, ids });
     }
-    const reads = await readLatencies(measured);
+    const reads = await readLatencies(measured.map((m) => readsOf(m.worker, m.tenant, m.ids)), SAMPLES);
     return measured.map(({ total, trees, r2 }, k) => ({ total, trees, r2, reads: reads[k]! })) as { [K in keyof S]: Measured };
   } finally {
     for (const w of workers) await w.stop();
   }
 }
 
-/** A fresh local Worker's state with the tenants' accounts and functions, stopped: ready to fill. */
-async function freshState(): Promise<{ stateDir: string; tenants: Tenant[] }> {
-  const stateDir = await fs.mkdtemp(path.join(os.tmpdir(), "gcfaas-history-"));
-  const worker = await LocalWorker.create({ stateDir });
-  try {
-    const admin = api(worker.url, worker.adminToken);
-    const tenants: Tenant[] = [];
-    for (let a = 0; a < ACCOUNTS; a++) {
-      const acct = await admin.json<{ token: string; accountId: string }>("POST", "/v1/admin/accounts", 201, { json: { name: `history${a}` } });
-      const user = api(worker.url, acct.token);
-      const functionIds: string[] = [];
-      for (let f = 0; f < FUNCTIONS_PER_ACCOUNT; f++)
-        functionIds.push((await user.json<{ id: string }>("POST", "/v1/function", 201, { json: { name: `fn${f}`, lang: "PY", type: "DOCKER" } })).id);
-      tenants.push({ token: acct.token, accountId: acct.accountId, functionIds });
-    }
-    return { stateDir, tenants };
-  } finally {
-    await worker.stop();
-  }
-}
+const freshState = () => freshTenants(ACCOUNTS, FUNCTIONS_PER_ACCOUNT);
 
 async function main() {
   const { stateDir, tenants } = await freshState();

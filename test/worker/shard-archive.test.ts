@@ -7,7 +7,7 @@ import type { TaskRow } from "../../worker/db/rows.js";
 import { tasks } from "../../worker/db/schema/tasks.js";
 import { issueHourOf, ROLL_MS, CHUNK_RECORDS } from "../../worker/shard-history/archive.js";
 import { INLINE_PAYLOAD_CHARS } from "../../worker/shard-history/compact-record.js";
-import { readChunk } from "../../worker/task-history/chunk.js";
+import { readChunk, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import { idTimePrefix, newId } from "../../worker/lib/ids.js";
 import { HOUR_MS } from "../../worker/lib/time.js";
 import { taskResultKey } from "../../worker/lib/storage-keys.js";
@@ -200,16 +200,20 @@ function synthetic(hours: number, perHour: number) {
 
 const newestFirst = (rows: TaskRow[]) => [...rows].sort((a, b) => (a.id < b.id ? 1 : -1));
 
+/** Two rolls, each taking every other record of each hour: chunks of one hour overlap in their ids. */
+async function inTwoRolls(o: Dispatcher, rows: TaskRow[]) {
+  const now = Date.now() + ROLL_MS + 1;
+  o.history.keep(rows.filter((_, i) => i % 2 === 0), now);
+  await o.archive.roll(now);
+  o.history.keep(rows.filter((_, i) => i % 2 === 1), now);
+  await o.archive.roll(now);
+}
+
 describe("a page of an account's or a function's archived records", () => {
   it("answers newest first below any id, across hours and across chunks of the same hour from two rolls", async () => {
     const { accountId, fns, rows } = synthetic(3, 30);
     await inShard(async (o) => {
-      const now = Date.now() + ROLL_MS + 1;
-      // Two rolls, each taking every other record of each hour: chunks of one hour overlap in their ids.
-      o.history.keep(rows.filter((_, i) => i % 2 === 0), now);
-      await o.archive.roll(now);
-      o.history.keep(rows.filter((_, i) => i % 2 === 1), now);
-      await o.archive.roll(now);
+      await inTwoRolls(o, rows);
       expect(o.archive.index.holding(rows[5]!.id, issueHourOf(rows[5]!.id))).toHaveLength(2);
       const all = newestFirst(rows);
       for (const scope of [{ accountId }, { accountId, functionId: fns[0]! }, { accountId, functionId: fns[1]! }]) {
@@ -229,7 +233,42 @@ describe("a page of an account's or a function's archived records", () => {
       expect(await o.archive.page({ accountId: newId(), limit: 10 })).toEqual([]);
       // Another account's scope names no chunk of this one's, and a function's page is its account's only.
       expect(await o.archive.page({ accountId: newId(), functionId: fns[0]!, limit: 10 })).toEqual([]);
-      expect(o.archive.holds(fns[0]!) && o.archive.holds(accountId) && !o.archive.holds(newId())).toBe(true);
+    });
+  });
+
+  it("answers the same from chunks of many segments, a page ending inside a chunk or across two of the same hour", async () => {
+    const { accountId, fns, rows } = synthetic(2, 10 * SEGMENT_RECORDS + 7);
+    await inShard(async (o) => {
+      // Each hour's two chunks of ~250 records, six segments each.
+      await inTwoRolls(o, rows);
+      expect(o.archive.index.holding(rows[5]!.id, issueHourOf(rows[5]!.id)).map((c) => c.segments.length)).toEqual([6, 6]);
+      const all = newestFirst(rows);
+      for (const scope of [{ accountId }, { accountId, functionId: fns[1]! }]) {
+        const theirs = all.filter((r) => !("functionId" in scope) || r.functionId === scope.functionId);
+        for (const limit of [1, 49, 50, 51, 130]) {
+          expect(await o.archive.page({ ...scope, limit })).toEqual(theirs.slice(0, limit));
+          for (const at of [0, 48, 49, 50, 99, 100, 101, 300, 480, theirs.length - 2]) {
+            const before = theirs[at]!.id;
+            expect(await o.archive.page({ ...scope, before, limit })).toEqual(theirs.slice(at + 1, at + 1 + limit));
+          }
+          for (const at of [1, 75, 260]) expect(await o.archive.page({ ...scope, above: theirs[at]!.id, limit })).toEqual(theirs.slice(0, Math.min(at, limit)));
+        }
+      }
+    });
+  });
+
+  it("reads a chunk again once retention rewrote it: a page and a get after show its records purged", async () => {
+    const { accountId, rows } = synthetic(1, 3 * SEGMENT_RECORDS);
+    await inShard(async (o) => {
+      const now = Date.now() + ROLL_MS + 1;
+      o.history.keep(rows, now);
+      await o.archive.roll(now);
+      expect(await o.archive.page({ accountId, limit: rows.length })).toEqual(newestFirst(rows));
+      const purgeAt = Math.max(...rows.map((r) => r.finishedAt!)) + (o.archive["retentionMs"] as number) + 1;
+      expect(await o.archive.purge(purgeAt)).toBe(rows.length);
+      const purged = (r: TaskRow) => ({ ...r, input: null, inputKey: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, purgedAt: purgeAt });
+      expect(await o.archive.page({ accountId, limit: rows.length })).toEqual(newestFirst(rows).map(purged));
+      for (const r of [rows[0]!, rows[70]!, rows.at(-1)!]) expect(await o.archive.find(r.id, accountId)).toEqual(purged(r));
     });
   });
 

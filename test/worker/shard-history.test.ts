@@ -11,7 +11,8 @@ import { FinishedRecords } from "../../worker/shard-history/finished-records.js"
 import { idBytes, idFloorAt, idText } from "../../worker/shard-history/id-bytes.js";
 import { newId } from "../../worker/lib/ids.js";
 import { HOUR_MS } from "../../worker/lib/time.js";
-import { call, callJson, clearQueue, deployedFunction, newAccount, newEndpoint, recordsFlushed } from "./helpers.js";
+import { call, callJson, clearQueue, consolePage, deployedFunction, newAccount, newEndpoint, recordsFlushed } from "./helpers.js";
+import { allPages } from "./task-reads.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 
 /**
@@ -151,6 +152,34 @@ describe("GET /v1/task/<id>, its result and its log, for a task its shard keeps"
       state.storage.sql.exec("update shard_record set finished_at = finished_at - ?", 2 * HOUR_MS);
     });
     expect(await answers(token, id)).toMatchObject({ node: "edited-in-d1", result: "edited in D1", log: ["edited in D1"] });
+  });
+});
+
+describe("the task lists, for tasks their shard keeps", () => {
+  it("list them from the shard's records alone, every page, by function and on the console's runs page, once D1 has no row of them", async () => {
+    const agent = await FakeAgent.connect("history-lists");
+    const { token } = await newAccount();
+    const fns = [await deployedFunction(token), await deployedFunction(token)];
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const id = (await callJson<{ id: string }>(`/v1/task/${fns[i % 2]}`, 201, { token, json: { i } })).id;
+      await agent.next("task.assign");
+      agent.done(id, `answer ${i}`, 200);
+      await finished(token, id);
+      ids.push(id);
+    }
+    const lists = async () => ({
+      list: await callJson("/v1/task/list", 200, { token }),
+      functionList: await callJson(`/v1/task/list?functionId=${fns[0]}`, 200, { token }),
+      pages: await allPages(token, 2),
+      functionPages: await allPages(token, 1, fns[1]),
+      consoleRuns: await consolePage("/console/tasks", token),
+    });
+    const before = await lists();
+    expect((before.list as unknown[]).length).toBe(5);
+    // Not archived yet (no roll): the shard's kept records are the only copy left.
+    await env.DB.prepare(`delete from tasks where id in (${ids.map(() => "?").join(", ")})`).bind(...ids).run();
+    expect(await lists()).toEqual(before);
   });
 });
 

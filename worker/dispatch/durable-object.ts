@@ -46,7 +46,7 @@ import { admissionLimits } from "../tasks/admission.js";
 import { FinishedRecords } from "../shard-history/finished-records.js";
 import { ShardArchive } from "../shard-history/archive.js";
 import { releaseFromD1 } from "../shard-history/release.js";
-import type { ArchivedQuery } from "../task-history/reads.js";
+import { shardListPage, type ListedTask, type ListQuery } from "../shard-history/listed.js";
 import type { ShardArchiveFinder } from "../task-life/archived-reads.js";
 import { distinctIssues, IssueCounts } from "../shard-history/issue-counts.js";
 import { archiveAfterMs, WEEK_MS } from "../task-history/window.js";
@@ -250,24 +250,14 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     return this.reads.task(taskId);
   }
 
-  /** The account's tasks held here, newest first: what lists merge with D1's page. */
-  async heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]> {
-    return this.reads.ofAccount(q);
+  /** A page of the account's (or its function's) tasks here: held, kept and archived, newest first (shard-history/listed.ts). */
+  async listed(q: ListQuery): Promise<ListedTask[]> {
+    return shardListPage(q, () => this.reads.ofAccount(q), this.history, this.archive);
   }
 
   /** The account's task from this shard's archive in R2 (shard-history/archive.ts), or null; without an account, whoever's (the public result's look). */
   async archivedTask(taskId: string, accountId?: string): Promise<TaskRow | null> {
     return (await this.archive.find(taskId, accountId)) ?? null;
-  }
-
-  /** A page of the account's (or its function's) tasks in this shard's archive, newest first. */
-  async archivedTasks(q: ArchivedQuery): Promise<TaskRow[]> {
-    return this.archive.page(q);
-  }
-
-  /** Whether this shard's archive holds tasks of the function (a list may filter by a deleted function). */
-  async holdsArchived(functionId: string): Promise<boolean> {
-    return this.archive.holds(functionId);
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { TaskRow } from "../db/rows.js";
-import type { ArchivedQuery } from "../task-history/reads.js";
+import type { ListedTask, ListQuery } from "../shard-history/listed.js";
 import type { NewWork } from "./work-rows.js";
 import type { Grant } from "./revoked-grants.js";
 import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";
@@ -34,10 +34,8 @@ export interface DispatcherRpc extends Rpc.DurableObjectBranded {
   reserveChainPlaces(chainId: string, taskIds: string[], fresh: boolean): Promise<string[]>;
   releaseChainPlaces(chainId: string, taskIds: string[]): Promise<void>;
   heldTask(taskId: string): Promise<TaskRow | null>;
-  heldTasks(q: { accountId: string; functionId?: string | undefined; before?: string | undefined; limit: number }): Promise<TaskRow[]>;
+  listed(q: ListQuery): Promise<ListedTask[]>;
   archivedTask(taskId: string, accountId?: string): Promise<TaskRow | null>;
-  archivedTasks(q: ArchivedQuery): Promise<TaskRow[]>;
-  holdsArchived(functionId: string): Promise<boolean>;
   heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts>;
   heldIssued(accountId: string, since: number): Promise<{ functionId: string; day: number; count: number }[]>;
   heldMeters(accountId: string, period: string): Promise<HeldMeter[]>;

@@ -5,9 +5,10 @@ import { notFound } from "../errors.js";
 import { unixSeconds } from "../lib/time.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
-import { heldCopy, heldTasks, mergedPage } from "../task-life/find.js";
+import { heldCopy, shardPages } from "../task-life/find.js";
+import { mergedPage } from "../lib/pages.js";
 import { archivedPage, hasArchivedTasks, pageChunks } from "../task-history/reads.js";
-import { recordedAnywhere, shardArchiveOf, shardArchivedPages, shardsHoldArchived } from "../task-life/archived-reads.js";
+import { recordedAnywhere, shardArchiveOf } from "../task-life/archived-reads.js";
 
 /**
  * One of the account's tasks, its newest copy (task-life/find.ts), else its archived record
@@ -58,26 +59,25 @@ async function assertTaskFunction(env: Bindings, db: Db, accountId: string, func
   if (fn) return;
   const [task] = await db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.accountId, accountId), eq(tasks.functionId, functionId))).limit(1);
   if (task) return;
-  // Its tasks may all be in its shard still (cancelled by the deletion, not yet in D1), or archived.
-  if ((await heldTasks(env, { accountId, functionId, limit: 1 })).length || (await hasArchivedTasks(db, accountId, functionId))) return;
-  if (!(await shardsHoldArchived(env, accountId, functionId))) throw notFound("function");
+  // Its tasks may all be in its shards still (held, kept or archived there), or in D1's archive.
+  if ((await shardPages(env, { accountId, functionId, limit: 1 })).length || (await hasArchivedTasks(db, accountId, functionId))) return;
+  throw notFound("function");
 }
 
 export async function listTasks(env: Bindings, db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {
   if (q.functionId) await assertTaskFunction(env, db, accountId, q.functionId);
-  // The shards first, then D1 and the archive's index in one batch: a task that moves on in between
-  // is where the next look finds it, so never missing (and never twice: the page is merged by id).
-  const held = await heldTasks(env, { accountId, ...q });
+  // The shards first (what each holds, keeps and archived, in one call), then D1 and its archive's
+  // index in one batch: a task that moves on in between is where the next look finds it, so never
+  // missing (and never twice: the page is merged by id).
+  const fromShards = await shardPages(env, { accountId, ...q });
   const scope = { accountId, functionId: q.functionId, before: q.before };
   const [fromD1, chunks] = await db.batch([listedTasks(db, accountId, q), pageChunks(db, scope)]);
-  const live = mergedPage(fromD1, held, q.limit);
-  // A full page of live tasks needs only archived ones newer than its oldest (an archived task can be
-  // newer than a live one: a task held by a pause stays in D1 after newer ones left).
+  const live = mergedPage(fromD1, fromShards, q.limit);
+  // A full page needs only archived tasks newer than its oldest (an archived task can be newer than
+  // a live one: a task held by a pause stays in D1 after newer ones left).
   const above = live.length === q.limit ? live.at(-1)!.id : undefined;
-  const archivedQuery = { ...scope, above, limit: q.limit };
-  const [archived, shardArchived] = await Promise.all([archivedPage(db, env.BUCKET, archivedQuery, chunks), shardArchivedPages(env, archivedQuery)]);
-  // A record in both archives is the same record (a list shows none of what retention changes).
-  return mergedPage(mergedPage(shardArchived, archived, q.limit), live, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
+  const archived = await archivedPage(db, env.BUCKET, { ...scope, above, limit: q.limit }, chunks);
+  return mergedPage(archived, live, q.limit).map((r) => ({ id: r.id, issued: unixSeconds(r.issuedAt), progress: r.progress, status: r.status }));
 }
 
 function listedTasks(db: Db, accountId: string, q: { functionId?: string | undefined; before?: string | undefined; limit: number }) {

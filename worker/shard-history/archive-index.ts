@@ -10,10 +10,12 @@ export interface ShardChunk {
   lastId: string;
   records: number;
   segments: Segments;
+  /** The earliest unpurged finish among its records; retention's rewrite changes it. */
+  purgeDue: number | null;
 }
 
 // Ids are packed but for text of another shape (ids.ts: made before `newId`), kept as text.
-type ChunkRow = { n: number; hour: number; first_id: ArrayBuffer | string; last_id: ArrayBuffer | string; records: number; segments: string };
+type ChunkRow = { n: number; hour: number; first_id: ArrayBuffer | string; last_id: ArrayBuffer | string; records: number; segments: string; purge_due: number | null };
 
 /** Chunks a page of a scope's walk reads from storage at a time. */
 const WALK_PAGE = 16;
@@ -21,7 +23,7 @@ const WALK_PAGE = 16;
 function chunkOf(r: ChunkRow): ShardChunk {
   const segments = decodeSegments(r.segments);
   if (!segments) throw new Error(`the shard's archive index names segments that are not segments (chunk ${r.n})`);
-  return { n: Number(r.n), hour: Number(r.hour), firstId: unstored(r.first_id), lastId: unstored(r.last_id), records: Number(r.records), segments };
+  return { n: Number(r.n), hour: Number(r.hour), firstId: unstored(r.first_id), lastId: unstored(r.last_id), records: Number(r.records), segments, purgeDue: r.purge_due == null ? null : Number(r.purge_due) };
 }
 
 const packed = stored;
@@ -102,11 +104,6 @@ export class ArchiveIndex {
       if (page.length < WALK_PAGE) return;
       cursor = [page.at(-1)!.last_id, Number(page.at(-1)!.n)];
     }
-  }
-
-  /** Whether a written chunk holds records of the scope. */
-  holds(scope: string): boolean {
-    return this.sql.exec("select 1 from shard_chunk_member where scope = ? limit 1", stored(scope)).toArray().length > 0;
   }
 
   /** Written chunks holding a record unpurged since before `cutoff`, most overdue first (only a written chunk has a `purge_due`). */

@@ -1,8 +1,10 @@
 import type { TaskRow } from "../db/rows.js";
 import type { ArchivedQuery } from "../task-history/reads.js";
+import { segmentIndexOf } from "../db/archive-segments.js";
 import { idTime } from "../lib/ids.js";
 import { HOUR_MS } from "../lib/time.js";
-import { checkReadBack, putChunk, readChunk, readSegmentOf } from "../task-history/chunk.js";
+import { Recent } from "../lib/recent.js";
+import { OpenChunk, checkReadBack, putChunk, readChunk, readSegmentOf } from "../task-history/chunk.js";
 import { earliestUnpurged } from "../task-history/move-commit.js";
 import { deletePayloadObjects, expiredRecords, purgedRecord } from "../task-history/record-purge.js";
 import { ArchiveIndex, type ShardChunk } from "./archive-index.js";
@@ -24,6 +26,11 @@ const RELEASE_RECORDS = 4_000;
 const RELEASE_BATCH = 1_000;
 /** Chunks one retention pass rewrites at most. */
 const PURGE_CHUNKS = 20;
+/**
+ * Chunks a shard keeps read, for a list's next page or its next read: one is ~0.2 MB of gzip, and
+ * a few MB once every segment is decoded (2,000 records), well inside the object's memory.
+ */
+const OPEN_CHUNKS = 8;
 /** After a roll or a purge failed (R2 out of reach), the next try waits this long. */
 const RETRY_MS = 60_000;
 
@@ -52,6 +59,7 @@ export class ShardArchive {
   private retryAt = 0;
   /** The archive's work one piece at a time: two rolls at once would put the same records in two chunks. */
   private turn: Promise<unknown> = Promise.resolve();
+  private readonly open = new Recent<OpenChunk>(OPEN_CHUNKS);
 
   constructor(
     sql: SqlStorage,
@@ -213,7 +221,10 @@ export class ShardArchive {
   /** An archived record by id, if the account's (any account's without one): one ranged read of the segment that would hold it. */
   async find(taskId: string, accountId?: string): Promise<TaskRow | undefined> {
     for (const chunk of this.index.holding(taskId, issueHourOf(taskId))) {
-      const found = (await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId)).find((r) => r.id === taskId);
+      const open = this.open.peek(this.openName(chunk));
+      const i = open ? segmentIndexOf(open.segments, taskId) : -1;
+      const segment = open && i >= 0 ? await open.records(i) : await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId);
+      const found = segment.find((r) => r.id === taskId);
       if (found) return accountId === undefined || found.accountId === accountId ? found : undefined;
     }
     return undefined;
@@ -221,26 +232,34 @@ export class ShardArchive {
 
   /**
    * A page of an account's or a function's archived records, newest id first, below `before` and
-   * above `above` when given. Chunks are read newest last id first, and the walk stops once a full
-   * page's oldest id is above the next chunk's last id (or `above` is): no record it has not read can
-   * belong on the page.
+   * above `above` when given. Chunks are read newest last id first, and each chunk's segments newest
+   * first. The walk stops once a full page's oldest id is above all that is left unread (or `above`
+   * is): the next chunk's last id, or within a chunk the key of the segment just read. So a page
+   * decodes the segments it draws from, not whole chunks.
    */
   async page(q: ArchivedQuery): Promise<TaskRow[]> {
     const scope = q.functionId ?? q.accountId;
     const fits = (r: TaskRow) => r.accountId === q.accountId && (!q.functionId || r.functionId === q.functionId) && (!q.before || r.id < q.before) && (!q.above || r.id > q.above);
-    const found = new Map<string, TaskRow>();
     let page: TaskRow[] = [];
+    const full = () => page.length >= q.limit;
     for (const chunk of this.index.newestOf(scope, q.before, q.before === undefined ? undefined : issueHourOf(q.before))) {
       if (q.above !== undefined && chunk.lastId <= q.above) break;
-      if (page.length >= q.limit && page[q.limit - 1]!.id > chunk.lastId) break;
-      for (const r of await readChunk(this.bucket, this.keyOf(chunk), chunk.segments)) if (fits(r)) found.set(r.id, r);
-      page = [...found.values()].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, q.limit);
+      if (full() && page[q.limit - 1]!.id > chunk.lastId) break;
+      const open = await this.open.get(this.openName(chunk), () => OpenChunk.read(this.bucket, this.keyOf(chunk), chunk.segments));
+      for (let i = open.segments.length - 1; i >= 0; i--) {
+        const from = open.segments[i]![0];
+        if (q.before !== undefined && from >= q.before) continue;
+        const fitting = (await open.records(i)).filter(fits);
+        // A record kept again may be in two chunks: the page holds it once.
+        if (fitting.length) page = [...new Map([...page, ...fitting].map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, q.limit);
+        if ((full() && page[q.limit - 1]!.id >= from) || (q.above !== undefined && from <= q.above)) break;
+      }
     }
     return page;
   }
 
-  /** Whether any chunk holds records of this scope (an account or a function). */
-  holds(scope: string): boolean {
-    return this.index.holds(scope);
+  /** A chunk's name among those kept read: its key names its records, and retention's rewrite changes its `purgeDue`. */
+  private openName(chunk: ShardChunk): string {
+    return `${this.keyOf(chunk)}|${chunk.purgeDue ?? ""}`;
   }
 }

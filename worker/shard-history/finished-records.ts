@@ -2,6 +2,7 @@ import type { TaskRow } from "../db/rows.js";
 import { cutPayloadsSql, decodeRecord, encodeRecord, RECORD_COLUMNS, RECORD_TYPES, type KeptRecord } from "./compact-record.js";
 import { idFloorAt, stored, unstored } from "./id-bytes.js";
 import type { Issue } from "./issue-counts.js";
+import type { ListedTask, ListQuery } from "./list-query.js";
 import type { Released } from "./release.js";
 
 /** Pruning runs at most this often: a look at the oldest ids, whatever the batch rate. */
@@ -74,6 +75,26 @@ export class FinishedRecords {
   whole(taskId: string, now: number): TaskRow | undefined {
     const kept = this.get(taskId, now);
     return kept && !kept.far.length ? kept.row : undefined;
+  }
+
+  /**
+   * A page of the account's kept records (or a function's of the account), newest id first, below
+   * `before`: what a list shows of each, through the (function, id) or (account, id) index.
+   */
+  page(q: ListQuery): ListedTask[] {
+    type Stored = ArrayBuffer | string;
+    const [scope, value] = q.functionId === undefined ? ["account_id", q.accountId] : ["function_id", q.functionId];
+    const below = q.before === undefined ? [] : [stored(q.before)];
+    return this.sql
+      .exec<{ id: Stored; issued_at: number; progress: number; status: number }>(
+        `select id, issued_at, progress, status from shard_record where ${scope} = ? and account_id = ?${below.length ? " and id < ?" : ""} order by id desc limit ?`,
+        stored(value),
+        stored(q.accountId),
+        ...below,
+        q.limit,
+      )
+      .toArray()
+      .map((r) => ({ id: unstored(r.id), issuedAt: Number(r.issued_at), progress: Number(r.progress), status: Number(r.status) }));
   }
 
   /** When the record waiting longest for the archive finished. */

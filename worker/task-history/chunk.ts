@@ -110,6 +110,31 @@ export async function readChunk(bucket: R2Bucket, key: string, segments: Segment
   return decodeWhole(object, ownSegments(object, segments));
 }
 
+/**
+ * A chunk read with one request and decoded a segment at a time, as a page asks for them: a page
+ * filled from a chunk's newest segments parses none of the others. Each segment decodes once.
+ */
+export class OpenChunk {
+  private readonly decoded: Promise<TaskRow[]>[] = [];
+
+  private constructor(
+    /** The object's own segments: a segment holds ids at or above its key, every segment before it ids below. */
+    readonly segments: Segments,
+    private readonly bytes: Uint8Array,
+  ) {}
+
+  static async read(bucket: R2Bucket, key: string, indexed: Segments): Promise<OpenChunk> {
+    const object = await bucket.get(key);
+    if (!object) throw new DamagedChunk(`the archived chunk ${key} is missing from storage`);
+    return new OpenChunk(ownSegments(object, indexed), new Uint8Array(await object.arrayBuffer()));
+  }
+
+  /** The records of segment `i`, in id order. */
+  records(i: number): Promise<TaskRow[]> {
+    return (this.decoded[i] ??= decodeSegment(this.bytes.subarray(this.segments[i]![1], this.segments[i + 1]?.[1] ?? this.bytes.byteLength)));
+  }
+}
+
 /** The segment of a chunk that would hold `id` (the last one beginning at or before it), read alone. */
 export async function readSegmentOf(bucket: R2Bucket, key: string, segments: Segments, id: string): Promise<TaskRow[]> {
   const i = segmentIndexOf(segments, id);

@@ -3,6 +3,7 @@ import type { Db } from "../db/client.js";
 import { segmentIndexOf } from "../db/archive-segments.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveFunctions, tasks } from "../db/schema.js";
+import { Recent } from "../lib/recent.js";
 import { readChunk, readSegmentOf } from "./chunk.js";
 import { chunkKey, nameFields, type NamedChunk } from "./chunk-names.js";
 
@@ -22,31 +23,17 @@ const chunkFields = { ...nameFields, purgeDue: taskArchive.purgeDue, segments: t
  * chunk again. A chunk is immutable but for retention's rewrite, which changes its `purgeDue`, part
  * of the name here, so a rewritten chunk is never served stale.
  */
-const recent = new Map<string, TaskRow[]>();
-const RECENT = 16;
+const recent = new Recent<TaskRow[]>(16);
 
-async function remembered(name: string, read: () => Promise<TaskRow[]>): Promise<TaskRow[]> {
-  const hit = recent.get(name);
-  if (hit) {
-    recent.delete(name);
-    recent.set(name, hit);
-    return hit;
-  }
-  const rows = await read();
-  recent.set(name, rows);
-  if (recent.size > RECENT) recent.delete(recent.keys().next().value!);
-  return rows;
-}
-
-const records = (bucket: R2Bucket, c: ChunkRow) => remembered(`${chunkKey(c)}|${c.purgeDue ?? ""}`, () => readChunk(bucket, chunkKey(c), c.segments));
+const records = (bucket: R2Bucket, c: ChunkRow) => recent.get(`${chunkKey(c)}|${c.purgeDue ?? ""}`, () => readChunk(bucket, chunkKey(c), c.segments));
 
 /** The one segment of a chunk that would hold `id`: a get reads tens of KiB, not the whole chunk. */
 const segmentOf = (bucket: R2Bucket, c: ChunkRow, id: string) => {
   const key = chunkKey(c);
-  const whole = recent.get(`${key}|${c.purgeDue ?? ""}`);
+  const whole = recent.peek(`${key}|${c.purgeDue ?? ""}`);
   if (whole) return Promise.resolve(whole);
   const at = c.segments[segmentIndexOf(c.segments, id)]?.[1] ?? -1;
-  return remembered(`${key}|${c.purgeDue ?? ""}|${at}`, () => readSegmentOf(bucket, key, c.segments, id));
+  return recent.get(`${key}|${c.purgeDue ?? ""}|${at}`, () => readSegmentOf(bucket, key, c.segments, id));
 };
 
 /**

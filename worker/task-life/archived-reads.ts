@@ -1,8 +1,8 @@
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import type { Bindings } from "../env.js";
-import { allShards, functionDispatchers, shardOfTask, shardStub } from "../dispatch/client.js";
-import { archivedTask, recordedTask, type ArchivedQuery } from "../task-history/reads.js";
+import { shardOfTask, shardStub } from "../dispatch/client.js";
+import { archivedTask, recordedTask } from "../task-history/reads.js";
 
 /**
  * Reads of finished records past D1 and its archive's index: the shards' own archives
@@ -33,18 +33,4 @@ export async function archivedAnywhere(env: Bindings, db: Db, accountId: string,
 /** A task in its shard's archive by id alone, whoever's: only for the public result, whose 5 minutes and endpoint the caller checks. */
 export async function publicArchived(env: Bindings, taskId: string): Promise<TaskRow | undefined> {
   return (await shardStub(env, shardOfTask(env, taskId)).archivedTask(taskId)) ?? undefined;
-}
-
-/** A page of the shards' archives: a function's from its shards, an account's from every shard, each a page, merged by the caller. */
-export async function shardArchivedPages(env: Bindings, q: ArchivedQuery): Promise<TaskRow[]> {
-  const shards = q.functionId ? functionDispatchers(env, q.functionId) : allShards(env);
-  return (await Promise.all(shards.map((s) => s.archivedTasks(q)))).flat();
-}
-
-/** Whether a shard's archive holds the account's tasks of the function (its sidecars name the function; a record says whose it is). */
-export async function shardsHoldArchived(env: Bindings, accountId: string, functionId: string): Promise<boolean> {
-  const shards = functionDispatchers(env, functionId);
-  const named = await Promise.all(shards.map((s) => s.holdsArchived(functionId)));
-  if (!named.some(Boolean)) return false;
-  return (await shardArchivedPages(env, { accountId, functionId, limit: 1 })).length > 0;
 }

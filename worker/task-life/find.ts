@@ -3,6 +3,7 @@ import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { tasks } from "../db/schema.js";
+import type { ListedTask, ListQuery } from "../shard-history/listed.js";
 import { allShards, functionDispatchers, shardOfTask, shardStub } from "../dispatch/client.js";
 
 /**
@@ -23,29 +24,13 @@ export const heldCopy = (env: Bindings, id: string): Promise<TaskRow | null> =>
     .heldTask(id)
     .catch(() => null);
 
-export interface HeldQuery {
-  accountId: string;
-  functionId?: string | undefined;
-  before?: string | undefined;
-  limit: number;
-}
-
 /**
- * The account's tasks the shards hold, newest first: a function's from its shard, an account's from
- * every shard (one call each, in parallel, answered from memory). A shard out of reach adds none.
+ * A page of the account's tasks (or a function's) from the shards that make them: a function's
+ * shards, or every shard for an account's list, one call each, in parallel; each answers what it
+ * holds, keeps and archived (shard-history/listed.ts). A shard out of reach fails the read rather
+ * than answer a page short.
  */
-export async function heldTasks(env: Bindings, q: HeldQuery): Promise<TaskRow[]> {
+export async function shardPages(env: Bindings, q: ListQuery): Promise<ListedTask[]> {
   const shards = q.functionId ? functionDispatchers(env, q.functionId) : allShards(env);
-  const lists = await Promise.all(shards.map((s) => s.heldTasks(q).catch(() => [] as TaskRow[])));
-  return lists.flat();
-}
-
-/**
- * D1's page merged with what the shards hold: a shard's copy replaces D1's, the newest `limit`
- * by id (ids sort by creation) are the page, as D1 alone would order it.
- */
-export function mergedPage<T extends { id: string }>(fromD1: T[], held: T[], limit: number): T[] {
-  const byId = new Map(fromD1.map((r) => [r.id, r]));
-  for (const r of held) byId.set(r.id, r);
-  return [...byId.values()].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).slice(0, limit);
+  return (await Promise.all(shards.map((s) => s.listed(q)))).flat();
 }
