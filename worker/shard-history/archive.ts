@@ -27,10 +27,13 @@ const RELEASE_BATCH = 1_000;
 /** Chunks one retention pass rewrites at most. */
 const PURGE_CHUNKS = 20;
 /**
- * Chunks a shard keeps read, for a list's next page or its next read: one is ~0.2 MB of gzip, and
- * a few MB once every segment is decoded (2,000 records), well inside the object's memory.
+ * What a shard keeps of the chunks it read, for a list's next page or a page read again: the gzip
+ * bytes of the last 8 (~0.2 MB each), and the last 16 segments decoded (800 records: ~1.8 MB of the
+ * benchmark's, about 10 MB with every payload inline at its 4 KiB). Decoded, a whole chunk of 2,000
+ * takes ~4.4 MB of the benchmark's records, which is why whole chunks are not what is kept.
  */
 const OPEN_CHUNKS = 8;
+const DECODED_SEGMENTS = 16;
 /** After a roll or a purge failed (R2 out of reach), the next try waits this long. */
 const RETRY_MS = 60_000;
 
@@ -60,6 +63,7 @@ export class ShardArchive {
   /** The archive's work one piece at a time: two rolls at once would put the same records in two chunks. */
   private turn: Promise<unknown> = Promise.resolve();
   private readonly open = new Recent<OpenChunk>(OPEN_CHUNKS);
+  private readonly decoded = new Recent<TaskRow[]>(DECODED_SEGMENTS);
 
   constructor(
     sql: SqlStorage,
@@ -221,9 +225,10 @@ export class ShardArchive {
   /** An archived record by id, if the account's (any account's without one): one ranged read of the segment that would hold it. */
   async find(taskId: string, accountId?: string): Promise<TaskRow | undefined> {
     for (const chunk of this.index.holding(taskId, issueHourOf(taskId))) {
-      const open = this.open.peek(this.openName(chunk));
+      const name = this.openName(chunk);
+      const open = this.open.peek(name);
       const i = open ? segmentIndexOf(open.segments, taskId) : -1;
-      const segment = open && i >= 0 ? await open.records(i) : await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId);
+      const segment = open && i >= 0 ? await this.decoded.get(`${name}|${i}`, () => open.records(i)) : await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId);
       const found = segment.find((r) => r.id === taskId);
       if (found) return accountId === undefined || found.accountId === accountId ? found : undefined;
     }
@@ -245,11 +250,12 @@ export class ShardArchive {
     for (const chunk of this.index.newestOf(scope, q.before, q.before === undefined ? undefined : issueHourOf(q.before))) {
       if (q.above !== undefined && chunk.lastId <= q.above) break;
       if (full() && page[q.limit - 1]!.id > chunk.lastId) break;
-      const open = await this.open.get(this.openName(chunk), () => OpenChunk.read(this.bucket, this.keyOf(chunk), chunk.segments));
+      const name = this.openName(chunk);
+      const open = await this.open.get(name, () => OpenChunk.read(this.bucket, this.keyOf(chunk), chunk.segments));
       for (let i = open.segments.length - 1; i >= 0; i--) {
         const from = open.segments[i]![0];
         if (q.before !== undefined && from >= q.before) continue;
-        const fitting = (await open.records(i)).filter(fits);
+        const fitting = (await this.decoded.get(`${name}|${i}`, () => open.records(i))).filter(fits);
         // A record kept again may be in two chunks: the page holds it once.
         if (fitting.length) page = [...new Map([...page, ...fitting].map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, q.limit);
         if ((full() && page[q.limit - 1]!.id >= from) || (q.above !== undefined && from <= q.above)) break;

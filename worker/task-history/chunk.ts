@@ -112,11 +112,10 @@ export async function readChunk(bucket: R2Bucket, key: string, segments: Segment
 
 /**
  * A chunk read with one request and decoded a segment at a time, as a page asks for them: a page
- * filled from a chunk's newest segments parses none of the others. Each segment decodes once.
+ * filled from a chunk's newest segments parses none of the others. Holds the gzip bytes only; a
+ * reader that reads a segment again keeps what it decoded itself.
  */
 export class OpenChunk {
-  private readonly decoded: Promise<TaskRow[]>[] = [];
-
   private constructor(
     /** The object's own segments: a segment holds ids at or above its key, every segment before it ids below. */
     readonly segments: Segments,
@@ -131,7 +130,7 @@ export class OpenChunk {
 
   /** The records of segment `i`, in id order. */
   records(i: number): Promise<TaskRow[]> {
-    return (this.decoded[i] ??= decodeSegment(this.bytes.subarray(this.segments[i]![1], this.segments[i + 1]?.[1] ?? this.bytes.byteLength)));
+    return decodeSegment(this.bytes.subarray(this.segments[i]![1], this.segments[i + 1]?.[1] ?? this.bytes.byteLength));
   }
 }
 
