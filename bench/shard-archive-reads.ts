@@ -34,7 +34,7 @@ import { newId } from "../worker/lib/ids.js";
 import { newTaskRow } from "../worker/task-life/new-row.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
 import { d1File, sizeOptions, freshState, onlyFile, readLatencies, readsOf, type Tenant } from "./lib/history-reads.js";
-import { finishedRow } from "./lib/shard-tasks.js";
+import { finishedRow, transactionOver } from "./lib/shard-tasks.js";
 import { sqlStorageOver } from "./lib/sql-storage-over-sqlite.js";
 import { ms, printTable } from "./stats.js";
 
@@ -72,12 +72,7 @@ async function fill(stateDir: string, tenants: Tenant[], count: number, window: 
   // The bench's own connection: a Durable Object's storage makes writes durable its own way.
   sqlite.exec("pragma synchronous = off");
   const sql = sqlStorageOver(sqlite);
-  const tx = <T>(fn: () => T): T => {
-    sqlite.exec("begin");
-    const out = fn();
-    sqlite.exec("commit");
-    return out;
-  };
+  const tx = transactionOver(sqlite);
   const mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null) } }", r2Buckets: { BUCKET: "gc-faas" }, r2Persist: path.join(stateDir, "v3", "r2") });
   const sample: string[] = [];
   const t0 = performance.now();

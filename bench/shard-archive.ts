@@ -17,7 +17,7 @@ import type { TaskRow } from "../worker/db/rows.js";
 import { ShardArchive, ROLL_MS } from "../worker/shard-history/archive.js";
 import { FinishedRecords } from "../worker/shard-history/finished-records.js";
 import { sqlStorageOver } from "./lib/sql-storage-over-sqlite.js";
-import { finishedRow, shardDb, taskOf } from "./lib/shard-tasks.js";
+import { finishedRow, shardDb, taskOf, transactionOver } from "./lib/shard-tasks.js";
 import { percentile, printTable } from "./stats.js";
 
 const { values } = parseArgs({ options: { records: { type: "string", default: "20000" }, rounds: { type: "string", default: "5" } } });
@@ -34,12 +34,7 @@ async function round(dir: string, name: string, bucket: R2Bucket) {
   const rows: TaskRow[] = Array.from({ length: RECORDS }, (_, i) => taskOf(i, now)).map((t) => finishedRow(t.row, t.outcome));
   const db = shardDb(dir, name);
   const sql = sqlStorageOver(db);
-  const tx = <T>(fn: () => T): T => {
-    db.exec("begin");
-    const out = fn();
-    db.exec("commit");
-    return out;
-  };
+  const tx = transactionOver(db);
   const records = new FinishedRecords(sql, HOUR_MS);
   const archive = new ShardArchive(sql, tx, bucket, name, records, 30 * 24 * HOUR_MS, async () => undefined);
   let t0 = performance.now();

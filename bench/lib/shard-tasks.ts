@@ -40,3 +40,13 @@ export function shardDb(dir: string, name: string) {
   return db;
 }
 
+
+/** A shard's `transactionSync` over the bench's connection: begin, the work, commit. */
+export const transactionOver =
+  (db: DatabaseSync) =>
+  <T>(fn: () => T): T => {
+    db.exec("begin");
+    const out = fn();
+    db.exec("commit");
+    return out;
+  };

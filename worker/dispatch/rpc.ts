@@ -1,5 +1,5 @@
 import type { TaskRow } from "../db/rows.js";
-import type { ListedTask, ListQuery } from "../shard-history/listed.js";
+import type { ListedTask, ListQuery } from "../shard-history/list-query.js";
 import type { NewWork } from "./work-rows.js";
 import type { Grant } from "./revoked-grants.js";
 import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";

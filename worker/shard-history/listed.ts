@@ -4,8 +4,6 @@ import type { ShardArchive } from "./archive.js";
 import type { FinishedRecords } from "./finished-records.js";
 import type { ListedTask, ListQuery } from "./list-query.js";
 
-export type { ListedTask, ListQuery };
-
 const listed = (r: ListedTask): ListedTask => ({ id: r.id, issuedAt: r.issuedAt, progress: r.progress, status: r.status });
 
 /**

@@ -3,7 +3,7 @@ import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { tasks } from "../db/schema.js";
-import type { ListedTask, ListQuery } from "../shard-history/listed.js";
+import type { ListedTask, ListQuery } from "../shard-history/list-query.js";
 import { allShards, functionDispatchers, shardOfTask, shardStub } from "../dispatch/client.js";
 
 /**
