@@ -257,6 +257,33 @@ describe("a page of an account's or a function's archived records", () => {
     });
   });
 
+  it("answers a scope's records alone from chunks mixing accounts, where other records name the scope in their payloads", async () => {
+    const a = synthetic(1, 4 * SEGMENT_RECORDS);
+    const b = synthetic(1, 4 * SEGMENT_RECORDS);
+    // A third of B's records name A's account and functions as JSON strings of their own (headers, log lines); of A's, B's.
+    const mentioning = (rows: TaskRow[], other: { accountId: string; fns: string[] }) =>
+      rows.map((r, i) => (i % 3 ? r : { ...r, resultHeaders: { "x-of": other.fns[i % 2]!, "x-account": other.accountId }, log: [other.fns[0]!] }));
+    const rows = [...mentioning(a.rows, b), ...mentioning(b.rows, a)];
+    await inShard(async (o) => {
+      await inTwoRolls(o, rows);
+      expect(o.archive.index.holding(rows[5]!.id, issueHourOf(rows[5]!.id)).map((c) => c.segments.length)).toEqual([4, 4]);
+      for (const { accountId, fns } of [a, b]) {
+        const all = newestFirst(rows.filter((r) => r.accountId === accountId));
+        for (const scope of [{ accountId, functionId: fns[0]! }, { accountId }, { accountId, functionId: fns[1]! }]) {
+          const theirs = all.filter((r) => !("functionId" in scope) || r.functionId === scope.functionId);
+          for (const limit of [1, 60, 500]) {
+            expect(await o.archive.page({ ...scope, limit })).toEqual(theirs.slice(0, limit));
+            for (const at of [0, 59, 98]) expect(await o.archive.page({ ...scope, before: theirs[at]!.id, limit })).toEqual(theirs.slice(at + 1, at + 1 + limit));
+          }
+        }
+        // By id, after pages decoded only their scope's lines: the record whole, whatever its scope.
+        for (const r of [all[0]!, all[77]!, all.at(-1)!]) expect(await o.archive.find(r.id, accountId)).toEqual(r);
+      }
+      // Another account's function: named in the payloads of this shard's records, its page is empty.
+      expect(await o.archive.page({ accountId: a.accountId, functionId: b.fns[0]!, limit: 10 })).toEqual([]);
+    });
+  });
+
   it("reads a chunk again once retention rewrote it: a page and a get after show its records purged", async () => {
     const { accountId, rows } = synthetic(1, 3 * SEGMENT_RECORDS);
     await inShard(async (o) => {

@@ -18,7 +18,7 @@ import { archivedIssuedSince, issueMinutes, issueMinutesAdded } from "../../work
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { sql as drizzleSql } from "drizzle-orm";
 import { chunkKey } from "../../worker/task-history/chunk-names.js";
-import { DamagedChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
+import { DamagedChunk, OpenChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RECORDS } from "../../worker/task-history/chunk.js";
 import type { TaskRow } from "../../worker/db/rows.js";
 import { decodeSegments } from "../../worker/db/archive-segments.js";
 import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
@@ -499,6 +499,23 @@ describe("a chunk's segments", () => {
       expect(segment.length).toBeLessThanOrEqual(SEGMENT_RECORDS);
       expect(segment.find((r) => r.id === rows[i]!.id)).toEqual(rows[i]);
     }
+  });
+
+  it("reads a segment's lines that name an id: every record of that account or function, and of the rest only those whose payloads name it", async () => {
+    const fns = ["f1", "f10", 'f"1\\'];
+    const rows = Array.from({ length: 2 * SEGMENT_RECORDS }, (_, i) => ({
+      id: newId(Date.now() - 1000 + i), accountId: i % 5 ? "a" : "b", functionId: fns[i % 3], issuedAt: i, finishedAt: i + 1, resultHeaders: i % 4 ? null : { "x-of": "f1" },
+    }) as unknown as TaskRow);
+    const { segments } = await putChunk(env.BUCKET, "history/test/mentions.ndjson.gz", rows);
+    const open = await OpenChunk.read(env.BUCKET, "history/test/mentions.ndjson.gz", segments);
+    for (const mention of [...fns, "a", "b", "f"]) {
+      const named = (r: TaskRow) => r.accountId === mention || r.functionId === mention;
+      const read = [...(await open.records(0, mention)), ...(await open.records(1, mention))];
+      expect(read.filter(named)).toEqual(rows.filter(named));
+      // "f1" is also in the result headers of f10's and the other's records, every fourth; "f" names nothing.
+      expect(read.map((r) => r.id)).toEqual(rows.filter((r) => named(r) || (mention === "f1" && r.resultHeaders !== null)).map((r) => r.id));
+    }
+    expect([...(await open.records(0)), ...(await open.records(1))]).toEqual(rows);
   });
 
   it("reads a chunk rewritten since its index row was read (retention, before the row's update) by the segments the object carries", async () => {

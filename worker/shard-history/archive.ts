@@ -1,9 +1,7 @@
 import type { TaskRow } from "../db/rows.js";
-import type { ArchivedQuery } from "../task-history/reads.js";
-import { segmentIndexOf } from "../db/archive-segments.js";
+import { ChunkPages, type ArchivedQuery, type PagedChunk } from "../task-history/chunk-pages.js";
 import { idTime } from "../lib/ids.js";
 import { HOUR_MS } from "../lib/time.js";
-import { Recent } from "../lib/recent.js";
 import { OpenChunk, checkReadBack, putChunk, readChunk, readSegmentOf } from "../task-history/chunk.js";
 import { earliestUnpurged } from "../task-history/move-commit.js";
 import { deletePayloadObjects, expiredRecords, purgedRecord } from "../task-history/record-purge.js";
@@ -26,14 +24,6 @@ const RELEASE_RECORDS = 4_000;
 const RELEASE_BATCH = 1_000;
 /** Chunks one retention pass rewrites at most. */
 const PURGE_CHUNKS = 20;
-/**
- * What a shard keeps of the chunks it read, for a list's next page or a page read again: the gzip
- * bytes of the last 8 (~0.2 MB each), and the last 16 segments decoded (800 records: ~1.8 MB of the
- * benchmark's, about 10 MB with every payload inline at its 4 KiB). Decoded, a whole chunk of 2,000
- * takes ~4.4 MB of the benchmark's records, which is why whole chunks are not what is kept.
- */
-const OPEN_CHUNKS = 8;
-const DECODED_SEGMENTS = 16;
 /** After a roll or a purge failed (R2 out of reach), the next try waits this long. */
 const RETRY_MS = 60_000;
 
@@ -62,8 +52,8 @@ export class ShardArchive {
   private retryAt = 0;
   /** The archive's work one piece at a time: two rolls at once would put the same records in two chunks. */
   private turn: Promise<unknown> = Promise.resolve();
-  private readonly open = new Recent<OpenChunk>(OPEN_CHUNKS);
-  private readonly decoded = new Recent<TaskRow[]>(DECODED_SEGMENTS);
+  /** What the shard keeps of the chunks it read, for a list's next page or a page read again. */
+  private readonly read = new ChunkPages();
 
   constructor(
     sql: SqlStorage,
@@ -225,43 +215,22 @@ export class ShardArchive {
   /** An archived record by id, if the account's (any account's without one): one ranged read of the segment that would hold it. */
   async find(taskId: string, accountId?: string): Promise<TaskRow | undefined> {
     for (const chunk of this.index.holding(taskId, issueHourOf(taskId))) {
-      const name = this.openName(chunk);
-      const open = this.open.peek(name);
-      const i = open ? segmentIndexOf(open.segments, taskId) : -1;
-      const segment = open && i >= 0 ? await this.decoded.get(`${name}|${i}`, () => open.records(i)) : await readSegmentOf(this.bucket, this.keyOf(chunk), chunk.segments, taskId);
+      const key = this.keyOf(chunk);
+      const segment = await this.read.segmentHolding(this.openName(chunk), chunk.segments, taskId, () => readSegmentOf(this.bucket, key, chunk.segments, taskId));
       const found = segment.find((r) => r.id === taskId);
       if (found) return accountId === undefined || found.accountId === accountId ? found : undefined;
     }
     return undefined;
   }
 
-  /**
-   * A page of an account's or a function's archived records, newest id first, below `before` and
-   * above `above` when given. Chunks are read newest last id first, and each chunk's segments newest
-   * first. The walk stops once a full page's oldest id is above all that is left unread (or `above`
-   * is): the next chunk's last id, or within a chunk the key of the segment just read. So a page
-   * decodes the segments it draws from, not whole chunks.
-   */
-  async page(q: ArchivedQuery): Promise<TaskRow[]> {
-    const scope = q.functionId ?? q.accountId;
-    const fits = (r: TaskRow) => r.accountId === q.accountId && (!q.functionId || r.functionId === q.functionId) && (!q.before || r.id < q.before) && (!q.above || r.id > q.above);
-    let page: TaskRow[] = [];
-    const full = () => page.length >= q.limit;
-    for (const chunk of this.index.newestOf(scope, q.before, q.before === undefined ? undefined : issueHourOf(q.before))) {
-      if (q.above !== undefined && chunk.lastId <= q.above) break;
-      if (full() && page[q.limit - 1]!.id > chunk.lastId) break;
-      const name = this.openName(chunk);
-      const open = await this.open.get(name, () => OpenChunk.read(this.bucket, this.keyOf(chunk), chunk.segments));
-      for (let i = open.segments.length - 1; i >= 0; i--) {
-        const from = open.segments[i]![0];
-        if (q.before !== undefined && from >= q.before) continue;
-        const fitting = (await this.decoded.get(`${name}|${i}`, () => open.records(i))).filter(fits);
-        // A record kept again may be in two chunks: the page holds it once.
-        if (fitting.length) page = [...new Map([...page, ...fitting].map((r) => [r.id, r])).values()].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, q.limit);
-        if ((full() && page[q.limit - 1]!.id >= from) || (q.above !== undefined && from <= q.above)) break;
-      }
-    }
-    return page;
+  /** A page of an account's or a function's archived records, newest id first (ChunkPages.page): the chunks its index names, newest first. */
+  page(q: ArchivedQuery): Promise<TaskRow[]> {
+    return this.read.page(this.chunksOf(q), q);
+  }
+
+  private *chunksOf(q: ArchivedQuery): Generator<PagedChunk> {
+    for (const chunk of this.index.newestOf(q.functionId ?? q.accountId, q.before, q.before === undefined ? undefined : issueHourOf(q.before)))
+      yield { lastId: chunk.lastId, name: this.openName(chunk), open: () => OpenChunk.read(this.bucket, this.keyOf(chunk), chunk.segments) };
   }
 
   /** A chunk's name among those kept read: its key names its records, and retention's rewrite changes its `purgeDue`. */

@@ -56,8 +56,15 @@ export async function encodeChunk(rows: TaskRow[]): Promise<{ body: Uint8Array; 
 
 export class DamagedChunk extends Error {}
 
-/** The records of one segment (one gzip member); a line that is not a record makes it damaged (never half a page). */
-async function decodeSegment(bytes: Uint8Array): Promise<TaskRow[]> {
+/**
+ * The records of one segment (one gzip member); a line that is not a record makes it damaged (never
+ * half a page). With `mention`, only the lines that hold it as a JSON string are parsed: a record
+ * whose account or function is `mention` was written with `JSON.stringify`, so its line holds
+ * `JSON.stringify(mention)`, and a line without it cannot be one. A list of one function of many
+ * skips parsing and checking most lines, the larger part of a segment's cost (docs/benchmarks.md,
+ * "A shard's archive at size"); the lines skipped are not checked, which a read of them by id does.
+ */
+async function decodeSegment(bytes: Uint8Array, mention?: string): Promise<TaskRow[]> {
   let text: string;
   try {
     text = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
@@ -65,8 +72,9 @@ async function decodeSegment(bytes: Uint8Array): Promise<TaskRow[]> {
     throw new DamagedChunk("an archived chunk holds a segment that is not gzip");
   }
   const out: TaskRow[] = [];
+  const needle = mention === undefined ? undefined : JSON.stringify(mention);
   for (const line of text.split("\n")) {
-    if (!line) continue;
+    if (!line || (needle !== undefined && !line.includes(needle))) continue;
     let parsed: unknown;
     try {
       parsed = JSON.parse(line);
@@ -128,9 +136,9 @@ export class OpenChunk {
     return new OpenChunk(ownSegments(object, indexed), new Uint8Array(await object.arrayBuffer()));
   }
 
-  /** The records of segment `i`, in id order. */
-  records(i: number): Promise<TaskRow[]> {
-    return decodeSegment(this.bytes.subarray(this.segments[i]![1], this.segments[i + 1]?.[1] ?? this.bytes.byteLength));
+  /** The records of segment `i`, in id order: those that name `mention` (an account or function id) when given, and maybe others. */
+  records(i: number, mention?: string): Promise<TaskRow[]> {
+    return decodeSegment(this.bytes.subarray(this.segments[i]![1], this.segments[i + 1]?.[1] ?? this.bytes.byteLength), mention);
   }
 }
 

@@ -1,10 +1,9 @@
 import { and, asc, desc, eq, gte, lt, lte } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { segmentIndexOf } from "../db/archive-segments.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveFunctions, tasks } from "../db/schema.js";
-import { Recent } from "../lib/recent.js";
-import { readChunk, readSegmentOf } from "./chunk.js";
+import { OpenChunk, readSegmentOf } from "./chunk.js";
+import { ChunkPages, type ArchivedQuery, type PagedChunk } from "./chunk-pages.js";
 import { chunkKey, nameFields, type NamedChunk } from "./chunk-names.js";
 
 /**
@@ -19,22 +18,16 @@ type ChunkRow = NamedChunk & Pick<typeof taskArchive.$inferSelect, "purgeDue" | 
 const chunkFields = { ...nameFields, purgeDue: taskArchive.purgeDue, segments: taskArchive.segments };
 
 /**
- * Decoded chunks (and single segments) this isolate read last: paging through a list reads the same
+ * What this isolate keeps of the chunks it read (ChunkPages): paging through a list reads the same
  * chunk again. A chunk is immutable but for retention's rewrite, which changes its `purgeDue`, part
- * of the name here, so a rewritten chunk is never served stale.
+ * of its name here, so a rewritten chunk is never served stale.
  */
-const recent = new Recent<TaskRow[]>(16);
+const read = new ChunkPages();
 
-const records = (bucket: R2Bucket, c: ChunkRow) => recent.get(`${chunkKey(c)}|${c.purgeDue ?? ""}`, () => readChunk(bucket, chunkKey(c), c.segments));
+const nameOf = (c: ChunkRow) => `${chunkKey(c)}|${c.purgeDue ?? ""}`;
 
 /** The one segment of a chunk that would hold `id`: a get reads tens of KiB, not the whole chunk. */
-const segmentOf = (bucket: R2Bucket, c: ChunkRow, id: string) => {
-  const key = chunkKey(c);
-  const whole = recent.peek(`${key}|${c.purgeDue ?? ""}`);
-  if (whole) return Promise.resolve(whole);
-  const at = c.segments[segmentIndexOf(c.segments, id)]?.[1] ?? -1;
-  return recent.get(`${key}|${c.purgeDue ?? ""}|${at}`, () => readSegmentOf(bucket, key, c.segments, id));
-};
+const segmentOf = (bucket: R2Bucket, c: ChunkRow, id: string) => read.segmentHolding(nameOf(c), c.segments, id, () => readSegmentOf(bucket, chunkKey(c), c.segments, id));
 
 /**
  * The account's chunks whose id range holds `id` (one, but for a straggler's), from the covering
@@ -73,16 +66,6 @@ export async function archivedTask(db: Db, bucket: R2Bucket, accountId: string, 
   return archivedIn(bucket, await chunksHolding(db, accountId, id), accountId, id);
 }
 
-export interface ArchivedQuery {
-  accountId: string;
-  functionId?: string | undefined;
-  /** Ids below this only (the list's `before`). */
-  before?: string | undefined;
-  /** Ids above this only: a full page of live records needs nothing older than its oldest. */
-  above?: string | undefined;
-  limit: number;
-}
-
 const CHUNKS_A_QUERY = 16;
 
 /**
@@ -109,26 +92,18 @@ export const pageChunks = (db: Db, q: Omit<ArchivedQuery, "above" | "limit">, be
 };
 
 /**
- * The newest `limit` archived tasks of the query, newest first, from `first` (pageChunks' answer)
- * on. Chunks are visited by their last id, newest first; once the page is full, a chunk whose last
- * id is below the page's oldest cannot add to it, and the walk stops there (likewise below `above`):
- * a page costs the chunks it draws from, whatever the history's size.
+ * The newest `limit` archived tasks of the query, newest first (ChunkPages.page), from `first`
+ * (pageChunks' answer) on: the chunks are asked of the index `CHUNKS_A_QUERY` at a time, and only
+ * as far as the page reads them, so a page costs the chunks it draws from, whatever the history's size.
  */
-export async function archivedPage(db: Db, bucket: R2Bucket, q: ArchivedQuery, first: ChunkRow[]): Promise<TaskRow[]> {
-  let page: TaskRow[] = [];
-  let chunks = first;
-  for (;;) {
-    for (const c of chunks) {
-      if (q.above && c.lastId <= q.above) return page.slice(0, q.limit);
-      if (page.length >= q.limit && c.lastId < page[q.limit - 1]!.id) return page.slice(0, q.limit);
-      const fits = (await records(bucket, c)).filter(
-        (r) => r.accountId === q.accountId && (!q.functionId || r.functionId === q.functionId) && (!q.before || r.id < q.before) && (!q.above || r.id > q.above),
-      );
-      page = [...page, ...fits].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+export function archivedPage(db: Db, bucket: R2Bucket, q: ArchivedQuery, first: ChunkRow[]): Promise<TaskRow[]> {
+  async function* chunks(): AsyncGenerator<PagedChunk> {
+    for (let batch = first; ; batch = await pageChunks(db, q, batch.at(-1)!.lastId)) {
+      for (const c of batch) yield { lastId: c.lastId, name: nameOf(c), open: () => OpenChunk.read(bucket, chunkKey(c), c.segments) };
+      if (batch.length < CHUNKS_A_QUERY) return;
     }
-    if (chunks.length < CHUNKS_A_QUERY) return page.slice(0, q.limit);
-    chunks = await pageChunks(db, q, chunks.at(-1)!.lastId);
   }
+  return read.page(chunks(), q);
 }
 
 /** Whether the account has archived tasks of the function (a task list may filter by a deleted function whose records remain). */
