@@ -158,7 +158,7 @@ describe("GET /v1/task/<id>, its result and its log, for a task its shard keeps"
 describe("the task lists, for tasks their shard keeps", () => {
   it("list them from the shard's records alone, every page, by function and on the console's runs page, once D1 has no row of them", async () => {
     const agent = await FakeAgent.connect("history-lists");
-    const { token } = await newAccount();
+    const { token, accountId } = await newAccount();
     const fns = [await deployedFunction(token), await deployedFunction(token)];
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -180,6 +180,13 @@ describe("the task lists, for tasks their shard keeps", () => {
     // Not archived yet (no roll): the shard's kept records are the only copy left.
     await env.DB.prepare(`delete from tasks where id in (${ids.map(() => "?").join(", ")})`).bind(...ids).run();
     expect(await lists()).toEqual(before);
+    // The shard's own page: another account asking for this account's function has none of it.
+    await runInDurableObject(shardStub(env, 0), (o) => {
+      const records = (o as unknown as Dispatcher).history;
+      expect(records.page({ accountId, functionId: fns[0], limit: 10 }).map((r) => r.id)).toEqual([ids[4], ids[2], ids[0]]);
+      expect(records.page({ accountId: newId(), functionId: fns[0], limit: 10 })).toEqual([]);
+      expect(records.page({ accountId: newId(), limit: 10 })).toEqual([]);
+    });
   });
 });
 

@@ -83,6 +83,12 @@ export class FinishedRecords {
    */
   page(q: ListQuery): ListedTask[] {
     type Stored = ArrayBuffer | string;
+    // A function's records are all its account's: one look at any of them settles another
+    // account's function id, which would otherwise walk that function's records for none.
+    if (q.functionId !== undefined) {
+      const owner = this.sql.exec<{ account_id: Stored }>("select account_id from shard_record where function_id = ? limit 1", stored(q.functionId)).toArray()[0];
+      if (owner && unstored(owner.account_id) !== q.accountId) return [];
+    }
     const [scope, value] = q.functionId === undefined ? ["account_id", q.accountId] : ["function_id", q.functionId];
     const below = q.before === undefined ? [] : [stored(q.before)];
     return this.sql
