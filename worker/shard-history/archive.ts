@@ -1,8 +1,8 @@
 import type { TaskRow } from "../db/rows.js";
-import { ChunkPages, type ArchivedQuery, type PagedChunk } from "../task-history/chunk-pages.js";
+import { ChunkPages, type ArchivedQuery, type IndexedChunk } from "../task-history/chunk-pages.js";
 import { idTime } from "../lib/ids.js";
 import { HOUR_MS } from "../lib/time.js";
-import { OpenChunk, checkReadBack, putChunk, readChunk, readSegmentOf } from "../task-history/chunk.js";
+import { checkReadBack, putChunk, readChunk } from "../task-history/chunk.js";
 import { earliestUnpurged } from "../task-history/move-commit.js";
 import { deletePayloadObjects, expiredRecords, purgedRecord } from "../task-history/record-purge.js";
 import { ArchiveIndex, type ShardChunk } from "./archive-index.js";
@@ -215,8 +215,7 @@ export class ShardArchive {
   /** An archived record by id, if the account's (any account's without one): one ranged read of the segment that would hold it. */
   async find(taskId: string, accountId?: string): Promise<TaskRow | undefined> {
     for (const chunk of this.index.holding(taskId, issueHourOf(taskId))) {
-      const key = this.keyOf(chunk);
-      const segment = await this.read.segmentHolding(this.openName(chunk), chunk.segments, taskId, () => readSegmentOf(this.bucket, key, chunk.segments, taskId));
+      const segment = await this.read.segmentHolding(this.bucket, this.indexed(chunk), taskId);
       const found = segment.find((r) => r.id === taskId);
       if (found) return accountId === undefined || found.accountId === accountId ? found : undefined;
     }
@@ -225,16 +224,16 @@ export class ShardArchive {
 
   /** A page of an account's or a function's archived records, newest id first (ChunkPages.page): the chunks its index names, newest first. */
   page(q: ArchivedQuery): Promise<TaskRow[]> {
-    return this.read.page(this.chunksOf(q), q);
+    return this.read.page(this.bucket, this.chunksOf(q), q);
   }
 
-  private *chunksOf(q: ArchivedQuery): Generator<PagedChunk> {
-    for (const chunk of this.index.newestOf(q.functionId ?? q.accountId, q.before, q.before === undefined ? undefined : issueHourOf(q.before)))
-      yield { lastId: chunk.lastId, name: this.openName(chunk), open: () => OpenChunk.read(this.bucket, this.keyOf(chunk), chunk.segments) };
+  private *chunksOf(q: ArchivedQuery): Generator<IndexedChunk> {
+    for (const chunk of this.index.newestOf(q.functionId ?? q.accountId, q.before, q.before === undefined ? undefined : issueHourOf(q.before))) yield this.indexed(chunk);
   }
 
-  /** A chunk's name among those kept read: its key names its records, and retention's rewrite changes its `purgeDue`. */
-  private openName(chunk: ShardChunk): string {
-    return `${this.keyOf(chunk)}|${chunk.purgeDue ?? ""}`;
+  /** A chunk as the reads name it: among those kept read, its key names its records, and retention's rewrite changes its `purgeDue`. */
+  private indexed(chunk: ShardChunk): IndexedChunk {
+    const key = this.keyOf(chunk);
+    return { key, segments: chunk.segments, lastId: chunk.lastId, name: `${key}|${chunk.purgeDue ?? ""}` };
   }
 }

@@ -1,7 +1,7 @@
 import type { TaskRow } from "../db/rows.js";
 import { segmentIndexOf, type Segments } from "../db/archive-segments.js";
 import { Recent } from "../lib/recent.js";
-import type { OpenChunk } from "./chunk.js";
+import { OpenChunk, readSegmentOf } from "./chunk.js";
 
 /** An archive page's query: the account's records, or a function's of the account, newest id first. */
 export interface ArchivedQuery {
@@ -14,12 +14,13 @@ export interface ArchivedQuery {
   limit: number;
 }
 
-/** A chunk as a page walks it: newest last id first, opened only if the page needs it. */
-export interface PagedChunk {
+/** A chunk as its index names it: where it is in R2, and the segments its index row holds. */
+export interface IndexedChunk {
+  key: string;
+  segments: Segments;
   lastId: string;
   /** Its name among those kept read: must change whenever its bytes do (retention's rewrite). */
   name: string;
-  open: () => Promise<OpenChunk>;
 }
 
 /**
@@ -41,15 +42,15 @@ export class ChunkPages {
   private readonly decoded = new Recent<TaskRow[]>(DECODED_RECORDS, (rows) => rows.length);
 
   /**
-   * The segment of a chunk that would hold `id`: from its bytes if they are kept, else from
-   * `readAlone` (one ranged read). Kept either way, under the segment's place, which retention's
-   * rewrite does not move (it keeps every record, in order).
+   * The segment of a chunk that would hold `id`: from its bytes if they are kept, else one ranged
+   * read of it alone. Kept either way, under the segment's place, which retention's rewrite does
+   * not move (it keeps every record, in order).
    */
-  segmentHolding(name: string, indexed: Segments, id: string, readAlone: () => Promise<TaskRow[]>): Promise<TaskRow[]> {
-    const open = this.opened.peek(name);
-    const i = segmentIndexOf(open?.segments ?? indexed, id);
+  segmentHolding(bucket: R2Bucket, chunk: IndexedChunk, id: string): Promise<TaskRow[]> {
+    const open = this.opened.peek(chunk.name);
+    const i = segmentIndexOf(open?.segments ?? chunk.segments, id);
     if (i < 0) return Promise.resolve([]);
-    return this.decoded.get(`${name}|${i}|`, () => (open ? open.records(i) : readAlone()));
+    return this.decoded.get(`${chunk.name}|${i}|`, () => (open ? open.records(i) : readSegmentOf(bucket, chunk.key, chunk.segments, id)));
   }
 
   /**
@@ -59,7 +60,7 @@ export class ChunkPages {
    * key of the segment just read. So a page decodes the segments it draws from, not whole chunks,
    * and of those parses only the lines that name its function (or its account).
    */
-  async page(chunks: Iterable<PagedChunk> | AsyncIterable<PagedChunk>, q: ArchivedQuery): Promise<TaskRow[]> {
+  async page(bucket: R2Bucket, chunks: Iterable<IndexedChunk> | AsyncIterable<IndexedChunk>, q: ArchivedQuery): Promise<TaskRow[]> {
     const mention = q.functionId ?? q.accountId;
     const fits = (r: TaskRow) => r.accountId === q.accountId && (!q.functionId || r.functionId === q.functionId) && (!q.before || r.id < q.before) && (!q.above || r.id > q.above);
     let page: TaskRow[] = [];
@@ -67,7 +68,7 @@ export class ChunkPages {
     for await (const chunk of chunks) {
       if (q.above !== undefined && chunk.lastId <= q.above) break;
       if (full() && page[q.limit - 1]!.id > chunk.lastId) break;
-      const open = await this.opened.get(chunk.name, chunk.open);
+      const open = await this.opened.get(chunk.name, () => OpenChunk.read(bucket, chunk.key, chunk.segments));
       for (let i = open.segments.length - 1; i >= 0; i--) {
         const from = open.segments[i]![0];
         if (q.before !== undefined && from >= q.before) continue;

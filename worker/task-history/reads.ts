@@ -2,8 +2,7 @@ import { and, asc, desc, eq, gte, lt, lte } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { taskArchive, taskArchiveFunctions, tasks } from "../db/schema.js";
-import { OpenChunk, readSegmentOf } from "./chunk.js";
-import { ChunkPages, type ArchivedQuery, type PagedChunk } from "./chunk-pages.js";
+import { ChunkPages, type ArchivedQuery, type IndexedChunk } from "./chunk-pages.js";
 import { chunkKey, nameFields, type NamedChunk } from "./chunk-names.js";
 
 /**
@@ -24,10 +23,7 @@ const chunkFields = { ...nameFields, purgeDue: taskArchive.purgeDue, segments: t
  */
 const read = new ChunkPages();
 
-const nameOf = (c: ChunkRow) => `${chunkKey(c)}|${c.purgeDue ?? ""}`;
-
-/** The one segment of a chunk that would hold `id`: a get reads tens of KiB, not the whole chunk. */
-const segmentOf = (bucket: R2Bucket, c: ChunkRow, id: string) => read.segmentHolding(nameOf(c), c.segments, id, () => readSegmentOf(bucket, chunkKey(c), c.segments, id));
+const indexed = (c: ChunkRow): IndexedChunk => ({ key: chunkKey(c), segments: c.segments, lastId: c.lastId, name: `${chunkKey(c)}|${c.purgeDue ?? ""}` });
 
 /**
  * The account's chunks whose id range holds `id` (one, but for a straggler's), from the covering
@@ -45,7 +41,8 @@ export const chunksHolding = (db: Db, accountId: string, id: string) =>
 /** The record of `id` in these chunks (chunksHolding's answer), if the account's. */
 export async function archivedIn(bucket: R2Bucket, chunks: ChunkRow[], accountId: string, id: string): Promise<TaskRow | undefined> {
   for (const c of chunks) {
-    const row = (await segmentOf(bucket, c, id)).find((r) => r.id === id);
+    // The one segment that would hold `id`: a get reads tens of KiB, not the whole chunk.
+    const row = (await read.segmentHolding(bucket, indexed(c), id)).find((r) => r.id === id);
     if (row?.accountId === accountId) return row;
   }
   return undefined;
@@ -97,13 +94,13 @@ export const pageChunks = (db: Db, q: Omit<ArchivedQuery, "above" | "limit">, be
  * as far as the page reads them, so a page costs the chunks it draws from, whatever the history's size.
  */
 export function archivedPage(db: Db, bucket: R2Bucket, q: ArchivedQuery, first: ChunkRow[]): Promise<TaskRow[]> {
-  async function* chunks(): AsyncGenerator<PagedChunk> {
+  async function* chunks(): AsyncGenerator<IndexedChunk> {
     for (let batch = first; ; batch = await pageChunks(db, q, batch.at(-1)!.lastId)) {
-      for (const c of batch) yield { lastId: c.lastId, name: nameOf(c), open: () => OpenChunk.read(bucket, chunkKey(c), c.segments) };
+      yield* batch.map(indexed);
       if (batch.length < CHUNKS_A_QUERY) return;
     }
   }
-  return read.page(chunks(), q);
+  return read.page(bucket, chunks(), q);
 }
 
 /** Whether the account has archived tasks of the function (a task list may filter by a deleted function whose records remain). */
