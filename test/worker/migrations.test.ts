@@ -193,3 +193,35 @@ describe("0033_shard_account_day_counts", () => {
     expect(from).toBeLessThanOrEqual(Date.now() + 86_400_000);
   });
 });
+
+describe("0034_shard_usage", () => {
+  it("meters an outcome by its row's update outside a shard's batch (the code before it, during the deploy), and by the shard's sums inside one", async () => {
+    await applyD1Migrations(db, upTo("0033_"));
+    const task = (id: string) =>
+      db.prepare(`insert into tasks (id, account_id, function_id, lang, issued_at, timeout, cpu_count, mem_size, privileged, node)
+        values (?, 'acct-m', 'fn-m', 'py', 0, 60, 1, 512, 0, 'node-1')`).bind(id);
+    await db.batch([db.prepare("insert into accounts (id, name, created_at) values ('acct-m', 'm', 0)"), task("t-before")]);
+    await applyD1Migrations(db, upTo("0034_"));
+    await db.batch([task("t-old"), task("t-shard")]);
+    const finish = (id: string) => db.prepare("update tasks set finished_at = ?, status = 200, duration_ms = 10 where id = ? and finished_at is null").bind(Date.UTC(2026, 10, 5), id);
+    const totals = () => rows("select period, invocations, duration_ms, mib_ms from usage_totals where account_id = 'acct-m'");
+
+    // The earlier code's batch: the update meters, as it did before the migration.
+    await db.batch([finish("t-before"), finish("t-old")]);
+    expect(await totals()).toEqual([{ period: "2026-11", invocations: 2, duration_ms: 20, mib_ms: 20 * 512 }]);
+
+    // A shard's batch: the update inside metering_in_shard's row meters nothing; its sums do, by their growth.
+    const sums = (invocations: number, ms: number) =>
+      db.prepare(`insert into shard_usage (account_id, period, shard, invocations, duration_ms, mib_ms) values ('acct-m', '2026-11', 'shard-a', ?, ?, ?)
+        on conflict (account_id, period, shard) do update set invocations = max(shard_usage.invocations, excluded.invocations),
+          duration_ms = max(shard_usage.duration_ms, excluded.duration_ms), mib_ms = max(shard_usage.mib_ms, excluded.mib_ms)`).bind(invocations, ms, ms * 512);
+    const shardBatch = [db.prepare("insert or replace into metering_in_shard (batch) values (1)"), finish("t-shard"), db.prepare("delete from metering_in_shard"), sums(1, 10)];
+    await db.batch(shardBatch);
+    expect(await totals()).toEqual([{ period: "2026-11", invocations: 3, duration_ms: 30, mib_ms: 30 * 512 }]);
+    // Sent again (its answer lost): nothing moves; a later batch adds only its growth.
+    await db.batch(shardBatch);
+    await db.batch([sums(3, 40)]);
+    expect(await totals()).toEqual([{ period: "2026-11", invocations: 5, duration_ms: 60, mib_ms: 60 * 512 }]);
+    expect(await rows("select * from metering_in_shard")).toEqual([]);
+  });
+});

@@ -38,7 +38,8 @@ import { IdempotencyKeys, type KeyClaim } from "../idempotency/key-store.js";
 import { HeldTasks } from "../task-life/held-tasks.js";
 import type { OutcomeElement } from "../task-life/finished-row.js";
 import { ShardLife } from "../task-life/shard-life.js";
-import { heldCounts, heldIssued, heldMeters, type HeldCounts, type HeldMeter } from "../task-life/held-counts.js";
+import { heldCounts, heldIssued, type HeldCounts } from "../task-life/held-counts.js";
+import { ShardMeters, type ShardMeterView } from "../shard-metering/shard-meters.js";
 import type { TaskScope } from "../tasks/counts.js";
 import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";
 import { ShardAdmission } from "../shard-admission/leases.js";
@@ -86,6 +87,8 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   private readonly life: ShardLife;
   /** Admission of this shard's new tasks (worker/shard-admission/). */
   readonly admission: ShardAdmission;
+  /** What this shard meters of its tasks' outcomes (worker/shard-metering/). */
+  private readonly meters: ShardMeters;
   private readonly sockets: AgentSockets;
   private readonly alarms: AlarmSchedule;
   private readonly endings: WorkEndings;
@@ -101,6 +104,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.storage = new DispatcherStorage(ctx.storage.sql);
     this.db = openDb(env);
     this.admission = new ShardAdmission(ctx.storage.sql, this.db, ctx.id.toString(), () => admissionLimits(env));
+    this.meters = new ShardMeters(ctx.storage.sql, ctx.id.toString());
     this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
     this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     this.places = new ChainPlaces(ctx.storage.sql, this.db);
@@ -141,7 +145,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     const elements = new Map<string, Promise<OutcomeElement>>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, history: this.history, waiters: this.waiters, chains: this.chains,
-      held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission,
+      held: this.heldRows, elements, gapMs: recordFlushMs(env), admission: this.admission, meters: this.meters,
       onError: async (e) => {
         log("error", "recording outcomes failed; retrying", { error: String(e) });
         await this.alarms.schedule();
@@ -281,9 +285,9 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     return heldIssued(this.heldRows, accountId, since);
   }
 
-  /** The account's accepted outcomes of `period` that usage meters once D1 records them. */
-  async heldMeters(accountId: string, period: string): Promise<HeldMeter[]> {
-    return heldMeters(this.heldRows, this.outcomes.all(), accountId, period);
+  /** The account's `period` as this shard meters it: its sums D1 has, and those of the outcomes it has not sent yet. */
+  async meteredHere(accountId: string, period: string): Promise<ShardMeterView> {
+    return this.meters.view(accountId, period, this.outcomes.all(), (id) => this.heldRows.created(id));
   }
 
   /** Writes everything this shard holds for D1 now (tests, and an operator's drain): resolves when none is left or a write failed. */
@@ -383,6 +387,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       this.outcomes.reload();
       this.heldRows.reload();
       this.admission.reload();
+      this.meters.reload();
     }
     this.chains.reload();
     this.refusals.reload();

@@ -10,6 +10,7 @@ import { MAX_STATEMENT_JSON_BYTES, rowsInserted } from "../task-life/record-rows
 import type { OutcomeElement } from "../task-life/finished-row.js";
 import type { ShardAdmission } from "../shard-admission/leases.js";
 import type { FinishedRecords } from "../shard-history/finished-records.js";
+import type { ShardMeters } from "../shard-metering/shard-meters.js";
 
 /** What a commit hands its results to, once D1 has them. */
 export interface CommitParts {
@@ -33,6 +34,8 @@ export interface CommitParts {
   gapMs: number;
   /** The shard's leases (worker/shard-admission/): ended tasks settle in the batch that records them. */
   admission: Pick<ShardAdmission, "settle" | "refresh">;
+  /** The shard's metering (worker/shard-metering/): the batch sends its accounts' sums, absolute. */
+  meters: ShardMeters;
   /** A write failed: the outcomes stay logged, and the caller arranges a retry. */
   onError: (e: unknown) => Promise<void>;
 }
@@ -114,9 +117,14 @@ export class GroupCommit {
     if (!batch.length && !rows.length) return false;
     const now = Date.now();
     const settle = this.parts.admission.settle([...ids, ...rows.filter((r) => r.finishedAt != null).map((r) => r.id)]);
-    const written = await outcomesWritten(db, bucket, batch, now, { rows: rowsInserted(rows), elements, after: settle?.statements ?? [] });
+    const meters = this.parts.meters.forBatch(batch, (id) => held.created(id), () => outcomes.all(), now);
+    const written = await outcomesWritten(db, bucket, batch, now, {
+      rows: rowsInserted(rows), elements, after: [...(settle?.statements ?? []), ...meters.statements], meteredHere: meters.here,
+    });
     settle?.committed();
     await storageWritten(db, bucket, batch);
+    // With the outcomes' removal, in one storage step: an outcome is in the log or in the sums, never both.
+    meters.committed();
     outcomes.remove(ids);
     held.committed(rows, ids);
     // In the storage step that drops the outcomes: the shard keeps a record exactly when D1 has it,

@@ -9,6 +9,7 @@ import type { Outcome } from "./outcomes.js";
 import type { TaskRow } from "../db/rows.js";
 import type { BuildStatus } from "../../shared/schemas/build.js";
 import { prependEarlier, TIMED_OUT_LINE, withEarlier } from "../retries/attempt-log.js";
+import { meteringInShardOff, meteringInShardOn } from "../shard-metering/statements.js";
 
 /** D1 writes of the dispatcher. Each is conditional, so a late or repeated report changes nothing. */
 
@@ -98,18 +99,46 @@ export type OutcomeElement = Awaited<ReturnType<typeof outcomeElement>>;
 export interface Before {
   rows?: SQL[];
   elements?: Map<string, Promise<OutcomeElement>>;
-  /** Statements that must commit with these outcomes, after them (the shard's lease settlements). */
+  /** Statements that must commit with these outcomes, after them (the shard's lease settlements and its meters). */
   after?: SQL[];
+  /**
+   * The outcomes the shard meters itself (shard-metering/): their update meters nothing in D1. The
+   * rest (tasks the shard does not hold) are metered by the update, as before migration 0034.
+   */
+  meteredHere?: Set<string>;
+}
+
+/** The update that finishes every task of these outcomes still unfinished (see outcomesWritten). */
+const finishing = (json: string) => sql`update tasks set
+      finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
+      result_body = o.body, result_key = o.result_key, log = o.log, log_key = o.log_key, duration_ms = o.duration_ms,
+      node = coalesce(o.node, tasks.node), assigned_at = coalesce(o.assigned_at, tasks.assigned_at),
+      network_latency = coalesce(o.rtt, tasks.network_latency), runtime = coalesce(o.runtime, tasks.runtime),
+      attempts = coalesce(o.attempts, tasks.attempts)
+      from ${outcomeRows(json)} as o
+      where tasks.id = o.id and tasks.finished_at is null`;
+
+/** The updates of a batch's outcomes: those the shard meters inside `metering_in_shard`'s row, the others outside it. */
+function finishingUpdates(elements: OutcomeElement[], here: Set<string> | undefined): SQL[] {
+  const inShard = here ? elements.filter((e) => here.has(e.id)) : [];
+  const byD1 = here ? elements.filter((e) => !here.has(e.id)) : elements;
+  return [
+    ...(inShard.length ? [meteringInShardOn, finishing(JSON.stringify(inShard)), meteringInShardOff] : []),
+    ...(byD1.length ? [finishing(JSON.stringify(byD1))] : []),
+  ];
 }
 
 /**
- * Writes outcomes to D1 in one batch of three statements, however many outcomes there are (their
+ * Writes outcomes to D1 in one batch of a few statements, however many outcomes there are (their
  * text never changes, so nothing is rebuilt per task):
  * - one update finishes every task still unfinished, so each is recorded exactly once; an
- *   outcome of an unassigned-looking row brings its assignment. The same statement meters each row
- *   it finishes (the trigger `tasks_metered`, migrations/0024: not cancelled, and run on a node, so a
- *   task the dispatcher ended before any node had it, such as one no node could take, costs
- *   nothing); a row already finished is neither updated nor metered again;
+ *   outcome of an unassigned-looking row brings its assignment. Outcomes the shard meters itself
+ *   (`meteredHere`, shard-metering/) are updated between the statements that set and clear
+ *   `metering_in_shard`, and meter nothing in D1. Any other outcome is metered by the statement
+ *   that finishes its row (the trigger `tasks_metered`, migrations/0024: not cancelled, and run on
+ *   a node, so a task the dispatcher ended before any node had it, such as one no node could take,
+ *   costs nothing), in an update of their own; a row already finished is neither updated nor
+ *   metered again;
  * - one query reads back the rows these outcomes finished, now or in an earlier write of the same
  *   batch whose answer was lost (D1 committed it, the connection dropped before the reply): a
  *   retry then still wakes the readers and fires the triggers the first write never got to;
@@ -124,25 +153,18 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
     return { finished, triggers: [] };
   }
   const elements = await Promise.all(outcomes.map((o) => before.elements?.get(o.taskId) ?? outcomeElement(bucket, o)));
-  const json = JSON.stringify(elements);
   // Reading back needs no results or logs: its copy of the batch leaves them out.
   const finishedBy = JSON.stringify(elements.map(({ id, at }) => ({ id, at })));
+  const updates = finishingUpdates(elements, before.meteredHere);
   const results = await sqlBatch(db, [
     ...rows,
-    sql`update tasks set
-      finished_at = o.at, progress = 100, status = o.status, result_status = o.status, result_headers = o.headers,
-      result_body = o.body, result_key = o.result_key, log = o.log, log_key = o.log_key, duration_ms = o.duration_ms,
-      node = coalesce(o.node, tasks.node), assigned_at = coalesce(o.assigned_at, tasks.assigned_at),
-      network_latency = coalesce(o.rtt, tasks.network_latency), runtime = coalesce(o.runtime, tasks.runtime),
-      attempts = coalesce(o.attempts, tasks.attempts)
-      from ${outcomeRows(json)} as o
-      where tasks.id = o.id and tasks.finished_at is null`,
+    ...updates,
     // Finished by this outcome (its time), not by a cancellation or another report in between.
     sql`select tasks.* from tasks join ${outcomeRows(finishedBy)} as o on tasks.id = o.id and tasks.finished_at = o.at`,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))]),
     ...(before.after ?? []),
   ]);
-  const [, read, triggers] = results.slice(rows.length);
+  const [read, triggers] = results.slice(rows.length + updates.length);
   for (const raw of read!) {
     const row = rowOf(tasks, raw);
     finished.set(row.id, row);

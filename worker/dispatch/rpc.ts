@@ -4,7 +4,8 @@ import type { NewWork } from "./work-rows.js";
 import type { Grant } from "./revoked-grants.js";
 import type { CreateAnswer, CreateRequest } from "../task-life/create-types.js";
 import type { TaskScope } from "../tasks/counts.js";
-import type { HeldCounts, HeldMeter } from "../task-life/held-counts.js";
+import type { HeldCounts } from "../task-life/held-counts.js";
+import type { ShardMeterView } from "../shard-metering/shard-meters.js";
 import type { KeyClaim } from "../idempotency/key-store.js";
 import type { Followed } from "./log-follows.js";
 import type { FunctionPolicy } from "../retries/function-policy.js";
@@ -38,7 +39,7 @@ export interface DispatcherRpc extends Rpc.DurableObjectBranded {
   archivedTask(taskId: string, accountId?: string): Promise<TaskRow | null>;
   heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts>;
   heldIssued(accountId: string, since: number): Promise<{ functionId: string; day: number; count: number }[]>;
-  heldMeters(accountId: string, period: string): Promise<HeldMeter[]>;
+  meteredHere(accountId: string, period: string): Promise<ShardMeterView>;
   flushRecords(): Promise<number>;
   claimIdempotencyKey(scope: string, key: string, fingerprint: string): Promise<KeyClaim>;
   settleIdempotencyKey(scope: string, key: string, claim: string, taskId: string | null): Promise<void>;

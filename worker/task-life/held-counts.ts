@@ -1,9 +1,6 @@
 import type { TaskRow } from "../db/rows.js";
-import type { Outcome } from "../dispatch/outcomes.js";
 import type { TaskScope } from "../tasks/counts.js";
 import { DAY_MS, startOfUtcDay } from "../lib/time.js";
-import { periodOf } from "../billing/plans.js";
-import { DEFAULT_BILLED_MEM_MIB } from "../billing/billed-memory.js";
 import type { HeldTasks } from "./held-tasks.js";
 
 /**
@@ -70,40 +67,4 @@ export function heldIssued(held: HeldTasks, accountId: string, since: number): {
     counts.set(key, c);
   }
   return [...counts.values()];
-}
-
-/**
- * An accepted outcome as usage will meter it once D1 records it (dispatch/records.ts): `memMib`
- * and `node` null where the shard does not know them (a task D1 had before the shard, whose row
- * D1 completes).
- */
-export interface HeldMeter {
-  taskId: string;
-  durationMs: number;
-  memMib: number | null;
-  node: string | null;
-}
-
-/**
- * The account's accepted outcomes of `period` that D1 will meter: not cancelled (410), not
- * finished here by the function's deletion first. Whether it ran on a node is settled by the
- * Worker, which reads the node D1 may have marked (billing/usage.ts).
- */
-export function heldMeters(held: HeldTasks, outcomes: Outcome[], accountId: string, period: string): HeldMeter[] {
-  const mine = outcomes.filter((o) => o.accountId === accountId && periodOf(o.at) === period);
-  if (!mine.length) return [];
-  const rows = new Map<string, TaskRow>();
-  for (const { row } of held.entries()) if (row.accountId === accountId) rows.set(row.id, row);
-  const out: HeldMeter[] = [];
-  for (const o of mine) {
-    const row = rows.get(o.taskId);
-    if ((o.report?.status ?? 504) === 410 || row?.finishedAt != null) continue;
-    out.push({
-      taskId: o.taskId,
-      durationMs: o.report?.durationMs ?? 0,
-      memMib: row ? (row.memSize > 0 ? row.memSize : DEFAULT_BILLED_MEM_MIB) : null,
-      node: o.node ?? row?.node ?? null,
-    });
-  }
-  return out;
 }

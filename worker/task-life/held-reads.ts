@@ -7,7 +7,8 @@ import { usageOf, type UnrecordedUsage } from "../billing/usage.js";
 import { periodOf, type Plan } from "../billing/plans.js";
 import { shardsCountAccountDaysFrom, shardsCountIssuesFrom } from "../tasks/issue-counts-from.js";
 import { startOfUtcDay } from "../lib/time.js";
-import { NO_HELD_COUNTS, type HeldCounts, type HeldMeter } from "./held-counts.js";
+import { NO_HELD_COUNTS, type HeldCounts } from "./held-counts.js";
+import type { ShardMeterView } from "../shard-metering/shard-meters.js";
 
 /**
  * Aggregates read your own writes (issue 26): D1's answer plus what the shards hold that D1 does
@@ -59,14 +60,15 @@ export async function currentTaskCounts(env: Bindings, db: Db, scope: TaskScope,
   return { today: d1.today + held.today, week: d1.week + held.week, total: d1.total + held.total, pending: d1.pending + held.pending };
 }
 
-/** This period's usage (billing/usage.ts), with the outcomes the shards accepted and D1 has not recorded. */
+/** This period's usage (billing/usage.ts), with what the shards metered that D1 does not have yet. */
 export async function currentUsage(env: Bindings, db: Db, plans: Plan[], accountId: string, now = Date.now()) {
   const period = periodOf(now);
   const [counts, meters] = await Promise.all([
     shardCounts(env, { accountId }, now),
-    Promise.all(allShards(env).map((s) => s.heldMeters(accountId, period).catch(() => [] as HeldMeter[]))),
+    // A shard out of reach adds nothing: D1's totals hold all it sent.
+    Promise.all(allShards(env).map((s) => s.meteredHere(accountId, period).catch(() => null))),
   ]);
-  const unrecorded: UnrecordedUsage = { meters: meters.flat(), pending: counts.pending, pendingElsewhere: [...counts.finishedHere, ...counts.pendingHere] };
+  const unrecorded: UnrecordedUsage = { meters: meters.filter((m): m is ShardMeterView => m !== null), pending: counts.pending, pendingElsewhere: [...counts.finishedHere, ...counts.pendingHere] };
   return usageOf(db, plans, accountId, now, unrecorded);
 }
 

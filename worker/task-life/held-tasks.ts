@@ -58,6 +58,11 @@ export class HeldTasks {
     return this.finishedViews.get(id) ?? this.rows.get(id)?.row;
   }
 
+  /** The task as created here, or cancelled here: without its outcome (what metering reads: shard-metering/). */
+  created(id: string): TaskRow | undefined {
+    return this.rows.get(id)?.row;
+  }
+
   /** Its outcome was accepted here: readers get the finished row before D1 has it. */
   finished(row: TaskRow): void {
     if (this.rows.has(row.id)) this.finishedViews.set(row.id, row);

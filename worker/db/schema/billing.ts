@@ -66,3 +66,32 @@ export const webhookEvents = sqliteTable("webhook_events", {
   type: text("type").notNull(),
   receivedAt: integer("received_at").notNull(),
 });
+
+/**
+ * What one dispatcher shard metered of an account's period (worker/shard-metering/): sums it keeps
+ * and sends absolute, each written as the max of what D1 has and what arrives, so a batch sent again
+ * (its answer lost) moves nothing. Triggers add each row's growth to usage_totals
+ * (migrations/0034_shard_usage.sql). One row an account, period and shard, whatever the tasks.
+ */
+export const shardUsage = sqliteTable(
+  "shard_usage",
+  {
+    accountId: text("account_id").notNull().references(() => accounts.id, { onDelete: "cascade" }),
+    period: text("period").notNull(),
+    shard: text("shard").notNull(),
+    invocations: integer("invocations").notNull().default(0),
+    durationMs: integer("duration_ms").notNull().default(0),
+    mibMs: integer("mib_ms").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.period, t.shard] })],
+);
+
+/**
+ * Holds a row only inside a shard's batch (inserted first, deleted last, so never seen outside it:
+ * a D1 batch is one transaction): while it does, the update that finishes a task's row meters
+ * nothing (`tasks_metered`), since the shard meters it. A Worker from before migration 0034, during
+ * its deploy, never writes it, and its outcomes are metered by the update as before.
+ */
+export const meteringInShard = sqliteTable("metering_in_shard", {
+  batch: integer("batch").primaryKey(),
+});
