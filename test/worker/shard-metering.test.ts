@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { callJson, clearQueue, deployedFunction, flushedDb, holdRecords, newAccount } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectNoContent, flushedDb, holdRecords, newAccount } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { openDb, sqlBatch } from "../../worker/db/client.js";
@@ -9,7 +9,7 @@ import type { Outcome, OutcomeLog } from "../../worker/dispatch/outcomes.js";
 import type { HeldTasks } from "../../worker/task-life/held-tasks.js";
 import { periodOf } from "../../worker/billing/plans.js";
 import { DEFAULT_BILLED_MEM_MIB } from "../../worker/billing/billed-memory.js";
-import { meterOf, ShardMeters } from "../../worker/shard-metering/shard-meters.js";
+import { attemptMeterOf, meterOf, ShardMeters } from "../../worker/shard-metering/shard-meters.js";
 
 beforeEach(clearQueue);
 afterEach(async () => {
@@ -25,11 +25,12 @@ const totals = async (accountId: string) =>
   (await env.DB.prepare("select period, invocations, duration_ms as durationMs, mib_ms as mibMs from usage_totals where account_id = ?").bind(accountId).all()).results;
 const usage = (token: string) => callJson<{ invocations: number; durationMs: number; gbSeconds: number }>("/v1/usage", 200, { token });
 
-/** A function of a new account asking for 512 MiB, and an agent that runs its tasks. */
-async function running(node: string) {
+/** A function of a new account asking for 512 MiB, and (unless `agent` is false) an agent that runs its tasks. */
+async function running(node: string, o: { agent?: boolean } = {}) {
   const { token, accountId } = await newAccount();
   const fn = await deployedFunction(token);
   await callJson(`/v1/function/${fn}/capabilities`, 204, { token, json: { memSize: 512 } });
+  if (o.agent === false) return { token, accountId, fn, run: () => Promise.reject(new Error("no agent")) };
   const agent = await FakeAgent.connect(node);
   const run = async (durationMs: number) => {
     const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: { n: 1 } });
@@ -86,6 +87,29 @@ describe("metering a task's outcome in its shard", () => {
   });
 });
 
+describe("metering a retried task's failed attempts in its shard", () => {
+  it("meters each failed attempt once in the shard's sums of attempts, at the task's memory, and writes no usage row", async () => {
+    const { token, accountId, fn } = await running("meter-retry", { agent: false });
+    await expectNoContent(call(`/v1/function/${fn}/retry`, { token, method: "PUT", json: { maxAttempts: 2, backoffSeconds: 1, deadLetterFunctionId: null } }));
+    const agent = await FakeAgent.connect("meter-retry");
+    const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: { n: 1 } });
+    expect((await agent.next("task.assign")).taskId).toBe(id);
+    agent.done(id, "boom", 500, { durationMs: 8 });
+    expect((await agent.next("task.assign", 4_000)).taskId).toBe(id);
+    agent.done(id, "fine", 200, { durationMs: 5 });
+    await agent.next("ack");
+    await flushedDb();
+    expect(await totals(accountId)).toEqual([{ period: PERIOD, invocations: 2, durationMs: 13, mibMs: 13 * 512 }]);
+    const byShard = (await env.DB.prepare("select shard, invocations, duration_ms as durationMs from shard_usage where account_id = ? order by shard").bind(accountId).all()).results;
+    expect(byShard).toEqual([
+      { shard: expect.not.stringContaining("#"), invocations: 1, durationMs: 5 },
+      { shard: expect.stringMatching(/#attempts$/), invocations: 1, durationMs: 8 },
+    ]);
+    expect((await env.DB.prepare("select count(*) as n from usage where account_id = ?").bind(accountId).first<{ n: number }>())!.n).toBe(0);
+    expect(await usage(token)).toMatchObject({ invocations: 2, durationMs: 13 });
+  });
+});
+
 const CREATED: TaskRow = {
   id: "t1", accountId: "acct", functionId: "fn", lang: "py", buildId: "b", endpointId: null, triggerId: null, parentTaskId: null,
   chainId: null, hop: 0, issuedAt: 0, assignedAt: null, finishedAt: null, progress: 0, status: 0, node: null, timeout: 30,
@@ -97,8 +121,8 @@ const AT = Date.UTC(2026, 9, 31, 23, 59, 59, 999);
 const outcome = (o: Partial<Outcome> & { status?: number; durationMs?: number } = {}): Outcome => ({
   taskId: "t1", accountId: "acct", functionId: "fn", at: AT, node: "node-1", assignedAt: AT - 10, rttMs: 1,
   report: {
-    type: "task.done", taskId: "t1", status: o.status ?? 200, headers: {}, body: "", bodyUploaded: false, log: [], durationMs: o.durationMs ?? 20,
-  } as Outcome["report"],
+    type: "task.done", taskId: "t1", status: o.status ?? 200, headers: {}, body: "", bodyUploaded: false, log: [], logUploaded: false, durationMs: o.durationMs ?? 20,
+  },
   ...o,
 });
 
@@ -123,8 +147,13 @@ describe("meterOf (which outcomes a shard meters, and how)", () => {
     expect(meterOf(outcome({ node: null }), { ...CREATED, node: "node-2" })).not.toBeNull();
   });
 
-  it("leaves a task the shard does not hold to D1's update", () => {
+  it("leaves a task the shard does not hold to D1's update, and its failed attempts to usage rows", () => {
     expect(meterOf(outcome(), undefined)).toBeUndefined();
+    expect(attemptMeterOf({ taskId: "t1", accountId: "acct", at: AT, durationMs: 3 }, undefined)).toBeUndefined();
+  });
+
+  it("meters a failed attempt as one invocation whatever its status, at its task's memory", () => {
+    expect(attemptMeterOf({ taskId: "t1", accountId: "acct", at: AT, durationMs: 3 }, CREATED)).toEqual({ period: "2026-10", sums: { invocations: 1, durationMs: 3, mibMs: 3 * 128 } });
   });
 });
 

@@ -155,6 +155,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       queue: this.queue, requeue: (work) => this.enqueue(work), log: (msg, extra) => log("warn", msg, extra),
       recordRows: (taskIds) => this.life.recordRows(taskIds),
       archive: ownArchive,
+      created: (taskId) => this.heldRows.created(taskId),
     });
     this.caps = new ConcurrencyCaps(ctx.storage.sql);
     this.keys = new IdempotencyKeys(ctx.storage.sql);

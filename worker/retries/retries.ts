@@ -13,6 +13,7 @@ import { RetryPolicies } from "./policies.js";
 import { RetryRuns, type Run } from "./runs.js";
 import { storageWritten } from "../storage/records.js";
 import type { Outcome } from "../dispatch/outcomes.js";
+import { ShardMeters, type FailedAttemptMeter, type HeldRowOf } from "../shard-metering/shard-meters.js";
 
 /** After a failed D1 or R2 write, retries' own work is tried again this much later (by the alarm). */
 const SETTLE_AGAIN_MS = 1_000;
@@ -26,6 +27,8 @@ export interface RetryHost {
   recordRows: (taskIds: string[]) => Promise<void>;
   /** The shard's own archive (a dead letter's failed task may be only there). */
   archive: ShardArchiveFinder;
+  /** The task as the shard created it, while it holds it: what a failed attempt is metered at (shard-metering/). */
+  created: HeldRowOf;
 }
 
 /** What a final outcome carries of a retried task's attempts (see dispatch/records.ts). */
@@ -41,6 +44,11 @@ export const failedOutcome = (report: TaskDone | null) => !report || report.stat
 const storageOutcome = (r: Run): Outcome => ({
   taskId: r.taskId, accountId: r.accountId, functionId: r.functionId, at: r.failedAt ?? 0, node: null, assignedAt: null, rttMs: 0,
   report: { storage: r.storage } as TaskDone,
+});
+
+/** A run's last failed attempt, as recorded and metered (the run's failure time is kept from its park). */
+const failedAttempt = (r: Run, now: number): FailedAttemptMeter & { attempt: number } => ({
+  taskId: r.taskId, accountId: r.accountId, attempt: r.attempt - 1, at: r.failedAt ?? now, durationMs: r.durationMs ?? 0,
 });
 
 const newWorkOf = (w: WorkRow, payload: string): NewWork => ({
@@ -61,6 +69,8 @@ export class Retries {
   readonly policies: RetryPolicies;
   readonly runs: RetryRuns;
   readonly letters: DeadLetters;
+  /** Failed attempts' invocations, metered by the shard in sums of their own (shard-metering/shard-meters.ts). */
+  private readonly meters: ShardMeters;
   private settling: Promise<void> | undefined;
   private unsettled = false;
   private settleAgain = false;
@@ -75,12 +85,14 @@ export class Retries {
     this.policies = new RetryPolicies(sql);
     this.runs = new RetryRuns(sql);
     this.letters = new DeadLetters(env, db, sql, self, host.log, host.archive);
+    this.meters = new ShardMeters(sql, `${self.id.toString()}#attempts`, "shard_meter_attempts");
   }
 
   reload(): void {
     this.policies.reload();
     this.runs.reload();
     this.letters.reload();
+    this.meters.reload();
   }
 
   /** Queued tasks that may be retried or dead-lettered get their run (one map lookup for a function without a policy). */
@@ -163,11 +175,16 @@ export class Retries {
 
   private async settleOnce(): Promise<void> {
     try {
+      const now = Date.now();
       const runs = this.runs.unsettled();
       const unrecorded = runs.filter((r) => !r.recorded);
       await this.host.recordRows(unrecorded.map((r) => r.taskId));
-      await attemptsRecorded(this.db, unrecorded.map((r) => ({ taskId: r.taskId, attempt: r.attempt - 1, at: r.failedAt ?? Date.now(), durationMs: r.durationMs ?? 0 })));
+      const failed = unrecorded.map((r) => failedAttempt(r, now));
+      const meters = this.meters.forAttempts(failed, this.host.created, () => this.runs.unsettled().filter((r) => !r.recorded).map((r) => failedAttempt(r, now)), now);
+      await attemptsRecorded(this.db, failed.map((f) => ({ ...f, meteredHere: meters.here.has(f.taskId) })), meters.statements);
       await storageWritten(this.db, this.env.BUCKET, unrecorded.flatMap((r) => (r.storage ? [storageOutcome(r)] : [])));
+      // In one storage step: an attempt is in the shard's sums exactly when its run is recorded.
+      meters.committed();
       for (const r of unrecorded) this.runs.recorded(r.taskId);
       for (const r of runs) if (r.logKey) this.runs.logCopied(r.taskId, await uploadedLines(this.env.BUCKET, r.logKey));
       this.unsettled = false;

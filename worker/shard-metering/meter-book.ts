@@ -11,8 +11,12 @@ const key = (accountId: string, period: string) => `${accountId}\n${period}`;
 export class MeterBook {
   private readonly sums = new Map<string, { accountId: string; period: string; sums: UsageSums }>();
 
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec(`create table if not exists shard_meter (
+  /** `table`: the shard's outcomes and its failed attempts keep their sums apart (shard-meters.ts). */
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly table: string,
+  ) {
+    sql.exec(`create table if not exists ${table} (
       account_id text not null, period text not null, invocations integer not null, duration_ms integer not null,
       mib_ms integer not null, primary key (account_id, period)) without rowid`);
     this.reload();
@@ -21,7 +25,7 @@ export class MeterBook {
   /** Reads storage again, as a fresh instance does. */
   reload(): void {
     this.sums.clear();
-    for (const r of this.sql.exec<{ account_id: string; period: string; invocations: number; duration_ms: number; mib_ms: number }>("select * from shard_meter"))
+    for (const r of this.sql.exec<{ account_id: string; period: string; invocations: number; duration_ms: number; mib_ms: number }>(`select * from ${this.table}`))
       this.sums.set(key(r.account_id, r.period), {
         accountId: r.account_id, period: r.period, sums: { invocations: r.invocations, durationMs: r.duration_ms, mibMs: r.mib_ms },
       });
@@ -33,7 +37,7 @@ export class MeterBook {
 
   save(accountId: string, period: string, sums: UsageSums): void {
     this.sql.exec(
-      "insert or replace into shard_meter (account_id, period, invocations, duration_ms, mib_ms) values (?, ?, ?, ?, ?)",
+      `insert or replace into ${this.table} (account_id, period, invocations, duration_ms, mib_ms) values (?, ?, ?, ?, ?)`,
       accountId, period, sums.invocations, sums.durationMs, sums.mibMs,
     );
     this.sums.set(key(accountId, period), { accountId, period, sums });
@@ -50,7 +54,7 @@ export class MeterBook {
     const waiting = pending();
     for (const s of past) {
       if (waiting.has(key(s.accountId, s.period))) continue;
-      this.sql.exec("delete from shard_meter where account_id = ? and period = ?", s.accountId, s.period);
+      this.sql.exec(`delete from ${this.table} where account_id = ? and period = ?`, s.accountId, s.period);
       this.sums.delete(key(s.accountId, s.period));
     }
   }

@@ -27,6 +27,20 @@ export function meterOf(o: Outcome, created: TaskRow | undefined): { period: str
   return { period: periodOf(o.at), sums: { invocations: 1, durationMs, mibMs: durationMs * mem } };
 }
 
+/** A retried task's failed attempt (worker/retries/): one invocation, whatever its status, at the memory its task asked for. */
+export interface FailedAttemptMeter {
+  taskId: string;
+  accountId: string;
+  at: number;
+  durationMs: number;
+}
+
+export function attemptMeterOf(a: FailedAttemptMeter, created: TaskRow | undefined): { period: string; sums: UsageSums } | undefined {
+  if (!created) return undefined;
+  const mem = created.memSize > 0 ? created.memSize : DEFAULT_BILLED_MEM_MIB;
+  return { period: periodOf(a.at), sums: { invocations: 1, durationMs: a.durationMs, mibMs: a.durationMs * mem } };
+}
+
 /** What a usage read learns from one shard: its sums D1 has committed (`sent`) and those of outcomes it holds. */
 export interface ShardMeterView {
   shard: string;
@@ -36,11 +50,18 @@ export interface ShardMeterView {
 
 /** A batch's metering: the tasks this shard meters, the statement for D1, and what to keep once D1 committed. */
 export interface BatchMeters {
-  /** Outcomes of tasks held here: their update runs with metering in the shard (statements.ts). */
+  /** Tasks held here: their outcomes' update (or their attempts' usage) meters nothing in D1 (statements.ts). */
   here: Set<string>;
   statements: SQL[];
-  /** Call in the storage step that drops the batch's outcomes from the log. */
+  /** Call in the storage step that drops what the batch carried (the outcomes from the log, the attempts' runs as recorded). */
   committed(): void;
+}
+
+interface Metered {
+  taskId: string;
+  accountId: string;
+  /** undefined: not held here, D1 meters it; null: metered as nothing. */
+  meter: { period: string; sums: UsageSums } | null | undefined;
 }
 
 /**
@@ -48,12 +69,17 @@ export interface BatchMeters {
  * each batch sends D1 one row an account and period, the shard's absolute sums, rather than
  * letting the update of every task's row meter it. This is what lets a task's outcome reach
  * usage_totals without D1 holding the task's row.
+ *
+ * Two instances a shard, each with sums and a D1 row of its own (`shard`: the shard's id, and
+ * `<id>#attempts`): the group commit's outcomes and the retries' failed attempts are written by
+ * two writers, each one batch at a time, and each batch's absolute sums must build on that writer's
+ * last committed ones alone.
  */
 export class ShardMeters {
   private readonly book: MeterBook;
 
-  constructor(sql: SqlStorage, private readonly shard: string) {
-    this.book = new MeterBook(sql);
+  constructor(sql: SqlStorage, private readonly shard: string, table = "shard_meter") {
+    this.book = new MeterBook(sql, table);
   }
 
   reload(): void {
@@ -62,16 +88,26 @@ export class ShardMeters {
 
   /** `logged`: every outcome still in the log (the batch's among them), read only when a past period is to be forgotten. */
   forBatch(batch: Outcome[], createdOf: HeldRowOf, logged: () => Outcome[], now: number): BatchMeters {
+    const items = batch.map((o) => ({ taskId: o.taskId, accountId: o.accountId, meter: meterOf(o, createdOf(o.taskId)) }));
+    return this.summed(items, now, () => logged().map((o) => meterKey(o.accountId, periodOf(o.at))));
+  }
+
+  /** `waiting`: every failed attempt not yet recorded (the batch's among them). */
+  forAttempts(attempts: FailedAttemptMeter[], createdOf: HeldRowOf, waiting: () => FailedAttemptMeter[], now: number): BatchMeters {
+    const items = attempts.map((a) => ({ taskId: a.taskId, accountId: a.accountId, meter: attemptMeterOf(a, createdOf(a.taskId)) }));
+    return this.summed(items, now, () => waiting().map((a) => meterKey(a.accountId, periodOf(a.at))));
+  }
+
+  private summed(items: Metered[], now: number, pendingKeys: () => string[]): BatchMeters {
     const here = new Set<string>();
     const rows = new Map<string, ShardUsageRow>();
-    for (const o of batch) {
-      const m = meterOf(o, createdOf(o.taskId));
-      if (m === undefined) continue;
-      here.add(o.taskId);
-      if (!m) continue;
-      const k = meterKey(o.accountId, m.period);
-      const base = rows.get(k) ?? { accountId: o.accountId, period: m.period, ...this.book.get(o.accountId, m.period) };
-      rows.set(k, { ...base, ...plus(base, m.sums) });
+    for (const { taskId, accountId, meter } of items) {
+      if (meter === undefined) continue;
+      here.add(taskId);
+      if (!meter) continue;
+      const k = meterKey(accountId, meter.period);
+      const base = rows.get(k) ?? { accountId, period: meter.period, ...this.book.get(accountId, meter.period) };
+      rows.set(k, { ...base, ...plus(base, meter.sums) });
     }
     const writes = [...rows.values()];
     return {
@@ -79,7 +115,7 @@ export class ShardMeters {
       statements: writes.length ? [shardUsageFloors(this.shard, writes)] : [],
       committed: () => {
         for (const { accountId, period, ...sums } of writes) this.book.save(accountId, period, sums);
-        this.book.forgetPast(periodOf(now), () => new Set(logged().map((o) => meterKey(o.accountId, periodOf(o.at)))));
+        this.book.forgetPast(periodOf(now), () => new Set(pendingKeys()));
       },
     };
   }
