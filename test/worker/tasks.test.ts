@@ -1,4 +1,5 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
+import { shardStub } from "../../worker/dispatch/client.js";
 import { describe, expect, it } from "vitest";
 import { periodOf } from "../../worker/billing/plans.js";
 import {
@@ -257,6 +258,28 @@ describe("GET /v1/task/<task_id>", () => {
 });
 
 describe("GET /v1/task/list", () => {
+  it("answers 503 storage_unavailable with Retry-After, not 500, while a shard it needs is overloaded", async () => {
+    const { token } = await deployed();
+    const stub = shardStub(env, 0);
+    // The shard's page fails inside it, as an overloaded object's call does (the message crosses the RPC).
+    await runInDurableObject(stub, (o) => {
+      (o as unknown as { reads: { ofAccount: () => never } }).reads.ofAccount = () => {
+        throw new Error("Durable Object is overloaded. Too many requests queued.");
+      };
+    });
+    try {
+      const res = await call("/v1/task/list", { token });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("5");
+      expect((await res.json<{ error: { code: string } }>()).error.code).toBe("storage_unavailable");
+    } finally {
+      await runInDurableObject(stub, (o) => {
+        delete (o as unknown as { reads: { ofAccount?: unknown } }).reads.ofAccount;
+      });
+    }
+    expect(await callJson("/v1/task/list", 200, { token })).toEqual([]);
+  });
+
   it("answers the caller's tasks as [{id, issued, progress, status}], newest first", async () => {
     const { token, fn } = await deployed();
     expect(await callJson("/v1/task/list", 200, { token })).toEqual([]);

@@ -15,6 +15,10 @@ const TRANSIENT = [
   /object to be reset|object was reset/i,
   /Internal error in D1 DB storage/i,
   /temporarily unavailable/i,
+  // A Durable Object out of reach for a moment (a dispatcher shard a read needs): its RPC fails
+  // with these, which Cloudflare's documentation marks retryable too.
+  /Durable Object is overloaded/i,
+  /reset because its code was updated/i,
 ];
 
 /** Seconds a client should wait before asking again while D1 is unreachable. */
