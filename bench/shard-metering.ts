@@ -3,10 +3,12 @@
  * batch of 64 tasks when the update that finishes each row meters it (`tasks_metered`, migration
  * 0024: the baseline, and the path of tasks a shard does not hold) against the shard's absolute sums
  * (migration 0034: one `shard_usage` row an account and period, the update inside
- * `metering_in_shard`'s row). Both run the Worker's own statements (dispatch/records.ts,
- * shard-metering/) over node:sqlite on a database migrated as D1 is, in turns, a batch of one and
- * a batch of the other, with 64 tasks of one account and 64 tasks of 64 accounts (one row each: the
- * sums' worst case). Only the outcome batch is timed; each round's rows are inserted before it.
+ * `metering_in_shard`'s row), and with the finished rows built by the shard from the tasks it holds
+ * (task-life/finished-row.ts), D1 answering only their ids rather than sending the rows back. All
+ * run the Worker's own statements (dispatch/records.ts, shard-metering/) over node:sqlite on a
+ * database migrated as D1 is, in turns, with 64 tasks of one account and 64 tasks of 64 accounts
+ * (one row each: the sums' worst case). Only the outcome batch is timed; each round's rows are
+ * inserted before it.
  *
  * Run: npx tsx bench/shard-metering.ts [--rounds 300]
  */
@@ -17,7 +19,8 @@ import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { openDb, sqlBatch, type Db } from "../worker/db/client.js";
 import { rowsInserted } from "../worker/task-life/record-rows.js";
-import { outcomesWritten } from "../worker/dispatch/records.js";
+import { outcomesWritten, type OutcomeElement } from "../worker/dispatch/records.js";
+import { finishedRow } from "../worker/task-life/finished-row.js";
 import type { Outcome } from "../worker/dispatch/outcomes.js";
 import type { TaskRow } from "../worker/db/rows.js";
 import { newId } from "../worker/lib/ids.js";
@@ -56,7 +59,7 @@ const row = (id: string, accountId: string, at: number): TaskRow => ({
   purgedAt: null, scheduledId: null,
 });
 
-type Mode = "update meters each row (baseline)" | "shard's sums";
+type Mode = "update meters each row (baseline)" | "shard's sums" | "shard's sums, rows built by the shard";
 
 /** One round: 64 rows recorded unfinished (untimed), then their outcomes' batch: D1's time, and the shard's own (its sums built and kept). */
 async function round(mode: Mode, accounts: number): Promise<{ d1: number; shard: number }> {
@@ -67,12 +70,13 @@ async function round(mode: Mode, accounts: number): Promise<{ d1: number; shard:
     taskId: r.id, accountId: r.accountId, functionId: r.functionId, at: at + 100, node: "bench-node", assignedAt: at + 5, rttMs: 1,
     report: { type: "task.done", taskId: r.id, status: 200, headers: {}, body: btoa('{"ok":true}'), bodyUploaded: false, log: ["done"], logUploaded: false, durationMs: 95 },
   }));
-  if (mode === "shard's sums") {
+  if (mode !== "update meters each row (baseline)") {
     const created = new Map(rows.map((r) => [r.id, r]));
     const t0 = performance.now();
     const m = meters.forBatch(batch, (id) => created.get(id), () => batch, at);
+    const finishedOf = mode === "shard's sums" ? undefined : (e: OutcomeElement) => finishedRow(created.get(e.id)!, e);
     const t1 = performance.now();
-    await outcomesWritten(db, NO_BUCKET, batch, at, { after: m.statements, meteredHere: m.here });
+    await outcomesWritten(db, NO_BUCKET, batch, at, { after: m.statements, meteredHere: m.here, ...(finishedOf ? { finishedOf } : {}) });
     const t2 = performance.now();
     m.committed();
     return { d1: t2 - t1, shard: t1 - t0 + (performance.now() - t2) };
@@ -82,14 +86,14 @@ async function round(mode: Mode, accounts: number): Promise<{ d1: number; shard:
   return { d1: performance.now() - t0, shard: 0 };
 }
 
-const modes: Mode[] = ["update meters each row (baseline)", "shard's sums"];
+const modes: Mode[] = ["update meters each row (baseline)", "shard's sums", "shard's sums, rows built by the shard"];
 const results: (string | number)[][] = [];
 const us = (msValue: number) => `${(msValue * 1000).toFixed(0)} µs`;
 for (const accounts of [1, BATCH]) {
   const times = new Map<Mode, { d1: number[]; shard: number[] }>(modes.map((m) => [m, { d1: [], shard: [] }]));
   for (let i = 0; i < 20; i++) for (const m of modes) await round(m, accounts); // warm-up
   for (let i = 0; i < ROUNDS; i++)
-    for (const m of i % 2 ? [...modes].reverse() : modes) {
+    for (const m of modes.map((_, k) => modes[(k + i) % modes.length]!)) {
       const t = await round(m, accounts);
       times.get(m)!.d1.push(t.d1);
       times.get(m)!.shard.push(t.shard);

@@ -1,4 +1,4 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { shardStub } from "../../worker/dispatch/client.js";
 import type { Dispatcher } from "../../worker/dispatch/durable-object.js";
@@ -57,6 +57,34 @@ describe("a shard's record of a finished task", () => {
       const row = await d1Row(id);
       expect(await keptRecord(id)).toEqual({ row, far: [] });
     }
+  });
+
+  it("is D1's row, every column, for a task retried after running past its timeout, and for one that timed out for good", async () => {
+    const agent = await FakeAgent.connect("history-retried");
+    const { token } = await newAccount();
+    const retried = await deployedFunction(token);
+    await callJson(`/v1/function/${retried}/retry`, 204, { token, method: "PUT", json: { maxAttempts: 2, backoffSeconds: 1, deadLetterFunctionId: null } });
+    const once = await deployedFunction(token, { name: "once" });
+    const overdue = async (id: string) => {
+      expect((await agent.next("task.assign")).taskId).toBe(id);
+      await runInDurableObject(shardStub(env, 0), (_o, state) => state.storage.sql.exec("update work set deadline = 1 where id = ?", id));
+      await shardStub(env, 0).resync();
+      await runDurableObjectAlarm(shardStub(env, 0));
+      expect((await agent.next("task.cancel")).taskId).toBe(id);
+    };
+    const a = (await callJson<{ id: string }>(`/v1/task/${retried}`, 201, { token, json: { n: 1 } })).id;
+    await overdue(a);
+    expect((await agent.next("task.assign", 4_000)).taskId).toBe(a);
+    agent.done(a, "in time now", 200, { log: ["second"], durationMs: 4 });
+    const b = (await callJson<{ id: string }>(`/v1/task/${once}`, 201, { token, json: { n: 2 } })).id;
+    await overdue(b);
+    for (const id of [a, b]) {
+      await finished(token, id);
+      const row = await d1Row(id);
+      expect(await keptRecord(id)).toEqual({ row, far: [] });
+    }
+    expect((await d1Row(a)).attempts).toBe(2);
+    expect((await d1Row(b)).status).toBe(504);
   });
 
   it("keeps payloads over the inline size until the shard's archive has them (shard-archive.test.ts: then it names them)", async () => {

@@ -7,7 +7,7 @@ import { outcomesWritten } from "./records.js";
 import type { Waiters } from "./waiters.js";
 import type { HeldTasks } from "../task-life/held-tasks.js";
 import { MAX_STATEMENT_JSON_BYTES, rowsInserted } from "../task-life/record-rows.js";
-import type { OutcomeElement } from "../task-life/finished-row.js";
+import { finishedRow, type OutcomeElement } from "../task-life/finished-row.js";
 import type { ShardAdmission } from "../shard-admission/leases.js";
 import type { FinishedRecords } from "../shard-history/finished-records.js";
 import type { ShardMeters } from "../shard-metering/shard-meters.js";
@@ -120,6 +120,10 @@ export class GroupCommit {
     const meters = this.parts.meters.forBatch(batch, (id) => held.created(id), () => outcomes.all(), now);
     const written = await outcomesWritten(db, bucket, batch, now, {
       rows: rowsInserted(rows), elements, after: [...(settle?.statements ?? []), ...meters.statements], meteredHere: meters.here,
+      finishedOf: (e) => {
+        const created = held.created(e.id);
+        return created && finishedRow(created, e);
+      },
     });
     settle?.committed();
     await storageWritten(db, bucket, batch);
@@ -127,9 +131,10 @@ export class GroupCommit {
     meters.committed();
     outcomes.remove(ids);
     held.committed(rows, ids);
-    // In the storage step that drops the outcomes: the shard keeps a record exactly when D1 has it,
-    // and only as D1 read it back. Rows the shard finished itself (cancelled by their function's
-    // deletion) are not kept: D1 may have finished them first, at another time, and keeps its own.
+    // In the storage step that drops the outcomes: the shard keeps a record exactly when D1 has it
+    // (D1 said the outcome finished the row), built from the task it holds and the outcome. Rows the
+    // shard finished itself (cancelled by their function's deletion) are not kept: D1 may have
+    // finished them first, at another time, and keeps its own.
     history.keep(written.finished.values(), now);
     for (const id of ids) elements.delete(id);
     for (const row of written.finished.values()) finished.add(row, now);

@@ -106,6 +106,12 @@ export interface Before {
    * rest (tasks the shard does not hold) are metered by the update, as before migration 0034.
    */
   meteredHere?: Set<string>;
+  /**
+   * The finished row of a task the shard holds, built from its created row and the outcome
+   * (task-life/finished-row.ts): D1 then only says which outcomes finished their rows, by id, and
+   * sends no row back. Undefined for a task the shard does not hold: its row is read back whole.
+   */
+  finishedOf?: (e: OutcomeElement) => TaskRow | undefined;
 }
 
 /** The update that finishes every task of these outcomes still unfinished (see outcomesWritten). */
@@ -139,9 +145,11 @@ function finishingUpdates(elements: OutcomeElement[], here: Set<string> | undefi
  *   a node, so a task the dispatcher ended before any node had it, such as one no node could take,
  *   costs nothing), in an update of their own; a row already finished is neither updated nor
  *   metered again;
- * - one query reads back the rows these outcomes finished, now or in an earlier write of the same
+ * - one query reads back which rows these outcomes finished, now or in an earlier write of the same
  *   batch whose answer was lost (D1 committed it, the connection dropped before the reply): a
- *   retry then still wakes the readers and fires the triggers the first write never got to;
+ *   retry then still wakes the readers and fires the triggers the first write never got to. Of a
+ *   task the shard holds (`finishedOf`) only the id comes back: the shard has the row; of any other
+ *   (a second query) the whole row;
  * - one query reads the triggers of their functions, so chaining costs no further round trip.
  * Returns the rows these outcomes finished (by task id) and those triggers.
  */
@@ -153,23 +161,38 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
     return { finished, triggers: [] };
   }
   const elements = await Promise.all(outcomes.map((o) => before.elements?.get(o.taskId) ?? outcomeElement(bucket, o)));
+  const built = new Map<string, TaskRow>();
+  for (const e of elements) {
+    const row = before.finishedOf?.(e);
+    if (row) built.set(e.id, row);
+  }
   // Reading back needs no results or logs: its copy of the batch leaves them out.
-  const finishedBy = JSON.stringify(elements.map(({ id, at }) => ({ id, at })));
+  const finishedBy = (of: OutcomeElement[]) => outcomeRows(JSON.stringify(of.map(({ id, at }) => ({ id, at }))));
+  const byId = elements.filter((e) => built.has(e.id));
+  const whole = elements.filter((e) => !built.has(e.id));
   const updates = finishingUpdates(elements, before.meteredHere);
+  // Finished by this outcome (its time), not by a cancellation or another report in between.
+  const reads = [
+    ...(byId.length ? [sql`select tasks.id as id from tasks join ${finishedBy(byId)} as o on tasks.id = o.id and tasks.finished_at = o.at`] : []),
+    ...(whole.length ? [sql`select tasks.* from tasks join ${finishedBy(whole)} as o on tasks.id = o.id and tasks.finished_at = o.at`] : []),
+  ];
   const results = await sqlBatch(db, [
     ...rows,
     ...updates,
-    // Finished by this outcome (its time), not by a cancellation or another report in between.
-    sql`select tasks.* from tasks join ${outcomeRows(finishedBy)} as o on tasks.id = o.id and tasks.finished_at = o.at`,
+    ...reads,
     triggerCandidates([...new Set(outcomes.map((o) => o.functionId))]),
     ...(before.after ?? []),
   ]);
-  const [read, triggers] = results.slice(rows.length + updates.length);
-  for (const raw of read!) {
+  const answers = results.slice(rows.length + updates.length);
+  const ids = byId.length ? answers.shift()! : [];
+  const read = whole.length ? answers.shift()! : [];
+  const triggers = answers[0]!;
+  for (const { id } of ids as { id: string }[]) finished.set(id, built.get(id)!);
+  for (const raw of read) {
     const row = rowOf(tasks, raw);
     finished.set(row.id, row);
   }
-  return { finished, triggers: triggers!.map(triggerCandidate) };
+  return { finished, triggers: triggers.map(triggerCandidate) };
 }
 
 /** Moves a build to a new status and appends it to the timeline, unless it already ended. */
