@@ -126,6 +126,28 @@ const outcome = (o: Partial<Outcome> & { status?: number; durationMs?: number } 
   ...o,
 });
 
+describe("recording a retried task's failed attempt", () => {
+  it("needs nothing of D1's row: the attempt is metered while D1 has no row of the task, and the row arrives with its attempts", async () => {
+    const { token, accountId, fn } = await running("meter-no-row", { agent: false });
+    await expectNoContent(call(`/v1/function/${fn}/retry`, { token, method: "PUT", json: { maxAttempts: 2, backoffSeconds: 1, deadLetterFunctionId: null } }));
+    const agent = await FakeAgent.connect("meter-no-row");
+    await holdRecords(true);
+    const { id } = await callJson<{ id: string }>(`/v1/task/${fn}`, 201, { token, json: { n: 1 } });
+    expect((await agent.next("task.assign")).taskId).toBe(id);
+    agent.done(id, "boom", 500, { durationMs: 6 });
+    // The attempt is recorded (its run goes back to the queue only then) with D1 holding no row of the task.
+    expect((await agent.next("task.assign", 4_000)).taskId).toBe(id);
+    expect(await totals(accountId)).toEqual([{ period: PERIOD, invocations: 1, durationMs: 6, mibMs: 6 * 512 }]);
+    expect(await env.DB.prepare("select id from tasks where id = ?").bind(id).first()).toBeNull();
+    expect(await callJson(`/v1/task/${id}`, 200, { token })).toMatchObject({ attempts: 1 });
+    agent.done(id, "fine", 200, { durationMs: 2 });
+    await agent.next("ack");
+    await holdRecords(false);
+    expect(await env.DB.prepare("select attempts, status from tasks where id = ?").bind(id).first()).toEqual({ attempts: 2, status: 200 });
+    expect(await totals(accountId)).toEqual([{ period: PERIOD, invocations: 2, durationMs: 8, mibMs: 8 * 512 }]);
+  });
+});
+
 describe("meterOf (which outcomes a shard meters, and how)", () => {
   it("meters one invocation of the run's duration at the memory asked for, in the UTC month of the finish", () => {
     expect(meterOf(outcome(), CREATED)).toEqual({ period: "2026-10", sums: { invocations: 1, durationMs: 20, mibMs: 20 * 128 } });

@@ -153,7 +153,6 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     });
     this.retries = new Retries(env, this.db, ctx.storage.sql, { id: ctx.id, self: this }, {
       queue: this.queue, requeue: (work) => this.enqueue(work), log: (msg, extra) => log("warn", msg, extra),
-      recordRows: (taskIds) => this.life.recordRows(taskIds),
       archive: ownArchive,
       created: (taskId) => this.heldRows.created(taskId),
     });

@@ -14,28 +14,32 @@ export interface FailedAttempt {
 }
 
 /**
- * Records failed attempts that another follows, in one batch: the task's count of attempts so
- * far, and one invocation each (the plan counts attempts, not tasks). An attempt of a task its
- * shard holds is metered by the shard's sums (`metered`: statements of shard-metering/, in this
- * batch); any other by a usage row keyed `<task id>#<attempt>`, which its trigger counts
- * (migrations/0024). The last attempt is metered as the task's own outcome. Idempotent, so the
- * alarm may write a batch again.
+ * Records failed attempts that another follows, in one batch. An attempt of a task its shard holds
+ * needs nothing of D1's row: its invocation is in the shard's attempt sums (`metered`, statements
+ * of shard-metering/), and the shard answers the task's reads with its attempts so far
+ * (dispatch/held-reads.ts) until the final outcome writes them with the row. Any other (a task
+ * issued before tasks lived in their shard) updates the row's count of attempts and writes a usage
+ * row keyed `<task id>#<attempt>`, which its trigger counts (migrations/0024), as before. The last
+ * attempt is metered as the task's own outcome. Idempotent, so the alarm may write a batch again.
  */
 export async function attemptsRecorded(db: Db, failed: FailedAttempt[], metered: SQL[] = []): Promise<void> {
-  if (!failed.length) return;
-  const json = JSON.stringify(failed.map((f) => ({ ...f, period: periodOf(f.at), meteredHere: f.meteredHere ? 1 : 0 })));
+  const elsewhere = failed.filter((f) => !f.meteredHere);
+  const statements = [...(elsewhere.length ? attemptRows(elsewhere) : []), ...metered];
+  if (statements.length) await sqlBatch(db, statements);
+}
+
+/** The row's count of attempts and a usage row each, for attempts of tasks their shard does not hold. */
+function attemptRows(failed: FailedAttempt[]): SQL[] {
+  const json = JSON.stringify(failed.map((f) => ({ ...f, period: periodOf(f.at) })));
   const rows = sql`(select json_extract(value, '$.taskId') as id, json_extract(value, '$.attempt') as attempt,
-    json_extract(value, '$.at') as at, json_extract(value, '$.durationMs') as duration_ms, json_extract(value, '$.period') as period,
-    json_extract(value, '$.meteredHere') as metered_here
+    json_extract(value, '$.at') as at, json_extract(value, '$.durationMs') as duration_ms, json_extract(value, '$.period') as period
     from json_each(${json}))`;
-  await sqlBatch(db, [
+  return [
     sql`update tasks set attempts = max(tasks.attempts, f.attempt), progress = 0 from ${rows} as f where tasks.id = f.id and tasks.finished_at is null`,
     sql`insert into usage (task_id, account_id, function_id, period, finished_at, duration_ms, mem_mib)
       select t.id || '#' || f.attempt, t.account_id, t.function_id, f.period, f.at, f.duration_ms,
         case when t.mem_size > 0 then t.mem_size else ${DEFAULT_BILLED_MEM_MIB} end
       from tasks t join ${rows} as f on t.id = f.id
-      where f.metered_here = 0
       on conflict do nothing`,
-    ...metered,
-  ]);
+  ];
 }

@@ -23,8 +23,6 @@ export interface RetryHost {
   /** Puts work whose backoff is over back in the queue (the dispatcher's enqueue). */
   requeue: (work: NewWork[]) => Promise<void>;
   log: (msg: string, extra: Record<string, unknown>) => void;
-  /** Writes these tasks' rows to D1 if the shard created them and D1 has them not yet: an attempt's record updates the row. */
-  recordRows: (taskIds: string[]) => Promise<void>;
   /** The shard's own archive (a dead letter's failed task may be only there). */
   archive: ShardArchiveFinder;
   /** The task as the shard created it, while it holds it: what a failed attempt is metered at (shard-metering/). */
@@ -178,7 +176,6 @@ export class Retries {
       const now = Date.now();
       const runs = this.runs.unsettled();
       const unrecorded = runs.filter((r) => !r.recorded);
-      await this.host.recordRows(unrecorded.map((r) => r.taskId));
       const failed = unrecorded.map((r) => failedAttempt(r, now));
       const meters = this.meters.forAttempts(failed, this.host.created, () => this.runs.unsettled().filter((r) => !r.recorded).map((r) => failedAttempt(r, now)), now);
       await attemptsRecorded(this.db, failed.map((f) => ({ ...f, meteredHere: meters.here.has(f.taskId) })), meters.statements);

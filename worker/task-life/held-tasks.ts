@@ -110,14 +110,6 @@ export class HeldTasks {
     return out;
   }
 
-  /** Of these tasks, the rows created here that D1 does not have yet. */
-  unrecordedOf(ids: string[]): TaskRow[] {
-    return ids.flatMap((id) => {
-      const held = this.rows.get(id);
-      return held && !held.inD1 ? [held.row] : [];
-    });
-  }
-
   /** Whether rows wait for D1: the alarm retries a flush until none does. */
   get waiting(): number {
     return this.unrecordedCount;

@@ -1,7 +1,6 @@
 import type { StoreBindings } from "../bindings.js";
 import { recordedAnywhere, type ShardArchiveFinder } from "./archived-reads.js";
-import { sqlBatch, type Db } from "../db/client.js";
-import { rowsInserted } from "./record-rows.js";
+import type { Db } from "../db/client.js";
 import type { TaskRow } from "../db/rows.js";
 import { periodOf } from "../billing/plans.js";
 import type { ShardAdmission } from "../shard-admission/leases.js";
@@ -130,14 +129,6 @@ export class ShardLife {
       .finally(() => this.answering.delete(o.taskId));
     this.answering.set(o.taskId, answer);
     return answer;
-  }
-
-  /** Writes these tasks' rows to D1 now, those created here that D1 lacks (a retry's attempt record needs its row). */
-  async recordRows(taskIds: string[]): Promise<void> {
-    const rows = this.parts.held.unrecordedOf(taskIds);
-    if (!rows.length) return;
-    await sqlBatch(this.db, rowsInserted(rows));
-    this.parts.held.committed(rows, []);
   }
 
   /** Tasks created here that the function's deletion cancelled: they end, and give back what they held. */
