@@ -1,6 +1,6 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, grantPrivileged, holdRecords, newAccount, newFunction, tinyZip, uploadBuild } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, grantPrivileged, holdRecords, invocationsInD1, newAccount, newFunction, recordsFlushed, tinyZip, uploadBuild } from "./helpers.js";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { rowsInserted } from "../../worker/task-life/record-rows.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
@@ -236,6 +236,29 @@ describe("tasks through the dispatcher", () => {
     const agent = await FakeAgent.connect("late");
     expect(await agent.none("task.assign")).toBe(true);
     await agent.close();
+  });
+
+  it("records, and meters once, a deleted function's task whose outcome its shard accepted before the deletion, as it ran", async () => {
+    const agent = await FakeAgent.connect("ran-before-delete");
+    const { token, accountId } = await newAccount();
+    const fn = await deployedFunction(token);
+    const id = await task(token, fn);
+    expect((await agent.next("task.assign")).taskId).toBe(id);
+    await recordsFlushed(); // D1 has the row, unfinished
+    await holdRecords(true);
+    try {
+      agent.done(id, "ran", 200);
+      await agent.next("ack");
+      await callJson(`/v1/function/${fn}`, 204, { token, method: "DELETE" });
+      expect(await env.DB.prepare("select status from tasks where id = ?").bind(id).first()).toEqual({ status: 0 });
+      await holdRecords(false);
+      expect(await env.DB.prepare("select status, result_body as body from tasks where id = ?").bind(id).first()).toEqual({ status: 200, body: "ran" });
+      expect((await taskRecord(token, id)).status).toBe(200);
+      expect(await invocationsInD1(accountId)).toBe(1);
+    } finally {
+      await holdRecords(false);
+      await agent.close();
+    }
   });
 
   // The deletion cancels D1's unfinished rows, then the shard's; a batch in flight may land the

@@ -86,6 +86,13 @@ export const functionDispatchers = (env: Bindings, functionId: string) => shards
 export const setPaused = async (env: Bindings, functionId: string, paused: boolean) => {
   await Promise.all(functionDispatchers(env, functionId).map((s) => s.setPaused(functionId, paused)));
 };
+/**
+ * The function's tasks its shards hold, whose end (an outcome, or the deletion's own cancellation)
+ * the shards record: a function's deletion leaves them out of D1's cancellation. A shard out of
+ * reach names none, and D1 cancels its tasks as it always did.
+ */
+export const heldOfFunction = async (env: Bindings, functionId: string): Promise<string[]> =>
+  (await Promise.all(functionDispatchers(env, functionId).map((s) => s.heldOfFunction(functionId).catch(() => [] as string[])))).flat();
 export const cancelFunction = async (env: Bindings, functionId: string) => {
   await Promise.all(functionDispatchers(env, functionId).map((s) => s.cancelFunction(functionId)));
 };

@@ -351,6 +351,11 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   }
 
   /** The function was deleted: drop its queued work and stop what runs. */
+  /** The function's tasks this shard holds (its deletion leaves their end to the shard, not D1's cancellation). */
+  async heldOfFunction(functionId: string): Promise<string[]> {
+    return this.heldRows.ofFunction(functionId);
+  }
+
   async cancelFunction(functionId: string): Promise<void> {
     this.endings.functionGone(functionId);
   }

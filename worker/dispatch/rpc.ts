@@ -50,6 +50,7 @@ export interface DispatcherRpc extends Rpc.DurableObjectBranded {
   configChanged(functionId: string): Promise<void>;
   policyChanged(functionId: string, p: FunctionPolicy): Promise<void>;
   setPaused(functionId: string, paused: boolean): Promise<void>;
+  heldOfFunction(functionId: string): Promise<string[]>;
   cancelFunction(functionId: string): Promise<void>;
   awaitTask(taskId: string, ms: number): Promise<TaskRow | null>;
   awaitOwnTask(taskId: string, accountId: string, ms: number): Promise<{ row: TaskRow } | { progress: number } | null>;

@@ -4,7 +4,7 @@ import { jsonBody, query } from "../http/validate.js";
 import { capabilitiesSet, functionCreate, functionEdit, functionListQuery } from "../../shared/schemas/function.js";
 import { deletePrefix, functionPrefix } from "../lib/storage-keys.js";
 import { getOwnTags } from "../services/tags.js";
-import { cancelFunction, functionDispatchers, setPaused } from "../dispatch/client.js";
+import { cancelFunction, functionDispatchers, heldOfFunction, setPaused } from "../dispatch/client.js";
 import { clearStorage, readStorage } from "../storage/service.js";
 import { admissionChanged } from "../shard-admission/notify.js";
 import { endpointIdsOf, endpointsChanged, endpointsGone } from "../endpoint-door/notify.js";
@@ -87,8 +87,11 @@ export const functionRoutes = new Hono<AppEnv>()
   }), async (c) => {
     const { accountId } = c.var.caller;
     const id = c.req.param("id");
+    // The tasks its shards hold end there: D1 cancels only the others, then the shards cancel
+    // theirs (an outcome already accepted is recorded as it ran, and metered as the shard metered it).
+    const held = await heldOfFunction(c.env, id);
     // Its endpoints went with it: their doors answer 404 from the next call on.
-    await endpointsGone(c.env, await deleteFunction(c.var.db, accountId, id));
+    await endpointsGone(c.env, await deleteFunction(c.var.db, accountId, id, Date.now(), held));
     await cancelFunction(c.env, id);
     // The account's other functions changed too: those that sent their dead letters here no longer do.
     await admissionChanged(c.env, { accountId });

@@ -1,4 +1,5 @@
-import { and, desc, eq, inArray, isNull, or, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, or, sql, type SQL } from "drizzle-orm";
+import { jsonSlices } from "../db/json-slices.js";
 import type { Bindings } from "../env.js";
 import type { Db } from "../db/client.js";
 import { endpoints, functions, tagLinks, tasks, triggers } from "../db/schema.js";
@@ -128,13 +129,25 @@ export async function togglePause(db: Db, accountId: string, id: string): Promis
 }
 
 /**
- * Deletes a function in one batch: pending tasks are cancelled (410) and kept, tag links of the
+ * The tasks a deletion leaves to their shards, as a condition of D1's cancellation: only while their
+ * ids fit the statement (one JSON slice, ~2,800 ids; an account's pending cap is 1,000 by default).
+ * More, and D1 cancels them all as it did before the shards held tasks.
+ */
+function heldLeftOut(shardHeld: string[]): SQL | undefined {
+  const slices = jsonSlices(shardHeld);
+  return slices.length === 1 ? sql`${tasks.id} not in (select value from json_each(${slices[0]!}))` : undefined;
+}
+
+/**
+ * Deletes a function in one batch: pending tasks are cancelled (410) and kept (but `shardHeld`,
+ * the tasks its shards hold, whose end they record: one whose outcome a shard accepted keeps it,
+ * and the shard cancels the rest when told after this), tag links of the
  * function and of its triggers and endpoints go, and the foreign keys cascade to triggers (as first
  * or next function), endpoints, schedules (whose timers find their row gone and stop), builds and
  * build logs. Returns nothing to roll back: a batch is atomic. Answers the ids of the endpoints that
  * went with it, read in the same batch (so none created meanwhile is missed), for their doors.
  */
-export async function deleteFunction(db: Db, accountId: string, id: string, now = Date.now()): Promise<string[]> {
+export async function deleteFunction(db: Db, accountId: string, id: string, now = Date.now(), shardHeld: string[] = []): Promise<string[]> {
   await getOwnFunction(db, accountId, id);
   const dependents = or(
     inArray(tagLinks.recordId, db.select({ id: triggers.id }).from(triggers).where(or(eq(triggers.functionId, id), eq(triggers.nextId, id)))),
@@ -147,7 +160,7 @@ export async function deleteFunction(db: Db, accountId: string, id: string, now 
       .update(tasks)
       .set({ status: TASK_STATUS.cancelled, progress: 100, finishedAt: now })
       // Through the partial index of the account's unfinished tasks, not every task the function had.
-      .where(and(eq(tasks.accountId, accountId), isNull(tasks.finishedAt), eq(tasks.functionId, id))),
+      .where(and(eq(tasks.accountId, accountId), isNull(tasks.finishedAt), eq(tasks.functionId, id), heldLeftOut(shardHeld))),
     db.delete(tagLinks).where(dependents),
     // Functions that named it their dead letter have none now (their shards drop letters to it, worker/retries/).
     db.update(functions).set({ deadLetterFunctionId: null }).where(and(eq(functions.accountId, accountId), eq(functions.deadLetterFunctionId, id))),

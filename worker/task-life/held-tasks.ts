@@ -110,6 +110,13 @@ export class HeldTasks {
     return out;
   }
 
+  /** The function's tasks held here: their end is the shard's to record, whatever D1 has of them. */
+  ofFunction(functionId: string): string[] {
+    const out: string[] = [];
+    for (const [id, held] of this.rows) if (held.row.functionId === functionId) out.push(id);
+    return out;
+  }
+
   /** Whether rows wait for D1: the alarm retries a flush until none does. */
   get waiting(): number {
     return this.unrecordedCount;
