@@ -14,6 +14,8 @@ export async function accountWithEverything() {
   const task = await newTask(token, fn);
   const finished = await newTask(token, fn);
   await finishTask(finished, { contentType: "text/plain", body: "secret result" });
+  // Its status is the trigger's: it fires a task of `next`, the account's third task.
+  const chained = await firedTask(token, next);
   const invoice = `inv${accountId}`;
   await sql(
     `insert into invoices (id, account_id, amount, description, status, period, created_at)
@@ -22,8 +24,18 @@ export async function accountWithEverything() {
     accountId,
     Date.now(),
   );
-  return { ...acct, tag, fn, next, trigger, endpoint, schedule, build, task, finished, invoice };
+  return { ...acct, tag, fn, next, trigger, endpoint, schedule, build, task, finished, chained, invoice };
 }
+/** The task a trigger fired of `functionId` (firing follows the parent's record, so it is waited for). */
+async function firedTask(token: string, functionId: string): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    const [fired] = await callJson<{ id: string }[]>(`/v1/task/list?functionId=${functionId}`, 200, { token });
+    if (fired) return fired.id;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no task of ${functionId} was fired`);
+}
+
 export type Owned = Awaited<ReturnType<typeof accountWithEverything>>;
 
 export interface Route {

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { callDirect as call, callJson, expectError, getWithBody, newEndpoint, newFunction } from "./helpers.js";
 import { accountWithEverything, describeRoute, requestOf, ROUTES, type Owned } from "./fixtures.js";
 
-const idsOf = (o: Owned) => [o.tag, o.fn, o.next, o.trigger, o.schedule, o.endpoint, o.build, o.task, o.finished, o.invoice];
+const idsOf = (o: Owned) => [o.tag, o.fn, o.next, o.trigger, o.schedule, o.endpoint, o.build, o.task, o.finished, o.chained, o.invoice];
 
 describe("isolation between accounts", () => {
   let owner: Owned;
@@ -35,7 +35,7 @@ describe("isolation between accounts", () => {
     expect(await callJson("/v1/tag/list", 200, { token })).toEqual([{ id: owner.tag, name: "owned", color: "#808080" }]);
     expect(await callJson(`/v1/trigger/${owner.trigger}`, 200, { token })).toMatchObject({ status: 200 });
     expect(await callJson(`/v1/endpoint/${owner.endpoint}`, 200, { token })).toMatchObject({ dailyLimit: -1 });
-    expect((await callJson("/v1/task/list", 200, { token })).map((t: { id: string }) => t.id)).toEqual([owner.finished, owner.task]);
+    expect((await callJson("/v1/task/list", 200, { token })).map((t: { id: string }) => t.id)).toEqual([owner.chained, owner.finished, owner.task]);
     expect((await callJson("/v1/build/list?limit=100", 200, { token })).totalCount).toBe(3);
   });
 

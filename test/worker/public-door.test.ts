@@ -1,6 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, flushedDb } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, flushedDb } from "./helpers.js";
+import { FakeAgent } from "./fake-agent.js";
 import { counterFor } from "../../worker/counters/client.js";
 
 beforeEach(clearQueue);
@@ -208,8 +209,7 @@ describe("GET /gc/<task_id>/result", () => {
     setNow("2026-11-21T12:00:00Z");
     const s = await setup();
     const { id } = (await (await gc(s.ep)).json()) as { id: string };
-    await (await flushedDb()).prepare("update tasks set finished_at = ?, status = 200, progress = 100, result_status = 200, result_headers = ?, result_body = ? where id = ?")
-      .bind(Date.now(), JSON.stringify({ "content-type": "text/plain" }), "public answer", id).run();
+    await finishTask(id, { contentType: "text/plain", body: "public answer" });
     return { ...s, id };
   }
 
@@ -245,11 +245,13 @@ describe("GET /gc/<task_id>/result", () => {
   it("says running once an agent has the task, and the owner's /v1 result keeps its 202", async () => {
     const { ep, token } = await setup();
     const { id } = (await (await gc(ep)).json()) as { id: string };
-    await (await flushedDb()).prepare("update tasks set assigned_at = ?, progress = 1 where id = ?").bind(Date.now(), id).run();
+    const agent = await FakeAgent.connect("public-runner");
+    expect((await agent.next("task.assign")).taskId).toBe(id);
     const res = await call(`/gc/${id}/result`);
     expect(res.status).toBe(404);
     expect(res.headers.get("x-task-status")).toBe("running");
     expect((await call(`/v1/task/${id}/result`, { token })).status).toBe(202);
+    await agent.close();
   });
 
   it("shows a browser a page that refreshes itself while the task is not finished", async () => {

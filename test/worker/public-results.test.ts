@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { call, callDirect, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, newTask, sql } from "./helpers.js";
+import { call, callDirect, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, newTask } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { publicResultWaits, ResultWaits } from "../../worker/public/result-waits.js";
 
@@ -50,8 +50,7 @@ describe("active content in a result", () => {
   it("is served sandboxed and unsniffed, on /gc and /v1 alike, with none of the function's other headers", async () => {
     const { ep, token } = await publicEndpoint();
     const id = await callEndpoint(ep);
-    await finishTask(id, { body: PAGE, contentType: "text/html" });
-    await sql("update tasks set result_headers = ? where id = ?", JSON.stringify({ "content-type": "text/html", "set-cookie": "session=stolen; Path=/" }), id);
+    await finishTask(id, { body: PAGE, headers: { "content-type": "text/html", "set-cookie": "session=stolen; Path=/" } });
     for (const res of [await call(`/gc/${id}/result`), await call(`/v1/task/${id}/result`, { token })]) {
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe("text/html");

@@ -22,7 +22,7 @@ import { DamagedChunk, OpenChunk, putChunk, readChunk, readSegmentOf, SEGMENT_RE
 import type { TaskRow } from "../../worker/db/rows.js";
 import { decodeSegments } from "../../worker/db/archive-segments.js";
 import { jsonSlices, MAX_STATEMENT_JSON_BYTES } from "../../worker/db/json-slices.js";
-import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, flushedDb, newAccount, newEndpoint, newTask, runCron, shardsCountIssuesFrom, sql } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, finishTask, finishTaskInD1, flushedDb, newAccount, newEndpoint, newTask, runCron, shardsCountIssuesFrom, sql } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { allPages, reads } from "./task-reads.js";
 
@@ -574,7 +574,8 @@ describe("retention of archived tasks", () => {
     agent.done(id, "z".repeat(INLINE_RESULT_BYTES + 1), 200, { log: Array.from({ length: 100 }, () => "x".repeat(90)) });
     expect((await call(`/v1/task/${id}/result?wait=5`, { token })).status).toBe(200);
     const small = await newTask(token, fn);
-    await finishTask(small, { body: "small", log: ["one"] });
+    // D1's own record: a shard's kept record answers by its own clock, not the sweeps' days ahead.
+    await finishTaskInD1(small, { body: "small", log: ["one"] });
     await sweepIn(PAST);
     expect(await env.BUCKET.head(taskResultKey(accountId, id))).not.toBeNull();
 
@@ -610,8 +611,9 @@ describe("retention of archived tasks, record by record", () => {
     const fn = await deployedFunction(token);
     const early = await newTask(token, fn);
     const late = await newTask(token, fn);
-    await finishTask(early, { body: "early", log: ["e"] });
-    await finishTask(late, { body: "late", log: ["l"], finishedAt: Date.now() + 10 * DAY_MS });
+    // D1's own records: a shard's kept record answers by its own clock, not the sweeps' days ahead.
+    await finishTaskInD1(early, { body: "early", log: ["e"] });
+    await finishTaskInD1(late, { body: "late", log: ["l"], finishedAt: Date.now() + 10 * DAY_MS });
     await sweepIn(PAST + 10);
     expect((await chunksOf(accountId)).map((c) => c.records)).toEqual([2]);
 
