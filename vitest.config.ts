@@ -26,6 +26,10 @@ export default defineConfig(async () => {
                   // Function secrets are sealed under it (worker/function-config/secret-box.ts).
                   SECRETS_KEY: "test-secrets-key-0123456789abcdef",
                   BILLING_WEBHOOK_SECRET: "whsec_test",
+                  // The layout before step 4 (docs/dispatch.md): most of these tests edit and read
+                  // D1's rows of tasks; rowless-tasks.test.ts switches its shard to "shard", the
+                  // layout wrangler.toml deploys (and the e2e and CLI suites run).
+                  TASK_ROWS: "d1",
                   PLANS: JSON.stringify([
                     { id: "DEVELOPER", description: "DEVELOPER (100000 invocations)", price: 10, currency: "usd", invocations: 100000 },
                     { id: "TINY", description: "TINY (2 invocations)", price: 1.5, currency: "usd", invocations: 2 },

@@ -19,6 +19,11 @@ export interface StoreBindings {
   ACCOUNT_LIMITS?: string;
   /** Milliseconds between a shard's batches of task records to D1 (default 100); see worker/task-life/flush-gap.ts. */
   RECORD_FLUSH_MS?: string;
+  /**
+   * Where a task's record lives: "shard" (its dispatcher shard alone; D1 keeps sums and counts) or
+   * "d1" (a row in D1 as well, the layout before; the default). See docs/dispatch.md, "Step 4".
+   */
+  TASK_ROWS?: string;
   /** Days a finished task's input, result and log are kept (default 30); see worker/tasks/retention-period.ts. */
   TASK_RETENTION_DAYS?: string;
   /** Hours a finished task's record stays in D1 before the archive may take it (default and least 1); see worker/task-history/window.ts. */

@@ -259,8 +259,9 @@ export async function d1IsTruth() {
   // D1 does not have it, and deleting it would lose it.
   await runInDurableObject(shardStub(env, 0), (o, state) => {
     state.storage.sql.exec("delete from held_task where in_d1 = 1");
-    // The records the shard keeps of finished tasks go too: a read by id answers from them before D1.
-    state.storage.sql.exec("delete from shard_record");
+    // The records the shard keeps of finished tasks D1 has go too: a read by id answers from them
+    // before D1. A rowless task's (released from the start) is its only record, and stays.
+    state.storage.sql.exec("delete from shard_record where released = 0");
     for (const table of ["admission_lease", "admission_slots", "admission_ended"]) state.storage.sql.exec(`delete from ${table}`);
     const admission = (o as unknown as { admission: { accounts: Map<string, unknown>; functions: { changedAccount(id: string): void } } }).admission;
     for (const accountId of admission.accounts.keys()) admission.functions.changedAccount(accountId);

@@ -18,6 +18,8 @@ export class AssignedMarks {
 
   constructor(
     private readonly db: Db,
+    /** Whether D1 has a row to mark (a rowless task has none). */
+    private readonly inD1: (taskId: string) => boolean,
     private readonly onError: (e: unknown) => void,
   ) {}
 
@@ -35,8 +37,9 @@ export class AssignedMarks {
 
   private async write(): Promise<void> {
     this.timer = undefined;
-    const marks = [...this.pending.values()];
-    this.pending.clear();
+    // A rowless task's mark stays until its outcome takes it (for its round trip): D1 gets none.
+    const marks = [...this.pending.values()].filter((m) => this.inD1(m.taskId));
+    for (const m of marks) this.pending.delete(m.taskId);
     try {
       await tasksAssigned(this.db, marks);
     } catch (e) {

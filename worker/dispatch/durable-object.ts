@@ -50,6 +50,7 @@ import { releaseFromD1 } from "../shard-history/release.js";
 import type { ListedTask, ListQuery } from "../shard-history/list-query.js";
 import { shardListPage } from "../shard-history/listed.js";
 import type { ShardArchiveFinder } from "../task-life/archived-reads.js";
+import { RecordCounts } from "../shard-history/record-counts.js";
 import { distinctIssues, IssueCounts } from "../shard-history/issue-counts.js";
 import { archiveAfterMs, WEEK_MS } from "../task-history/window.js";
 import { startOfUtcDay } from "../lib/time.js";
@@ -70,6 +71,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
   readonly archive: ShardArchive;
   /** The week's issue times of the shard's functions and endpoints (step 3). */
   readonly issues: IssueCounts;
+  private readonly recorded: RecordCounts;
   private readonly marks: AssignedMarks;
   private readonly revoked: RevokedTokens;
   private readonly chains: ChainFiring;
@@ -106,7 +108,8 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.admission = new ShardAdmission(ctx.storage.sql, this.db, ctx.id.toString(), () => admissionLimits(env));
     this.meters = new ShardMeters(ctx.storage.sql, ctx.id.toString());
     this.finished = new RecentlyFinished(keepFinishedMs(retentionMs(env)));
-    this.marks = new AssignedMarks(this.db, (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
+    // A rowless task has no row to mark (task-life/held-tasks.ts): its readers see the queue's assignment.
+    this.marks = new AssignedMarks(this.db, (id) => !this.heldRows.rowless(id), (e) => log("error", "marking tasks assigned failed", { error: String(e) }));
     this.places = new ChainPlaces(ctx.storage.sql, this.db);
     this.chains = new ChainFiring(env, this.db, ctx.storage.sql, chainShards(env, { id: ctx.id, self: this }, this.places), (e, taskIds) => {
       log("error", "firing triggers failed; retrying", { taskIds, error: String(e) });
@@ -138,10 +141,11 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
     this.archive = new ShardArchive(ctx.storage.sql, (fn) => ctx.storage.transactionSync(fn), env.BUCKET, ctx.id.toString(), this.history, retentionMs(env), (records) =>
       releaseFromD1(this.db, records, Date.now()),
     );
-    const ownArchive: ShardArchiveFinder = (accountId, taskId) => this.archive.find(taskId, accountId);
+    const ownArchive: ShardArchiveFinder = (accountId, taskId) => this.ownRecord(taskId, accountId);
     this.issues = new IssueCounts(ctx.storage.sql, Date.now(), () =>
       distinctIssues(Array.from(this.heldRows.entries(), (e) => e.row), this.history.issues()),
     );
+    this.recorded = new RecordCounts(ctx.storage.sql);
     const elements = new Map<string, Promise<OutcomeElement>>();
     this.commits = new GroupCommit({
       db: this.db, bucket: env.BUCKET, outcomes: this.outcomes, finished: this.finished, history: this.history, waiters: this.waiters, chains: this.chains,
@@ -165,6 +169,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
       logged: (taskId) => this.outcomes.get(taskId),
       issues: this.issues,
       archive: ownArchive,
+      recorded: this.recorded,
     });
     this.sockets = new AgentSockets(ctx);
     this.alarms = new AlarmSchedule(ctx, { outcomes: this.outcomes, held: this.heldRows, chains: this.chains, queue: this.queue, retries: this.retries, archive: this.archive });
@@ -262,7 +267,14 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
 
   /** The account's task from this shard's archive in R2 (shard-history/archive.ts), or null; without an account, whoever's (the public result's look). */
   async archivedTask(taskId: string, accountId?: string): Promise<TaskRow | null> {
-    return (await this.archive.find(taskId, accountId)) ?? null;
+    return (await this.ownRecord(taskId, accountId)) ?? null;
+  }
+
+  /** A finished record past what the shard holds: kept whole (a rowless task's only one until its archive has it), else archived. */
+  private async ownRecord(taskId: string, accountId?: string): Promise<TaskRow | undefined> {
+    const kept = this.history.whole(taskId, Date.now());
+    if (kept && (accountId === undefined || kept.accountId === accountId)) return kept;
+    return this.archive.find(taskId, accountId);
   }
 
   /**
@@ -272,7 +284,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
    * passes an account's only once its today begins there.
    */
   async heldCounts(scope: TaskScope, now: number, countsFrom?: number): Promise<HeldCounts> {
-    const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, countsFrom);
+    const held = heldCounts(this.heldRows, (t) => this.outcomes.has(t), scope, now, countsFrom, this.recorded);
     if (countsFrom === undefined) return held;
     const id = scope.functionId ?? scope.endpointId;
     if (!id) return { ...held, today: held.today + this.issues.issuedInHoursSince(scope.accountId, Math.max(startOfUtcDay(now), countsFrom)) };
@@ -282,7 +294,7 @@ export class Dispatcher extends DurableObject<Bindings> implements DispatcherRpc
 
   /** The account's rows D1 does not have yet, per function and day since `since` (the console's charts). */
   async heldIssued(accountId: string, since: number): Promise<{ functionId: string; day: number; count: number }[]> {
-    return heldIssued(this.heldRows, accountId, since);
+    return heldIssued(this.heldRows, accountId, since, this.recorded);
   }
 
   /** The account's `period` as this shard meters it: its sums D1 has, and those of the outcomes it has not sent yet. */

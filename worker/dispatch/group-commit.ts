@@ -118,12 +118,17 @@ export class GroupCommit {
     const now = Date.now();
     const settle = this.parts.admission.settle([...ids, ...rows.filter((r) => r.finishedAt != null).map((r) => r.id)]);
     const meters = this.parts.meters.forBatch(batch, (id) => held.created(id), () => outcomes.all(), now);
+    // Rowless tasks (held-tasks.ts): no row goes to D1, and the shard alone says whether an outcome finished one.
+    const rowless = new Set([...ids, ...rows.map((r) => r.id)].filter((id) => held.rowless(id)));
     const written = await outcomesWritten(db, bucket, batch, now, {
-      rows: rowsInserted(rows), elements, after: [...(settle?.statements ?? []), ...meters.statements], meteredHere: meters.here,
+      rows: rowsInserted(rows.filter((r) => !rowless.has(r.id))), elements, after: [...(settle?.statements ?? []), ...meters.statements], meteredHere: meters.here,
       finishedOf: (e) => {
         const created = held.created(e.id);
-        return created && finishedRow(created, e);
+        // A rowless task cancelled here (its function's deletion) before its outcome came stays cancelled.
+        if (!created || (rowless.has(e.id) && created.finishedAt != null)) return undefined;
+        return finishedRow(created, e);
       },
+      rowless,
     });
     settle?.committed();
     await storageWritten(db, bucket, batch);
@@ -135,7 +140,8 @@ export class GroupCommit {
     // (D1 said the outcome finished the row), built from the task it holds and the outcome. Rows the
     // shard finished itself (cancelled by their function's deletion) are not kept: D1 may have
     // finished them first, at another time, and keeps its own.
-    history.keep(written.finished.values(), now);
+    // A rowless task cancelled here is kept too: the shard's record is its only one.
+    history.keep([...written.finished.values(), ...rows.filter((r) => rowless.has(r.id) && r.finishedAt != null)], now, rowless);
     for (const id of ids) elements.delete(id);
     for (const row of written.finished.values()) finished.add(row, now);
     for (const o of batch) waiters.wake(o.taskId, written.finished.get(o.taskId) ?? null);

@@ -112,6 +112,11 @@ export interface Before {
    * sends no row back. Undefined for a task the shard does not hold: its row is read back whole.
    */
   finishedOf?: (e: OutcomeElement) => TaskRow | undefined;
+  /**
+   * Tasks D1 has no row of (task-life/held-tasks.ts, rowless): their outcomes are neither updated
+   * nor read back; each finished its task when `finishedOf` builds its row.
+   */
+  rowless?: Set<string>;
 }
 
 /** The update that finishes every task of these outcomes still unfinished (see outcomesWritten). */
@@ -165,12 +170,14 @@ export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcom
   for (const e of elements) {
     const row = before.finishedOf?.(e);
     if (row) built.set(e.id, row);
+    if (row && before.rowless?.has(e.id)) finished.set(e.id, row);
   }
   // Reading back needs no results or logs: its copy of the batch leaves them out.
   const finishedBy = (of: OutcomeElement[]) => outcomeRows(JSON.stringify(of.map(({ id, at }) => ({ id, at }))));
-  const byId = elements.filter((e) => built.has(e.id));
-  const whole = elements.filter((e) => !built.has(e.id));
-  const updates = finishingUpdates(elements, before.meteredHere);
+  const inD1 = elements.filter((e) => !before.rowless?.has(e.id));
+  const byId = inD1.filter((e) => built.has(e.id));
+  const whole = inD1.filter((e) => !built.has(e.id));
+  const updates = inD1.length ? finishingUpdates(inD1, before.meteredHere) : [];
   // Finished by this outcome (its time), not by a cancellation or another report in between.
   const reads = [
     ...(byId.length ? [sql`select tasks.id as id from tasks join ${finishedBy(byId)} as o on tasks.id = o.id and tasks.finished_at = o.at`] : []),

@@ -11,8 +11,11 @@ const PRUNE_EVERY_MS = 10_000;
 const PRUNE_ROWS = 2_000;
 
 // A record kept again (a retried write reads its row back again) is the same row; once archived it stays as archived.
-const INSERT = `insert into shard_record (${RECORD_COLUMNS.join(", ")}) values (${RECORD_COLUMNS.map(() => "?").join(", ")})
+const upsert = (released: 0 | 1) => `insert into shard_record (${RECORD_COLUMNS.join(", ")}, released) values (${RECORD_COLUMNS.map(() => "?").join(", ")}, ${released})
   on conflict (id) do update set ${RECORD_COLUMNS.filter((c) => c !== "id").map((c) => `${c} = excluded.${c}`).join(", ")} where chunk is null`;
+const INSERT = upsert(0);
+/** A rowless task's record (task-life/held-tasks.ts): D1 has no row to let go, so it counts as released from the start. */
+const INSERT_ROWLESS = upsert(1);
 
 /** Records not yet archived, in id order: all of D1's payloads (the chunk is written from them). */
 const UNARCHIVED = "chunk is null and far = 0";
@@ -55,11 +58,14 @@ export class FinishedRecords {
     this.waiting = Number(sql.exec(`select count(*) as n from shard_record where ${UNARCHIVED}`).one().n);
   }
 
-  /** Keeps these finished rows, whole until the shard's archive has them (a row kept before is replaced unless archived). */
-  keep(rows: Iterable<TaskRow>, now: number): void {
+  /**
+   * Keeps these finished rows, whole until the shard's archive has them (a row kept before is
+   * replaced unless archived). `rowless`: tasks D1 has no row of, which need no release.
+   */
+  keep(rows: Iterable<TaskRow>, now: number, rowless?: Set<string>): void {
     for (const row of rows)
       if (row.finishedAt != null) {
-        this.sql.exec(INSERT, ...encodeRecord(row));
+        this.sql.exec(rowless?.has(row.id) ? INSERT_ROWLESS : INSERT, ...encodeRecord(row));
         this.waiting++;
       }
     if (now - this.lastPrune >= PRUNE_EVERY_MS) this.prune(now);
@@ -140,14 +146,14 @@ export class FinishedRecords {
    * Drops records that finished before the window. Ids sort by issue time, so only records issued
    * before the window's start can be due: the look is a range of the primary key, and what it
    * passes over is the few issued before the window that finished inside it. A record waits for
-   * the archive and its release first (one never archived that left a payload out was kept before
+   * the archive and its release first (a rowless one, released from the start, the archive alone; one never archived that left a payload out was kept before
    * the archive was built: D1 holds it whole, and its own move archives it).
    */
   prune(now: number): number {
     this.lastPrune = now;
     const cutoff = now - this.windowMs;
     return this.sql.exec(
-      `delete from shard_record where id in (select id from shard_record where id < ? and finished_at < ? and (released = 1 or (chunk is null and far != 0)) limit ${PRUNE_ROWS})`,
+      `delete from shard_record where id in (select id from shard_record where id < ? and finished_at < ? and ((released = 1 and chunk is not null) or (chunk is null and far != 0)) limit ${PRUNE_ROWS})`,
       idFloorAt(cutoff).buffer,
       cutoff,
     ).rowsWritten;

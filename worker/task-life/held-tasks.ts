@@ -13,14 +13,28 @@ import { TASK_STATUS } from "../../shared/schemas/task.js";
  * for a task cancelled here, its finished row) committed. Readers ask the shard before D1 for
  * exactly this reason: the shard's copy is the newest until it is gone.
  *
+ * A task created *rowless* (TASK_ROWS = "shard": docs/dispatch.md, "Step 4") never has a row in D1:
+ * it is recorded by its shard alone (its kept record and archive, its counts: record-counts.ts), and
+ * a batch carries it only to settle its end (its outcome, or its cancellation here).
+ *
  * A finished view (the created row with its outcome applied) is kept in memory only, and costs no
  * storage write: it is made from the row and the outcome log, both durable, so a fresh instance
  * makes it again from them on the task's first read (ShardLife.current). Storage is written, not
  * read, as for the queue: the rows are mirrored in memory.
  */
+interface Held {
+  row: TaskRow;
+  inD1: boolean;
+  size: number;
+  rowless: boolean;
+}
+
+/** Whether a batch must carry the row: one D1 does not have yet, or a rowless one finished here (cancelled). */
+const waitsForBatch = (h: Held) => !h.inD1 && (!h.rowless || h.row.finishedAt != null);
+
 export class HeldTasks {
   /** In creation order: the oldest are flushed first. */
-  private readonly rows = new Map<string, { row: TaskRow; inD1: boolean; size: number }>();
+  private readonly rows = new Map<string, Held>();
   /** Rows whose outcome is accepted here but not yet in D1, with that outcome applied. */
   private readonly finishedViews = new Map<string, TaskRow>();
   private unrecordedCount = 0;
@@ -28,6 +42,7 @@ export class HeldTasks {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`create table if not exists held_task (
       id text primary key, account_id text not null, in_d1 integer not null default 0, row text not null)`);
+    if (!sql.exec("select * from held_task limit 0").columnNames.includes("rowless")) sql.exec("alter table held_task add column rowless integer not null default 0");
     this.reload();
   }
 
@@ -35,22 +50,30 @@ export class HeldTasks {
     this.rows.clear();
     this.finishedViews.clear();
     this.unrecordedCount = 0;
-    for (const r of this.sql.exec<{ id: string; in_d1: number; row: string }>("select id, in_d1, row from held_task order by rowid")) {
-      this.rows.set(r.id, { row: JSON.parse(r.row) as TaskRow, inD1: r.in_d1 === 1, size: r.row.length });
-      if (r.in_d1 !== 1) this.unrecordedCount++;
+    for (const r of this.sql.exec<{ id: string; in_d1: number; row: string; rowless: number }>("select id, in_d1, row, rowless from held_task order by rowid")) {
+      const held: Held = { row: JSON.parse(r.row) as TaskRow, inD1: r.in_d1 === 1, size: r.row.length, rowless: r.rowless === 1 };
+      this.rows.set(r.id, held);
+      if (waitsForBatch(held)) this.unrecordedCount++;
     }
   }
 
-  add(row: TaskRow): void {
+  /** `rowless`: D1 gets no row of the task, ever (above). */
+  add(row: TaskRow, rowless = false): void {
     const json = JSON.stringify(row);
-    this.sql.exec("insert or ignore into held_task (id, account_id, row) values (?, ?, ?)", row.id, row.accountId, json);
+    this.sql.exec("insert or ignore into held_task (id, account_id, row, rowless) values (?, ?, ?, ?)", row.id, row.accountId, json, rowless ? 1 : 0);
     if (this.rows.has(row.id)) return;
-    this.rows.set(row.id, { row, inD1: false, size: json.length });
-    this.unrecordedCount++;
+    const held: Held = { row, inD1: false, size: json.length, rowless };
+    this.rows.set(row.id, held);
+    if (waitsForBatch(held)) this.unrecordedCount++;
   }
 
   has(id: string): boolean {
     return this.rows.has(id);
+  }
+
+  /** Whether the task is held here rowless: D1 has no row of it to update or read back. */
+  rowless(id: string): boolean {
+    return this.rows.get(id)?.rowless === true;
   }
 
   /** The shard's newest version of the task: finished here, or as created (or cancelled). */
@@ -78,8 +101,9 @@ export class HeldTasks {
       if (!held || held.row.finishedAt != null) continue;
       // Written again, finished, whether or not D1 has it: the deletion's own cancellation may have
       // run before a batch in flight inserted the row unfinished (record-rows.ts finishes it then).
+      const waited = waitsForBatch(held);
       held.row = { ...held.row, status: TASK_STATUS.cancelled, progress: 100, finishedAt: now };
-      if (held.inD1) this.unrecordedCount++;
+      if (!waited) this.unrecordedCount++;
       held.inD1 = false;
       this.sql.exec("update held_task set row = ?, in_d1 = 0 where id = ?", JSON.stringify(held.row), id);
     }
@@ -96,13 +120,13 @@ export class HeldTasks {
     let bytes = 0;
     for (const id of first) {
       const held = this.rows.get(id);
-      if (!held || held.inD1 || taken.has(id)) continue;
+      if (!held || !waitsForBatch(held) || taken.has(id)) continue;
       taken.add(id);
       out.push(held.row);
       bytes += held.size;
     }
     for (const [id, held] of this.rows) {
-      if (held.inD1 || taken.has(id)) continue;
+      if (!waitsForBatch(held) || taken.has(id)) continue;
       if (bytes + held.size > maxBytes) break;
       bytes += held.size;
       out.push(held.row);
@@ -133,7 +157,7 @@ export class HeldTasks {
       const id = written.id;
       const held = this.rows.get(id);
       // A row changed while its batch was in flight (cancelled) is written again by the next one.
-      if (!held || held.inD1 || held.row !== written) continue;
+      if (!held || !waitsForBatch(held) || held.row !== written) continue;
       this.unrecordedCount--;
       held.inD1 = true;
       if (held.row.finishedAt != null) forget.add(id);
@@ -145,7 +169,7 @@ export class HeldTasks {
     this.sql.exec("delete from held_task where id in (select value from json_each(?))", JSON.stringify(ids));
     for (const id of ids) {
       const held = this.rows.get(id);
-      if (held && !held.inD1) this.unrecordedCount--;
+      if (held && waitsForBatch(held)) this.unrecordedCount--;
       this.rows.delete(id);
       this.finishedViews.delete(id);
     }
@@ -155,8 +179,8 @@ export class HeldTasks {
    * Every row held here, in creation order: as created (or cancelled here), its finished view if
    * its outcome was accepted, and whether D1 has the row yet (task-life/held-counts.ts reads these).
    */
-  *entries(): Generator<{ row: TaskRow; view: TaskRow | undefined; inD1: boolean }> {
-    for (const [id, held] of this.rows) yield { row: held.row, view: this.finishedViews.get(id), inD1: held.inD1 };
+  *entries(): Generator<{ row: TaskRow; view: TaskRow | undefined; inD1: boolean; rowless: boolean }> {
+    for (const [id, held] of this.rows) yield { row: held.row, view: this.finishedViews.get(id), inD1: held.inD1, rowless: held.rowless };
   }
 
   /**

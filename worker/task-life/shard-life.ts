@@ -12,8 +12,10 @@ import type { RecentlyFinished } from "../dispatch/recently-finished.js";
 import type { Waiters } from "../dispatch/waiters.js";
 import type { HeldTasks } from "./held-tasks.js";
 import type { IssueCounts } from "../shard-history/issue-counts.js";
+import type { RecordCounts } from "../shard-history/record-counts.js";
 import { finishedRow, type OutcomeElement } from "./finished-row.js";
 import { newTaskRow } from "./new-row.js";
+import { shardsCountAccountDaysFrom, shardsCountIssuesFrom } from "../tasks/issue-counts-from.js";
 import { refusalOf, type Refusal } from "./refusal.js";
 import { isStorageUnavailable, storageUnavailable } from "../db/unavailable.js";
 import type { CreateAnswer, CreateRequest } from "./create-types.js";
@@ -37,18 +39,28 @@ export interface LifeParts {
   issues: Pick<IssueCounts, "issued">;
   /** The shard's own archive: a creation sent again may find its task archived there. */
   archive: ShardArchiveFinder;
+  /** The counts of rowless tasks, which a created one adds to in the step that writes it. */
+  recorded: Pick<RecordCounts, "created">;
 }
+
+/** Whether the deployment's new tasks are rowless (TASK_ROWS = "shard"): D1 never gets their rows (held-tasks.ts). */
+export const rowlessTasks = (env: Pick<StoreBindings, "TASK_ROWS">): boolean => env.TASK_ROWS === "shard";
 
 /**
  * A task's life in its shard, the part the dispatcher does not already do: creating it (admitted,
  * held, queued) and answering its caller the moment its outcome is durable here.
  */
 export class ShardLife {
+  /** Whether tasks created from now on are rowless (tests of both layouts set it). */
+  rowless: boolean;
+
   constructor(
-    private readonly env: Pick<StoreBindings, "BUCKET">,
+    private readonly env: Pick<StoreBindings, "BUCKET" | "TASK_ROWS">,
     private readonly db: Db,
     private readonly parts: LifeParts,
-  ) {}
+  ) {
+    this.rowless = rowlessTasks(env);
+  }
 
   async create(req: CreateRequest, waitMs: number): Promise<CreateAnswer> {
     const { held, waiters, enqueue, flush } = this.parts;
@@ -69,9 +81,11 @@ export class ShardLife {
       throw e;
     }
     if ("refused" in admitted) return { refused: admitted.refused as Refusal };
+    const rowless = this.rowless && req.now >= (await this.rowlessFrom());
     const row = newTaskRow(req, req.staged, req.now, admitted.fn, admitted.buildId);
-    held.add(row);
+    held.add(row, rowless);
     this.parts.issues.issued(row, req.now);
+    if (rowless) this.parts.recorded.created(row, req.now);
     // Registered before the task is queued: no outcome can slip past it.
     const finished = waitMs > 0 ? waiters.wait(row.id, waitMs) : null;
     await enqueue([taskWork(row)], req.once === true || waitMs > 0);
@@ -139,6 +153,20 @@ export class ShardLife {
       if (row && row.finishedAt == null) admission.ended(row.accountId, periodOf(row.issuedAt), id, false);
     }
     held.cancel(ids, now);
+  }
+
+  /**
+   * From when a task may be rowless: once the shards count every issue of functions, endpoints and
+   * accounts (migrations 0032 and 0033), since today's and the week's counts of a task issued
+   * before read D1's rows. Until D1 answers, tasks get rows.
+   */
+  private async rowlessFrom(): Promise<number> {
+    try {
+      const [functions, accounts] = await Promise.all([shardsCountIssuesFrom(this.db), shardsCountAccountDaysFrom(this.db)]);
+      return Math.max(functions ?? Infinity, accounts ?? Infinity);
+    } catch {
+      return Infinity;
+    }
   }
 
   private async answer(o: Outcome): Promise<void> {
