@@ -12,9 +12,6 @@
  *
  * Run: npx tsx bench/shard-metering.ts [--rounds 300]
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { openDb, sqlBatch, type Db } from "../worker/db/client.js";
@@ -26,6 +23,7 @@ import type { TaskRow } from "../worker/db/rows.js";
 import { newId } from "../worker/lib/ids.js";
 import { ShardMeters } from "../worker/shard-metering/shard-meters.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
+import { migratedSqlite } from "./lib/migrated-sqlite.js";
 import { sqlStorageOver } from "./lib/sql-storage-over-sqlite.js";
 import { percentile, printTable } from "./stats.js";
 
@@ -33,18 +31,7 @@ const { values } = parseArgs({ options: { rounds: { type: "string", default: "30
 const ROUNDS = Number(values.rounds);
 const BATCH = 64;
 
-/** A fresh database file with every migration applied, in order, as `wrangler d1 migrations apply` does. */
-function migrated(): DatabaseSync {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gcfaas-metering-")), "d1.sqlite");
-  const db = new DatabaseSync(file);
-  db.exec("pragma synchronous = off; pragma journal_mode = wal; pragma foreign_keys = on");
-  const dir = path.join(import.meta.dirname, "../migrations");
-  for (const name of fs.readdirSync(dir).filter((f) => f.endsWith(".sql")).sort())
-    for (const statement of fs.readFileSync(path.join(dir, name), "utf8").split("--> statement-breakpoint")) if (statement.trim()) db.exec(statement);
-  return db;
-}
-
-const sqlite = migrated();
+const sqlite = migratedSqlite("gcfaas-metering-");
 const db: Db = openDb({ DB: d1OverSqlite(sqlite) });
 const meters = new ShardMeters(sqlStorageOver(new DatabaseSync(":memory:")), "bench-shard");
 const ACCOUNTS = Array.from({ length: BATCH }, (_, i) => `bench-account-${i}`);

@@ -225,3 +225,19 @@ describe("0034_shard_usage", () => {
     expect(await rows("select * from metering_in_shard")).toEqual([]);
   });
 });
+
+describe("0035_fresh_history_counted_by_shards", () => {
+  it("moves a new database's cutovers back to 0: the shards count every task it will have", async () => {
+    // This file's own database got every migration at once, before any task, as a new deployment's does.
+    expect(await env.DB.prepare("select from_ms, accounts_from_ms from issue_counts_from").all().then((r) => r.results)).toEqual([{ from_ms: 0, accounts_from_ms: 0 }]);
+  });
+
+  it("keeps the cutovers of a database with any task history", async () => {
+    await applyD1Migrations(db, upTo("0034_"));
+    expect(await rows("select count(*) as n from tasks")).not.toEqual([{ n: 0 }]);
+    const [before] = await rows("select from_ms, accounts_from_ms from issue_counts_from");
+    expect(Number(before!.from_ms)).toBeGreaterThan(0);
+    await applyD1Migrations(db, upTo("0035_"));
+    expect(await rows("select from_ms, accounts_from_ms from issue_counts_from")).toEqual([before]);
+  });
+});

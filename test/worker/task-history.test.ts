@@ -363,6 +363,9 @@ const fnAndEndpointCounts = async (token: string, fn: string, ep: string) => ({
 });
 
 describe("the week's counts of archived tasks", () => {
+  // Records of a deployment from before the shards counted issues (migration 0032): its cutover is ahead of them.
+  beforeEach(() => shardsCountIssuesFrom(Date.now() + 60_000));
+
   it("count a function's and an endpoint's tasks of the last 7 × 24 hours the same before and after their records move", async () => {
     const { token, accountId } = await newAccount();
     const fn = await deployedFunction(token);
