@@ -1,10 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, newTask, sql, tinyZip, uploadBuild } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, newTask, sql, tinyZip, uploadBuild, onRowlessTasks } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { env } from "cloudflare:test";
 import { sha256Hex } from "../../worker/lib/ids.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { forwardConnect } from "../../worker/dispatch/nodes.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -1,8 +1,11 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, clearQueue, expectNoContent, ISO_UTC, newAccount, newFunction, uploadBuild } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, expectNoContent, ISO_UTC, newAccount, newFunction, uploadBuild, onRowlessTasks } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { buildsToKeep } from "../../worker/limits/artifact-eviction.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -1,6 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { ADMIN, callDirect as call, callJson, expectError } from "./helpers.js";
+import { ADMIN, callDirect as call, callJson, expectError, onRowlessTasks } from "./helpers.js";
 import { accountWithEverything, describeRoute, requestOf, ROUTES, type Owned } from "./fixtures.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 describe("authentication on every /v1 record route", () => {
   let owned: Owned;

@@ -2,8 +2,11 @@ import { createExecutionContext, createScheduledController, env, waitOnExecution
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import worker from "../../worker/index.js";
 import { createApp } from "../../worker/app.js";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, flushedDb } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, newAccount, newEndpoint, flushedDb, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -2,7 +2,10 @@ import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
 import { bodyRuleFor } from "../../worker/http/body-limits.js";
-import { callJson, expectError, newAccount, newFunction } from "./helpers.js";
+import { callJson, expectError, newAccount, newFunction, onRowlessTasks } from "./helpers.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

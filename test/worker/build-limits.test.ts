@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, callJson, clearQueue, deployedFunction, newAccount, newFunction, uploadBuild } from "./helpers.js";
+import { ADMIN, callJson, clearQueue, deployedFunction, newAccount, newFunction, uploadBuild, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -14,7 +14,11 @@ import {
   newTask,
   newTrigger,
   uploadBuild,
+  onRowlessTasks,
 } from "./helpers.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 describe("DELETE /v1/function/<function_id> cascades", () => {
   it("removes the function's triggers, as first or as next function, its endpoints and its builds", async () => {

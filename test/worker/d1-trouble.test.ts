@@ -3,10 +3,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { TOKEN_CACHE_MS } from "../../worker/lib/token-cache.js";
 import worker from "../../worker/index.js";
 import type { Bindings } from "../../worker/env.js";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, holdRecords, newAccount, newEndpoint } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, holdRecords, newAccount, newEndpoint, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { counterFor } from "../../worker/counters/client.js";
 import { openDb } from "../../worker/db/client.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 /**
  * D1 trouble on purpose (worker/db/d1-trouble.ts): the Worker as a deployment with the test

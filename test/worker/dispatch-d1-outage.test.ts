@@ -1,11 +1,14 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, newAccount } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, newAccount, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { openDb, type Db } from "../../worker/db/client.js";
 import { closeFailureWindow, openFailureWindow } from "../../worker/db/d1-trouble.js";
 import type { Bindings } from "../../worker/env.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 /**
  * A shard assigning a task while D1 fails (worker/db/d1-trouble.ts): the task's configuration

@@ -1,11 +1,14 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newEndpoint, newFunction, flushedDb } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, expectNoContent, newAccount, newEndpoint, newFunction, flushedDb, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { shardStub } from "../../worker/dispatch/client.js";
 import { FRAME_BUDGET_BYTES } from "../../shared/protocol/messages.js";
 import { MAX_CONFIG_FRAME_BYTES, MAX_SECRET_BYTES } from "../../shared/schemas/function-config.js";
 import { withConfig } from "../../worker/function-config/task-configs.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, flushedDb } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, flushedDb, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

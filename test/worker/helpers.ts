@@ -1,9 +1,10 @@
 import { createExecutionContext, createScheduledController, env, runInDurableObject, SELF, waitOnExecutionContext } from "cloudflare:test";
 import worker from "../../worker/index.js";
-import { shardStub } from "../../worker/dispatch/client.js";
+import { allShards, shardStub } from "../../worker/dispatch/client.js";
+import type { Bindings } from "../../worker/env.js";
 import { forgetShardsCountIssuesFrom } from "../../worker/tasks/issue-counts-from.js";
 import type { IssueCounts, Issue } from "../../worker/shard-history/issue-counts.js";
-import { expect } from "vitest";
+import { afterAll, beforeEach, expect } from "vitest";
 import { createApp } from "../../worker/app.js";
 
 export const ADMIN = "test-admin-token";
@@ -249,6 +250,26 @@ async function forgetAdmissionAnswers() {
     await admission.whenIdle();
     admission.accounts.clear();
   });
+}
+
+/**
+ * The layout of the tasks every shard creates from now on: rowless (TASK_ROWS = "shard", what
+ * wrangler.toml deploys) or with a row in D1 too (the suite's default, vitest.config.ts).
+ */
+export async function tasksRowless(on: boolean) {
+  for (const shard of allShards(env as unknown as Bindings))
+    await runInDurableObject(shard, (o) => {
+      (o as unknown as { life: { rowless: boolean } }).life.rowless = on;
+    });
+}
+
+/**
+ * Runs the file's tests on rowless tasks, as deployed: for files whose tests read tasks through the
+ * API alone, so that they hold in either layout (a shard that restarts mid-file gives rows again).
+ */
+export function onRowlessTasks() {
+  beforeEach(() => tasksRowless(true));
+  afterAll(() => tasksRowless(false));
 }
 
 /** The shard's task rows written to D1 and forgotten there (its queue keeps the work). */

@@ -1,6 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { callDirect as call, callJson, expectError, getWithBody, newEndpoint, newFunction } from "./helpers.js";
+import { callDirect as call, callJson, expectError, getWithBody, newEndpoint, newFunction, onRowlessTasks } from "./helpers.js";
 import { accountWithEverything, describeRoute, requestOf, ROUTES, type Owned } from "./fixtures.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 const idsOf = (o: Owned) => [o.tag, o.fn, o.next, o.trigger, o.schedule, o.endpoint, o.build, o.task, o.finished, o.chained, o.invoice];
 

@@ -1,10 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount, newTask } from "./helpers.js";
+import { call, clearQueue, deployedFunction, expectError, finishTask, newAccount, newTask, onRowlessTasks } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { CUT_NOTE, MAX_ACCOUNT_FOLLOWERS, MAX_FUNCTION_TAILS, MAX_TASK_FOLLOWERS } from "../../worker/dispatch/log-follows.js";
 import { FOLLOWER_BUFFER_CHARS } from "../../worker/live-logs/follower-stream.js";
 import { LIVE_LOG_FRAME_BYTES, MAX_LIVE_LOG_LINES } from "../../shared/protocol/messages.js";
 import { SseReader } from "../../shared/sse-reader.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

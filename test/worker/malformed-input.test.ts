@@ -1,6 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { callDirect as call, tinyZip } from "./helpers.js";
+import { callDirect as call, tinyZip, onRowlessTasks } from "./helpers.js";
 import { accountWithEverything, type Owned } from "./fixtures.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 /**
  * Malformed input never answers 500: every write operation (and every list filter body) gets

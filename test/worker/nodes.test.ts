@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, ISO_UTC, newAccount, newTask } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, ISO_UTC, newAccount, newTask, onRowlessTasks } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -4,7 +4,10 @@ import { Hono } from "hono";
 import { describeRoute, documentedOperations } from "../../worker/openapi/describe.js";
 import { openApiDocument } from "../../worker/openapi/document.js";
 import { documentedFor, METHODS, operationsOf } from "../support/openapi-paths.js";
-import { call } from "./helpers.js";
+import { call, onRowlessTasks } from "./helpers.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 /** Routes the app registers: handlers, not middleware (whose paths end in a wildcard). */
 function registeredRoutes(): string[] {

@@ -1,9 +1,12 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, markBuild, newAccount, newEndpoint, sql, uploadBuild } from "./helpers.js";
+import { ADMIN, call, callJson, clearQueue, deployedFunction, expectError, markBuild, newAccount, newEndpoint, sql, uploadBuild, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { counterFor } from "../../worker/counters/client.js";
 import { DOOR_REFRESH_MS, DoorBook } from "../../worker/endpoint-door/book.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 /**
  * The public door answers from its endpoint's object (worker/endpoint-door/), not from D1. Every

@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { call, callDirect, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, newTask } from "./helpers.js";
+import { call, callDirect, callJson, clearQueue, deployedFunction, expectError, finishTask, newAccount, newEndpoint, newTask, onRowlessTasks } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { publicResultWaits, ResultWaits } from "../../worker/public/result-waits.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(async () => {

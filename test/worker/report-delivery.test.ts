@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild, flushedDb, invocationsInD1 } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectError, newAccount, newFunction, tinyZip, uploadBuild, flushedDb, invocationsInD1, onRowlessTasks } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { MAX_ATTEMPTS } from "../../worker/dispatch/attempts.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -7,7 +7,7 @@ import { ROLL_MS } from "../../worker/shard-history/archive.js";
 import { dailyTasks } from "../../worker/console/queries.js";
 import { openDb } from "../../worker/db/client.js";
 import { DAY_MS, HOUR_MS, startOfUtcDay } from "../../worker/lib/time.js";
-import { call, callJson, clearQueue, deployedFunction, expectNoContent, finishTask, newAccount, newEndpoint, newTask, newTrigger, recordsFlushed, shardsCountIssuesFrom } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, expectNoContent, finishTask, newAccount, newEndpoint, newTask, newTrigger, recordsFlushed, shardsCountIssuesFrom, tasksRowless } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { reads } from "./task-reads.js";
 
@@ -21,19 +21,13 @@ import { reads } from "./task-reads.js";
 const bindings = env as unknown as Bindings;
 const inShard = <T>(fn: (o: Dispatcher, state: DurableObjectState) => T | Promise<T>) =>
   runInDurableObject(shardStub(env, 0), (o, state) => fn(o as unknown as Dispatcher, state));
-/** The layout of the tasks the shard creates from now on (the worker suite's default is D1's rows). */
-const rowless = (on: boolean) =>
-  inShard((o) => {
-    (o as unknown as { life: { rowless: boolean } }).life.rowless = on;
-  });
-
 beforeEach(clearQueue);
-beforeEach(() => rowless(true));
+beforeEach(() => tasksRowless(true));
 // A task is rowless once the shards count every issue (migrations 0032 and 0033), as a deployment's have for long.
 beforeEach(() => shardsCountIssuesFrom(Date.now() - HOUR_MS, { accountDays: Date.now() - DAY_MS }));
 afterEach(() => FakeAgent.closeAll());
 afterAll(async () => {
-  await rowless(false);
+  await tasksRowless(false);
   await shardsCountIssuesFrom(Date.now(), { accountDays: Date.now() });
 });
 
@@ -143,9 +137,9 @@ describe("reads of rowless tasks", () => {
   it("count beside tasks with rows in D1 (a deployment that switched layouts), each once", async () => {
     const { token } = await newAccount();
     const fn = await deployedFunction(token);
-    await rowless(false);
+    await tasksRowless(false);
     const withRow = await newTask(token, fn);
-    await rowless(true);
+    await tasksRowless(true);
     const withoutRow = await newTask(token, fn);
     await recordsFlushed();
     expect(await rowsInD1([withRow, withoutRow])).toBe(1);

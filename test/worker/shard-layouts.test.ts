@@ -4,7 +4,10 @@ import { createApp } from "../../worker/app.js";
 import { newTaskId, shardCount, shardOf, shardOfTask, shardStub } from "../../worker/dispatch/client.js";
 import { shardLayouts } from "../../worker/dispatch/shard-layouts.js";
 import { idTime } from "../../worker/lib/ids.js";
-import { deployedFunction, holdRecords, newAccount, shardsCountIssuesFrom } from "./helpers.js";
+import { deployedFunction, holdRecords, newAccount, shardsCountIssuesFrom, onRowlessTasks } from "./helpers.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 const app = createApp();
 const withShards = (value: string) => ({ ...env, DISPATCH_SHARDS: value });

@@ -4,7 +4,10 @@ import { createApp } from "../../worker/app.js";
 import { shardOf, shardStub } from "../../worker/dispatch/client.js";
 import { slotShare } from "../../shared/protocol/slot-shares.js";
 import { FakeAgent, type Via } from "./fake-agent.js";
-import { deployedFunction, newAccount } from "./helpers.js";
+import { deployedFunction, newAccount, onRowlessTasks } from "./helpers.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 type Assign = { taskId: string };
 

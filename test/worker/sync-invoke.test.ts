@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { call, callJson, clearQueue, deployedFunction, newAccount, newEndpoint } from "./helpers.js";
+import { call, callJson, clearQueue, deployedFunction, newAccount, newEndpoint, onRowlessTasks } from "./helpers.js";
 import { FakeAgent } from "./fake-agent.js";
 import { preferredWait } from "../../worker/http/prefer.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());

@@ -1,8 +1,11 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ADMIN, call, clearQueue, deployedFunction, expectNoContent, newAccount, newEndpoint } from "./helpers.js";
+import { ADMIN, call, clearQueue, deployedFunction, expectNoContent, newAccount, newEndpoint, onRowlessTasks } from "./helpers.js";
 import { eventually, FakeAgent } from "./fake-agent.js";
 import { syncWaitsFor } from "../../worker/counters/client.js";
+
+// Tasks as deployed: rowless (docs/dispatch.md, "Step 4 as built"); these tests read them through the API alone.
+onRowlessTasks();
 
 beforeEach(clearQueue);
 afterEach(() => FakeAgent.closeAll());
