@@ -136,11 +136,11 @@ export class GroupCommit {
     meters.committed();
     outcomes.remove(ids);
     held.committed(rows, ids);
-    // In the storage step that drops the outcomes: the shard keeps a record exactly when D1 has it
-    // (D1 said the outcome finished the row), built from the task it holds and the outcome. Rows the
-    // shard finished itself (cancelled by their function's deletion) are not kept: D1 may have
-    // finished them first, at another time, and keeps its own.
-    // A rowless task cancelled here is kept too: the shard's record is its only one.
+    // In the storage step that drops the outcomes: the shard keeps a record exactly when the outcome
+    // finished its task (D1 said so of a row; of a rowless task the shard decided), built from the
+    // task it holds and the outcome. A task with a row that the shard finished itself (cancelled by
+    // its function's deletion) is not kept: D1 may have finished it first, at another time, and
+    // keeps its own. A rowless one is: the shard's record is its only one.
     history.keep([...written.finished.values(), ...rows.filter((r) => rowless.has(r.id) && r.finishedAt != null)], now, rowless);
     for (const id of ids) elements.delete(id);
     for (const row of written.finished.values()) finished.add(row, now);

@@ -156,6 +156,8 @@ function finishingUpdates(elements: OutcomeElement[], here: Set<string> | undefi
  *   task the shard holds (`finishedOf`) only the id comes back: the shard has the row; of any other
  *   (a second query) the whole row;
  * - one query reads the triggers of their functions, so chaining costs no further round trip.
+ * An outcome of a rowless task (`rowless`) is in neither the update nor the read back: the row
+ * `finishedOf` builds is its finished row, and the batch carries only what `after` adds for it.
  * Returns the rows these outcomes finished (by task id) and those triggers.
  */
 export async function outcomesWritten(db: Db, bucket: R2Bucket, outcomes: Outcome[], now: number, before: Before = {}) {
