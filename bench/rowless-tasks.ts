@@ -17,12 +17,12 @@ import { rowsInserted } from "../worker/task-life/record-rows.js";
 import { outcomesWritten, type OutcomeElement } from "../worker/dispatch/records.js";
 import { finishedRow } from "../worker/task-life/finished-row.js";
 import type { Outcome } from "../worker/dispatch/outcomes.js";
-import type { TaskRow } from "../worker/db/rows.js";
 import { newId } from "../worker/lib/ids.js";
 import { ShardMeters } from "../worker/shard-metering/shard-meters.js";
 import { releaseFromD1, type Released } from "../worker/shard-history/release.js";
 import { d1OverSqlite } from "./lib/d1-over-sqlite.js";
 import { migratedSqlite } from "./lib/migrated-sqlite.js";
+import { benchAccounts, benchRow, NO_BUCKET } from "./lib/batch-fixtures.js";
 import { sqlStorageOver } from "./lib/sql-storage-over-sqlite.js";
 import { percentile, printTable } from "./stats.js";
 
@@ -34,17 +34,7 @@ const RELEASE_EVERY = 1_024;
 const sqlite = migratedSqlite("gcfaas-rowless-");
 const db: Db = openDb({ DB: d1OverSqlite(sqlite) });
 const meters = new ShardMeters(sqlStorageOver(new DatabaseSync(":memory:")), "bench-shard");
-const ACCOUNTS = Array.from({ length: BATCH }, (_, i) => `bench-account-${i}`);
-for (const id of ACCOUNTS) sqlite.prepare("insert into accounts (id, name, created_at) values (?, ?, 0)").run(id, id);
-const NO_BUCKET = new Proxy({}, { get: () => () => Promise.reject(new Error("the bench wrote to R2")) }) as R2Bucket;
-
-const row = (id: string, accountId: string, at: number): TaskRow => ({
-  id, accountId, functionId: `fn-of-${accountId}`, lang: "py", buildId: "build", endpointId: null, triggerId: null, parentTaskId: null,
-  chainId: null, hop: 0, issuedAt: at, assignedAt: null, finishedAt: null, progress: 0, status: 0, node: null, timeout: 30,
-  cpuCount: 1, memSize: 256, privileged: false, egress: "none", networkLatency: 0, runtime: null, input: '{"order":12345}', inputKey: null,
-  resultStatus: null, resultHeaders: null, resultBody: null, resultKey: null, log: null, logKey: null, durationMs: null, attempts: 0,
-  purgedAt: null, scheduledId: null,
-});
+const ACCOUNTS = benchAccounts(sqlite, BATCH);
 
 type Mode = "a row in D1 (baseline)" | "rowless";
 const released: Released[] = [];
@@ -53,7 +43,7 @@ const releaseMs: number[] = [];
 /** One round: 64 tasks created and finished in the shard, then the batch that records them: D1's time. */
 async function round(mode: Mode, accounts: number): Promise<number> {
   const at = Date.now();
-  const rows = Array.from({ length: BATCH }, (_, i) => row(newId(at), ACCOUNTS[i % accounts]!, at));
+  const rows = Array.from({ length: BATCH }, (_, i) => benchRow(newId(at), ACCOUNTS[i % accounts]!, at));
   const created = new Map(rows.map((r) => [r.id, r]));
   const batch: Outcome[] = rows.map((r) => ({
     taskId: r.id, accountId: r.accountId, functionId: r.functionId, at: at + 100, node: "bench-node", assignedAt: at + 5, rttMs: 1,
